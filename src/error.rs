@@ -1,0 +1,41 @@
+//! The errors a call can end in. Their names are part of the JavaScript contract: the
+//! facade turns each into an `Error` whose `name` is [`Error::name`].
+
+use std::fmt;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Error {
+    /// No WebGPU in this browser, or no adapter.
+    WebGpuUnavailable(String),
+    /// The device could not be created, was lost, ran out of memory, or was freed.
+    GpuDevice(String),
+    /// Lengths that do not fit `hidden`, a bad `hidden` or `eps`, a row too large.
+    Shape(String),
+    /// An argument of the wrong type.
+    Type(String),
+}
+
+impl Error {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Error::WebGpuUnavailable(_) => "WebGpuUnavailableError",
+            Error::GpuDevice(_) => "GpuDeviceError",
+            Error::Shape(_) => "ShapeError",
+            Error::Type(_) => "TypeError",
+        }
+    }
+
+    pub fn message(&self) -> &str {
+        match self {
+            Error::WebGpuUnavailable(m) | Error::GpuDevice(m) | Error::Shape(m) | Error::Type(m) => m,
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.name(), self.message())
+    }
+}
+
+impl std::error::Error for Error {}

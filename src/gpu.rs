@@ -1,0 +1,447 @@
+//! The GPU driver: one device, its pipelines, and the path of a call through them.
+//!
+//! The same code runs on the browser's WebGPU (wasm) and on Vulkan (native tests and
+//! benchmarks). A call is: checks, uploads with `writeBuffer`, one submission holding every
+//! dispatch, one readback per result, awaited through `map_async`'s callback (never by
+//! blocking: the browser delivers that callback from its event loop).
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use futures_channel::oneshot;
+use wgpu::util::DeviceExt;
+
+use crate::error::Error;
+use crate::host::{new_host_vec, read_mapped, HostArray, HostVec};
+use crate::kernel::{grid, Options, Params, Variant};
+use crate::shape::{Inputs, Shape};
+
+/// What the adapter says about itself, in the shape of WebGPU's `GPUAdapterInfo`.
+#[derive(Clone, Debug, Default)]
+pub struct AdapterSummary {
+    pub vendor: String,
+    pub architecture: String,
+    pub device: String,
+    pub description: String,
+    pub is_fallback: bool,
+}
+
+/// A call's results: `y`, and `v` when the `sum` output was asked for.
+pub struct Output {
+    pub y: HostVec,
+    pub sum: Option<HostVec>,
+}
+
+/// Where each binding of the kernel comes from; the bind group layout is its signature.
+const BINDINGS: [(u32, bool); 8] = [
+    (0, true),  // input
+    (1, true),  // residual
+    (2, true),  // gamma
+    (3, true),  // beta (or the stub)
+    (4, true),  // bias (or the stub)
+    (5, false), // output
+    (6, false), // sum (or the stub)
+    (7, true),  // params (uniform)
+];
+
+pub struct GpuContext {
+    device: wgpu::Device,
+    queue: wgpu::Queue,
+    layout: wgpu::BindGroupLayout,
+    pipeline_layout: wgpu::PipelineLayout,
+    pipelines: RefCell<HashMap<Variant, wgpu::ComputePipeline>>,
+    /// Bound in place of an absent optional input: WebGPU has no null binding.
+    stub_in: wgpu::Buffer,
+    /// The same for the `sum` output; a buffer cannot be bound read-only and writable in
+    /// one dispatch, so the two stubs cannot be one.
+    stub_out: wgpu::Buffer,
+    /// Set by the device-lost callback; every later call fails fast with it.
+    lost: Arc<Mutex<Option<String>>>,
+    adapter: AdapterSummary,
+    /// Largest storage binding in bytes: a chunk of rows never exceeds it.
+    max_binding: u64,
+    max_groups_per_dim: u32,
+}
+
+impl GpuContext {
+    /// Finds an adapter and opens a device on it.
+    pub async fn new(power_preference: wgpu::PowerPreference) -> Result<GpuContext, Error> {
+        #[cfg(target_arch = "wasm32")]
+        if !wgpu::util::is_browser_webgpu_supported().await {
+            return Err(Error::WebGpuUnavailable(
+                "navigator.gpu: expected WebGPU in this browser, got none (Chrome/Edge 113+, \
+                 Safari 26+, Firefox 141+; headless Chromium needs --enable-unsafe-webgpu)"
+                    .into(),
+            ));
+        }
+        let backends = if cfg!(target_arch = "wasm32") { wgpu::Backends::BROWSER_WEBGPU } else { wgpu::Backends::VULKAN };
+        let instance = wgpu::Instance::new(wgpu::InstanceDescriptor {
+            backends,
+            ..wgpu::InstanceDescriptor::new_without_display_handle()
+        });
+        let adapter = instance
+            .request_adapter(&wgpu::RequestAdapterOptions { power_preference, ..Default::default() })
+            .await
+            .map_err(|e| Error::WebGpuUnavailable(format!("requestAdapter: expected an adapter, got none ({e})")))?;
+        Self::from_adapter(&adapter, wgpu::Features::empty()).await
+    }
+
+    /// Opens a device on `adapter` with its full limits (the defaults cap a storage binding
+    /// at 128 MiB even where the hardware allows more) and any of `wanted` it supports.
+    pub async fn from_adapter(adapter: &wgpu::Adapter, wanted: wgpu::Features) -> Result<GpuContext, Error> {
+        let limits = adapter.limits();
+        let (device, queue) = adapter
+            .request_device(&wgpu::DeviceDescriptor {
+                label: Some("webgpu-rmsnorm"),
+                required_features: wanted & adapter.features(),
+                required_limits: limits.clone(),
+                ..Default::default()
+            })
+            .await
+            .map_err(|e| Error::GpuDevice(format!("requestDevice: expected a device, got an error ({e})")))?;
+
+        // Errors outside an error scope would otherwise reach wgpu's default handler, which
+        // panics; a panic in wasm kills the instance for good.
+        device.on_uncaptured_error(Arc::new(|_e: wgpu::Error| {}));
+        let lost = Arc::new(Mutex::new(None));
+        let on_lost = lost.clone();
+        device.set_device_lost_callback(move |reason, message| {
+            if let Ok(mut slot) = on_lost.lock() {
+                *slot = Some(format!("{reason:?}: {message}"));
+            }
+        });
+
+        let entries: Vec<wgpu::BindGroupLayoutEntry> = BINDINGS
+            .iter()
+            .map(|&(binding, read_only)| wgpu::BindGroupLayoutEntry {
+                binding,
+                visibility: wgpu::ShaderStages::COMPUTE,
+                ty: wgpu::BindingType::Buffer {
+                    ty: if binding == 7 {
+                        wgpu::BufferBindingType::Uniform
+                    } else {
+                        wgpu::BufferBindingType::Storage { read_only }
+                    },
+                    has_dynamic_offset: false,
+                    min_binding_size: None,
+                },
+                count: None,
+            })
+            .collect();
+        let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+            label: Some("fused_rms_norm"),
+            entries: &entries,
+        });
+        let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+            label: Some("fused_rms_norm"),
+            bind_group_layouts: &[Some(&layout)],
+            immediate_size: 0,
+        });
+        let stub = |label| {
+            device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(label),
+                size: 16,
+                usage: wgpu::BufferUsages::STORAGE,
+                mapped_at_creation: false,
+            })
+        };
+        let (stub_in, stub_out) = (stub("absent input"), stub("absent output"));
+        Ok(GpuContext {
+            adapter: summarize(adapter, &device),
+            device,
+            queue,
+            layout,
+            pipeline_layout,
+            pipelines: RefCell::new(HashMap::new()),
+            stub_in,
+            stub_out,
+            lost,
+            max_binding: limits.max_storage_buffer_binding_size.min(limits.max_buffer_size),
+            max_groups_per_dim: limits.max_compute_workgroups_per_dimension,
+        })
+    }
+
+    pub fn adapter(&self) -> &AdapterSummary {
+        &self.adapter
+    }
+
+    pub fn device(&self) -> &wgpu::Device {
+        &self.device
+    }
+
+    pub fn queue(&self) -> &wgpu::Queue {
+        &self.queue
+    }
+
+    /// Why the device is gone, if it is.
+    pub fn lost_reason(&self) -> Option<String> {
+        self.lost.lock().ok().and_then(|s| s.clone())
+    }
+
+    /// The pipeline for `variant`, compiled on first use.
+    pub fn pipeline(&self, variant: Variant) -> wgpu::ComputePipeline {
+        if let Some(p) = self.pipelines.borrow().get(&variant) {
+            return p.clone();
+        }
+        let label = variant.label();
+        let module = self.device.create_shader_module(wgpu::ShaderModuleDescriptor {
+            label: Some(&label),
+            source: wgpu::ShaderSource::Wgsl(variant.wgsl().into()),
+        });
+        let pipeline = self.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+            label: Some(&label),
+            layout: Some(&self.pipeline_layout),
+            module: &module,
+            entry_point: Some("main"),
+            compilation_options: Default::default(),
+            cache: None,
+        });
+        self.pipelines.borrow_mut().insert(variant, pipeline.clone());
+        pipeline
+    }
+
+    /// Binds one dispatch's buffers; `None` for an absent optional one.
+    #[allow(clippy::too_many_arguments)]
+    pub fn bind_group(
+        &self,
+        input: &wgpu::Buffer,
+        residual: &wgpu::Buffer,
+        gamma: &wgpu::Buffer,
+        beta: Option<&wgpu::Buffer>,
+        bias: Option<&wgpu::Buffer>,
+        output: &wgpu::Buffer,
+        sum: Option<&wgpu::Buffer>,
+        params: &wgpu::Buffer,
+    ) -> wgpu::BindGroup {
+        let buffers = [
+            input,
+            residual,
+            gamma,
+            beta.unwrap_or(&self.stub_in),
+            bias.unwrap_or(&self.stub_in),
+            output,
+            sum.unwrap_or(&self.stub_out),
+            params,
+        ];
+        let entries: Vec<wgpu::BindGroupEntry> = buffers
+            .iter()
+            .enumerate()
+            .map(|(i, b)| wgpu::BindGroupEntry { binding: i as u32, resource: b.as_entire_binding() })
+            .collect();
+        self.device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some("fused_rms_norm"),
+            layout: &self.layout,
+            entries: &entries,
+        })
+    }
+
+    /// A uniform buffer holding `params`.
+    pub fn params_buffer(&self, params: Params) -> wgpu::Buffer {
+        self.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some("params"),
+            contents: &params.to_bytes(),
+            usage: wgpu::BufferUsages::UNIFORM,
+        })
+    }
+
+    /// A storage buffer of `len` f32.
+    pub fn storage(&self, len: usize, extra: wgpu::BufferUsages) -> wgpu::Buffer {
+        self.device.create_buffer(&wgpu::BufferDescriptor {
+            label: None,
+            size: (len * 4) as u64,
+            usage: wgpu::BufferUsages::STORAGE | extra,
+            mapped_at_creation: false,
+        })
+    }
+
+    /// Records the dispatch of `rows` rows with `pipeline` into `pass`.
+    pub fn dispatch(&self, pass: &mut wgpu::ComputePass, pipeline: &wgpu::ComputePipeline, group: &wgpu::BindGroup, rows: u32) {
+        let (x, y) = grid(rows, self.max_groups_per_dim);
+        pass.set_pipeline(pipeline);
+        pass.set_bind_group(0, group, &[]);
+        pass.dispatch_workgroups(x, y, 1);
+    }
+
+    /// Rows per dispatch for rows of `hidden`: as many as one storage binding holds.
+    pub fn rows_per_chunk(&self, hidden: usize) -> Result<usize, Error> {
+        let row_bytes = hidden as u64 * 4;
+        if row_bytes > self.max_binding {
+            return Err(Error::Shape(format!(
+                "hidden: expected a row this device can bind (at most {} f32, its \
+                 maxStorageBufferBindingSize is {} bytes), got {hidden}",
+                self.max_binding / 4,
+                self.max_binding
+            )));
+        }
+        Ok((self.max_binding / row_bytes) as usize)
+    }
+
+    /// Runs one call: `y`, and `v` too when `want_sum`.
+    pub async fn run<A: HostArray>(&self, x: &Inputs<A>, want_sum: bool) -> Result<Output, Error> {
+        let shape = Shape::of(x)?;
+        if let Some(why) = self.lost_reason() {
+            return Err(Error::GpuDevice(format!("device: expected a live GPU device, got a lost one ({why})")));
+        }
+        let per_chunk = self.rows_per_chunk(shape.hidden)?;
+        if shape.is_empty() {
+            return Ok(Output { y: new_host_vec(0), sum: want_sum.then(|| new_host_vec(0)) });
+        }
+        let Shape { rows, hidden } = shape;
+        let options = Options { bias: x.bias.is_some(), beta: x.beta.is_some(), sum: want_sum };
+        let variant = Variant::for_shape(hidden as u32, options);
+
+        // Everything between the pushes and the pops is synchronous, so calls that interleave
+        // at their awaits never share a scope.
+        let oom_scope = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let validation_scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let pipeline = self.pipeline(variant);
+        let per_row = |a: &A| {
+            let b = self.storage(hidden, wgpu::BufferUsages::COPY_DST);
+            a.upload(&self.queue, &b, 0, hidden);
+            b
+        };
+        let gamma = per_row(&x.gamma);
+        let beta = x.beta.as_ref().map(per_row);
+        let bias = x.bias.as_ref().map(per_row);
+
+        let mut encoder = self.device.create_command_encoder(&Default::default());
+        let mut readbacks = Vec::new();
+        for first in (0..rows).step_by(per_chunk) {
+            let n_rows = per_chunk.min(rows - first);
+            let n = n_rows * hidden;
+            let input = self.storage(n, wgpu::BufferUsages::COPY_DST);
+            x.input.upload(&self.queue, &input, first * hidden, n);
+            let residual = self.storage(n, wgpu::BufferUsages::COPY_DST);
+            x.residual.upload(&self.queue, &residual, first * hidden, n);
+            let output = self.storage(n, wgpu::BufferUsages::COPY_SRC);
+            let sum = want_sum.then(|| self.storage(n, wgpu::BufferUsages::COPY_SRC));
+            let params = self.params_buffer(Params {
+                rows: n_rows as u32,
+                width: (hidden as u32) / variant.lanes,
+                hidden: hidden as f32,
+                eps: x.eps,
+            });
+            let group = self.bind_group(&input, &residual, &gamma, beta.as_ref(), bias.as_ref(), &output, sum.as_ref(), &params);
+            {
+                let mut pass = encoder.begin_compute_pass(&Default::default());
+                self.dispatch(&mut pass, &pipeline, &group, n_rows as u32);
+            }
+            let read_out = self.readback(&mut encoder, &output, n);
+            let read_sum = sum.as_ref().map(|s| self.readback(&mut encoder, s, n));
+            readbacks.push((first * hidden, n, read_out, read_sum));
+        }
+        self.queue.submit([encoder.finish()]);
+        let validation = validation_scope.pop();
+        let oom = oom_scope.pop();
+
+        let mut waits = Vec::new();
+        for (_, _, out, sum) in &readbacks {
+            waits.push(map_read(out));
+            if let Some(s) = sum {
+                waits.push(map_read(s));
+            }
+        }
+        #[cfg(not(target_arch = "wasm32"))]
+        let _ = self.device.poll(wgpu::PollType::wait_indefinitely());
+
+        if let Some(e) = oom.await {
+            return Err(Error::GpuDevice(format!("GPU memory: expected room for {rows}x{hidden}, got out-of-memory ({e})")));
+        }
+        if let Some(e) = validation.await {
+            return Err(self.device_error(format!("the GPU rejected the work ({e})")));
+        }
+        for wait in waits {
+            let mapped = wait.await.map_err(|_| ()).and_then(|r| r.map_err(|_| ()));
+            if mapped.is_err() {
+                return Err(self.device_error("reading the result back failed".into()));
+            }
+        }
+        let total = shape.len();
+        let mut y = new_host_vec(total);
+        let mut sum = want_sum.then(|| new_host_vec(total));
+        for (start, n, out, s) in &readbacks {
+            read_mapped(out, &mut y, *start, *n);
+            out.unmap();
+            if let (Some(dst), Some(s)) = (sum.as_mut(), s) {
+                read_mapped(s, dst, *start, *n);
+                s.unmap();
+            }
+        }
+        Ok(Output { y, sum })
+    }
+
+    fn device_error(&self, what: String) -> Error {
+        match self.lost_reason() {
+            Some(why) => Error::GpuDevice(format!("device: expected a live GPU device, got a lost one ({why})")),
+            None => Error::GpuDevice(what),
+        }
+    }
+
+    /// A mappable copy of the first `n` f32 of `src`, recorded into `encoder`.
+    fn readback(&self, encoder: &mut wgpu::CommandEncoder, src: &wgpu::Buffer, n: usize) -> wgpu::Buffer {
+        let staging = self.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("readback"),
+            size: (n * 4) as u64,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        encoder.copy_buffer_to_buffer(src, 0, &staging, 0, (n * 4) as u64);
+        staging
+    }
+
+    /// Destroys the device, as a driver reset would; for tests of device loss.
+    pub fn destroy_device(&self) {
+        self.device.destroy();
+    }
+}
+
+type MapResult = Result<(), wgpu::BufferAsyncError>;
+
+fn map_read(buffer: &wgpu::Buffer) -> oneshot::Receiver<MapResult> {
+    let (tx, rx) = oneshot::channel();
+    buffer.map_async(wgpu::MapMode::Read, .., move |r| {
+        let _ = tx.send(r);
+    });
+    rx
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+fn summarize(adapter: &wgpu::Adapter, _device: &wgpu::Device) -> AdapterSummary {
+    let info = adapter.get_info();
+    AdapterSummary {
+        vendor: format!("0x{:04x}", info.vendor),
+        architecture: format!("{:?}", info.device_type),
+        device: info.name.clone(),
+        description: format!("{} ({:?}; {} {})", info.name, info.backend, info.driver, info.driver_info),
+        is_fallback: info.device_type == wgpu::DeviceType::Cpu,
+    }
+}
+
+#[cfg(target_arch = "wasm32")]
+fn summarize(adapter: &wgpu::Adapter, device: &wgpu::Device) -> AdapterSummary {
+    use wasm_bindgen::JsValue;
+    // wgpu's AdapterInfo drops WebGPU's vendor and architecture strings; read them from
+    // GPUDevice.adapterInfo instead.
+    let info = device
+        .as_webgpu()
+        .and_then(|d| js_sys::Reflect::get(d.as_ref(), &JsValue::from_str("adapterInfo")).ok())
+        .unwrap_or(JsValue::UNDEFINED);
+    let field = |name: &str| {
+        js_sys::Reflect::get(&info, &JsValue::from_str(name))
+            .ok()
+            .and_then(|v| v.as_string())
+            .unwrap_or_default()
+    };
+    let is_fallback = js_sys::Reflect::get(&info, &JsValue::from_str("isFallbackAdapter"))
+        .ok()
+        .and_then(|v| v.as_bool())
+        .unwrap_or(adapter.get_info().device_type == wgpu::DeviceType::Cpu);
+    AdapterSummary {
+        vendor: field("vendor"),
+        architecture: field("architecture"),
+        device: field("device"),
+        description: field("description"),
+        is_fallback,
+    }
+}

@@ -1,0 +1,127 @@
+//! The CPU reference every test compares against: the contract's formula in f64.
+//!
+//! `v` is formed in f32, in the kernel's order `(input + residual) + bias`, because `v` is
+//! itself an f32 output (`sum`); everything after it (squares, mean, inverse square root,
+//! scale and shift) is f64, so the reference carries no f32 rounding of its own.
+
+pub use crate::shape::Inputs as GenericInputs;
+
+/// One call's inputs as Rust slices.
+pub type Inputs<'a> = GenericInputs<&'a [f32]>;
+
+/// `(y, v)` for every element, row-major; `y` in f64, `v` (the `sum` output) in f32.
+pub fn fused_rms_norm(x: &Inputs) -> (Vec<f64>, Vec<f32>) {
+    let n = x.input.len();
+    let mut y = Vec::with_capacity(n);
+    let mut v = Vec::with_capacity(n);
+    if x.hidden == 0 {
+        return (y, v);
+    }
+    for (row_in, row_res) in x.input.chunks(x.hidden).zip(x.residual.chunks(x.hidden)) {
+        let start = v.len();
+        for i in 0..x.hidden {
+            let mut s = row_in[i] + row_res[i];
+            if let Some(b) = x.bias {
+                s += b[i];
+            }
+            v.push(s);
+        }
+        let row = &v[start..];
+        let mean = row.iter().map(|&s| (s as f64) * (s as f64)).sum::<f64>() / x.hidden as f64;
+        let inv = 1.0 / (mean + x.eps as f64).sqrt();
+        for (i, &s) in row.iter().enumerate() {
+            let shift = x.beta.map_or(0.0, |b| b[i] as f64);
+            y.push(s as f64 * inv * x.gamma[i] as f64 + shift);
+        }
+    }
+    (y, v)
+}
+
+/// How far a result is from the reference, in units of the tolerance that f32 arithmetic
+/// allows; `<= 1` passes. An element's allowance is relative to the size of the terms that
+/// make it, `|v * inv * gamma| + |beta|`, so a `y` near zero because `beta` cancels the
+/// product is not held to a relative bound it cannot meet. NaN must match NaN.
+pub fn worst_error(got: &[f32], want: &[f64], x: &Inputs, rtol: f64) -> f64 {
+    assert_eq!(got.len(), want.len(), "output length");
+    let mut worst = 0.0f64;
+    let (_, v) = fused_rms_norm(x);
+    for (row_start, row_v) in (0..v.len()).step_by(x.hidden.max(1)).map(|s| (s, &v[s..s + x.hidden])) {
+        let mean = row_v.iter().map(|&s| (s as f64).powi(2)).sum::<f64>() / x.hidden as f64;
+        let inv = 1.0 / (mean + x.eps as f64).sqrt();
+        for i in 0..x.hidden {
+            let (g, w) = (got[row_start + i] as f64, want[row_start + i]);
+            if w.is_nan() || g.is_nan() {
+                if w.is_nan() != g.is_nan() {
+                    return f64::INFINITY;
+                }
+                continue;
+            }
+            let scale = (row_v[i] as f64 * inv * x.gamma[i] as f64).abs()
+                + x.beta.map_or(0.0, |b| (b[i] as f64).abs());
+            let allowed = rtol * scale + f32::MIN_POSITIVE as f64;
+            worst = worst.max((g - w).abs() / allowed);
+        }
+    }
+    worst
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hand_computed_row() {
+        // v = [3, 4] → mean square 12.5 → y = v / sqrt(12.5) * gamma + beta.
+        let x = Inputs {
+            input: &[1.0, 2.0],
+            residual: &[1.0, 1.0],
+            gamma: &[2.0, 0.5],
+            beta: Some(&[0.0, 1.0]),
+            bias: Some(&[1.0, 1.0]),
+            hidden: 2,
+            eps: 0.0,
+        };
+        let (y, v) = fused_rms_norm(&x);
+        assert_eq!(v, vec![3.0, 4.0]);
+        let r = 12.5f64.sqrt();
+        assert!((y[0] - 3.0 / r * 2.0).abs() < 1e-15);
+        assert!((y[1] - (4.0 / r * 0.5 + 1.0)).abs() < 1e-15);
+    }
+
+    #[test]
+    fn scale_invariance_holds_in_f64() {
+        let base = [0.5f32, -1.25, 2.0, 0.75];
+        let gamma = [1.0f32; 4];
+        let run = |k: f32| {
+            let input: Vec<f32> = base.iter().map(|b| b * k).collect();
+            let zero = [0.0f32; 4];
+            fused_rms_norm(&Inputs { input: &input, residual: &zero, gamma: &gamma, beta: None, bias: None, hidden: 4, eps: 0.0 }).0
+        };
+        let one = run(1.0);
+        for k in [1e30f32, 1e-30] {
+            for (a, b) in run(k).iter().zip(&one) {
+                assert!((a - b).abs() < 1e-6, "{k}: {a} vs {b}");
+            }
+        }
+    }
+
+    #[test]
+    fn nan_poisons_only_its_row() {
+        let input = [f32::NAN, 1.0, 1.0, 2.0];
+        let zero = [0.0f32; 4];
+        let (y, _) = fused_rms_norm(&Inputs { input: &input, residual: &zero, gamma: &[1.0, 1.0], beta: None, bias: None, hidden: 2, eps: 1e-6 });
+        assert!(y[0].is_nan() && y[1].is_nan());
+        assert!(y[2].is_finite() && y[3].is_finite());
+    }
+
+    #[test]
+    fn worst_error_flags_a_wrong_value() {
+        let x = Inputs { input: &[1.0, 2.0], residual: &[0.0, 0.0], gamma: &[1.0, 1.0], beta: None, bias: None, hidden: 2, eps: 0.0 };
+        let (want, _) = fused_rms_norm(&x);
+        let good: Vec<f32> = want.iter().map(|&w| w as f32).collect();
+        assert!(worst_error(&good, &want, &x, 1e-5) <= 1.0);
+        let bad = [good[0] * 1.001, good[1]];
+        assert!(worst_error(&bad, &want, &x, 1e-5) > 1.0);
+        assert!(worst_error(&[f32::NAN, good[1]], &want, &x, 1e-5).is_infinite());
+    }
+}
