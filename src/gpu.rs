@@ -7,6 +7,8 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 
 use futures_channel::oneshot;
@@ -279,13 +281,28 @@ impl GpuContext {
 
     /// Runs one call: `y`, and `v` too when `want_sum`.
     pub async fn run<A: HostArray>(&self, x: &Inputs<A>, want_sum: bool) -> Result<Output, Error> {
+        self.submit(x, want_sum)?.read().await
+    }
+
+    /// Checks, uploads and submits one call without waiting for it. The inputs are read
+    /// before this returns, so a caller may reuse its arrays as soon as it has the pending.
+    pub fn submit<A: HostArray>(&self, x: &Inputs<A>, want_sum: bool) -> Result<Pending, Error> {
         let shape = Shape::of(x)?;
         if let Some(why) = self.lost_reason() {
-            return Err(Error::GpuDevice(format!("device: expected a live GPU device, got a lost one ({why})")));
+            return Err(lost_error(&why));
         }
         let per_chunk = self.rows_per_chunk(shape.hidden)?;
+        let mut pending = Pending {
+            shape,
+            want_sum,
+            lost: self.lost.clone(),
+            device: self.device.clone(),
+            chunks: Vec::new(),
+            scopes: Vec::new(),
+            mapped: Vec::new(),
+        };
         if shape.is_empty() {
-            return Ok(Output { y: new_host_vec(0), sum: want_sum.then(|| new_host_vec(0)) });
+            return Ok(pending);
         }
         let Shape { rows, hidden } = shape;
         let options = Options { bias: x.bias.is_some(), beta: x.beta.is_some(), sum: want_sum };
@@ -306,7 +323,6 @@ impl GpuContext {
         let bias = x.bias.as_ref().map(per_row);
 
         let mut encoder = self.device.create_command_encoder(&Default::default());
-        let mut readbacks = Vec::new();
         for first in (0..rows).step_by(per_chunk) {
             let n_rows = per_chunk.min(rows - first);
             let n = n_rows * hidden;
@@ -327,55 +343,20 @@ impl GpuContext {
                 let mut pass = encoder.begin_compute_pass(&Default::default());
                 self.dispatch(&mut pass, &pipeline, &group, n_rows as u32);
             }
-            let read_out = self.readback(&mut encoder, &output, n);
-            let read_sum = sum.as_ref().map(|s| self.readback(&mut encoder, s, n));
-            readbacks.push((first * hidden, n, read_out, read_sum));
+            let y = self.readback(&mut encoder, &output, n);
+            let sum = sum.as_ref().map(|s| self.readback(&mut encoder, s, n));
+            pending.chunks.push(Chunk { start: first * hidden, len: n, y, sum });
         }
         self.queue.submit([encoder.finish()]);
-        let validation = validation_scope.pop();
-        let oom = oom_scope.pop();
-
-        let mut waits = Vec::new();
-        for (_, _, out, sum) in &readbacks {
-            waits.push(map_read(out));
-            if let Some(s) = sum {
-                waits.push(map_read(s));
+        pending.scopes.push(("the GPU rejected the work", Box::pin(validation_scope.pop())));
+        pending.scopes.push(("the GPU ran out of memory", Box::pin(oom_scope.pop())));
+        for chunk in &pending.chunks {
+            pending.mapped.push(map_read(&chunk.y));
+            if let Some(s) = &chunk.sum {
+                pending.mapped.push(map_read(s));
             }
         }
-        #[cfg(not(target_arch = "wasm32"))]
-        let _ = self.device.poll(wgpu::PollType::wait_indefinitely());
-
-        if let Some(e) = oom.await {
-            return Err(Error::GpuDevice(format!("GPU memory: expected room for {rows}x{hidden}, got out-of-memory ({e})")));
-        }
-        if let Some(e) = validation.await {
-            return Err(self.device_error(format!("the GPU rejected the work ({e})")));
-        }
-        for wait in waits {
-            let mapped = wait.await.map_err(|_| ()).and_then(|r| r.map_err(|_| ()));
-            if mapped.is_err() {
-                return Err(self.device_error("reading the result back failed".into()));
-            }
-        }
-        let total = shape.len();
-        let mut y = new_host_vec(total);
-        let mut sum = want_sum.then(|| new_host_vec(total));
-        for (start, n, out, s) in &readbacks {
-            read_mapped(out, &mut y, *start, *n);
-            out.unmap();
-            if let (Some(dst), Some(s)) = (sum.as_mut(), s) {
-                read_mapped(s, dst, *start, *n);
-                s.unmap();
-            }
-        }
-        Ok(Output { y, sum })
-    }
-
-    fn device_error(&self, what: String) -> Error {
-        match self.lost_reason() {
-            Some(why) => Error::GpuDevice(format!("device: expected a live GPU device, got a lost one ({why})")),
-            None => Error::GpuDevice(what),
-        }
+        Ok(pending)
     }
 
     /// A mappable copy of the first `n` f32 of `src`, recorded into `encoder`.
@@ -396,14 +377,78 @@ impl GpuContext {
     }
 }
 
+fn lost_error(why: &str) -> Error {
+    Error::GpuDevice(format!("device: expected a live GPU device, got a lost one ({why})"))
+}
+
 type MapResult = Result<(), wgpu::BufferAsyncError>;
 
+/// Asks for `buffer` to be mapped once the GPU is done with it.
 fn map_read(buffer: &wgpu::Buffer) -> oneshot::Receiver<MapResult> {
     let (tx, rx) = oneshot::channel();
     buffer.map_async(wgpu::MapMode::Read, .., move |r| {
         let _ = tx.send(r);
     });
     rx
+}
+
+struct Chunk {
+    /// Where the chunk's first element goes in the result.
+    start: usize,
+    len: usize,
+    y: wgpu::Buffer,
+    sum: Option<wgpu::Buffer>,
+}
+
+type ScopeFuture = Pin<Box<dyn Future<Output = Option<wgpu::Error>>>>;
+
+/// A submitted call. Owns everything it needs, so the context that made it may be dropped
+/// (JavaScript's `free()`) while it is in flight.
+pub struct Pending {
+    shape: Shape,
+    want_sum: bool,
+    lost: Arc<Mutex<Option<String>>>,
+    #[cfg_attr(target_arch = "wasm32", allow(dead_code))]
+    device: wgpu::Device,
+    chunks: Vec<Chunk>,
+    scopes: Vec<(&'static str, ScopeFuture)>,
+    mapped: Vec<oneshot::Receiver<MapResult>>,
+}
+
+impl Pending {
+    /// Waits for the GPU and copies the results out.
+    pub async fn read(self) -> Result<Output, Error> {
+        let lost = || self.lost.lock().ok().and_then(|s| s.clone());
+        for (what, scope) in self.scopes {
+            if let Some(e) = scope.await {
+                return Err(lost().map_or_else(|| Error::GpuDevice(format!("{what} ({e})")), |w| lost_error(&w)));
+            }
+        }
+        // Natively nothing delivers callbacks unless the device is polled; the browser
+        // delivers them from its event loop.
+        #[cfg(not(target_arch = "wasm32"))]
+        let _ = self.device.poll(wgpu::PollType::wait_indefinitely());
+        for ready in self.mapped {
+            if !matches!(ready.await, Ok(Ok(()))) {
+                return Err(lost().map_or_else(
+                    || Error::GpuDevice("readback: expected the result, the GPU returned none".into()),
+                    |w| lost_error(&w),
+                ));
+            }
+        }
+        let total = self.shape.len();
+        let mut y = new_host_vec(total);
+        let mut sum = self.want_sum.then(|| new_host_vec(total));
+        for chunk in &self.chunks {
+            read_mapped(&chunk.y, &mut y, chunk.start, chunk.len);
+            chunk.y.unmap();
+            if let (Some(dst), Some(s)) = (sum.as_mut(), &chunk.sum) {
+                read_mapped(s, dst, chunk.start, chunk.len);
+                s.unmap();
+            }
+        }
+        Ok(Output { y, sum })
+    }
 }
 
 #[cfg(not(target_arch = "wasm32"))]

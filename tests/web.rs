@@ -1,0 +1,213 @@
+//! Browser tests through the real WebGPU adapter (`wasm-pack test --headless --chrome`):
+//! the JavaScript-facing `FusedRmsNorm` against the f64 reference, and its errors.
+#![cfg(target_arch = "wasm32")]
+
+use js_sys::{Float32Array, Object, Promise, Reflect};
+use wasm_bindgen::{JsCast, JsValue};
+use wasm_bindgen_futures::JsFuture;
+use wasm_bindgen_test::*;
+use webgpu_rmsnorm::facade::FusedRmsNorm;
+use webgpu_rmsnorm::reference::{fused_rms_norm, worst_error, Inputs};
+
+wasm_bindgen_test_configure!(run_in_browser);
+
+const RTOL: f64 = 1e-5;
+
+/// A fixed pseudo-random sequence in [-1, 1) (an LCG is plenty for test data).
+fn data(n: usize, seed: u32) -> Vec<f32> {
+    let mut s = seed.wrapping_mul(2_654_435_761).wrapping_add(1);
+    (0..n)
+        .map(|_| {
+            s = s.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+            (s >> 8) as f32 / (1u32 << 23) as f32 - 1.0
+        })
+        .collect()
+}
+
+struct Case {
+    input: Vec<f32>,
+    residual: Vec<f32>,
+    gamma: Vec<f32>,
+    beta: Option<Vec<f32>>,
+    bias: Option<Vec<f32>>,
+    hidden: usize,
+    eps: f32,
+}
+
+impl Case {
+    fn new(rows: usize, hidden: usize, bias: bool, beta: bool, eps: f32, seed: u32) -> Case {
+        Case {
+            input: data(rows * hidden, seed),
+            residual: data(rows * hidden, seed + 1),
+            gamma: data(hidden, seed + 2),
+            beta: beta.then(|| data(hidden, seed + 3)),
+            bias: bias.then(|| data(hidden, seed + 4)),
+            hidden,
+            eps,
+        }
+    }
+
+    fn inputs(&self) -> Inputs<'_> {
+        Inputs {
+            input: &self.input,
+            residual: &self.residual,
+            gamma: &self.gamma,
+            beta: self.beta.as_deref(),
+            bias: self.bias.as_deref(),
+            hidden: self.hidden,
+            eps: self.eps,
+        }
+    }
+
+    fn args(&self) -> JsValue {
+        let o = Object::new();
+        let set = |k: &str, v: &JsValue| Reflect::set(&o, &k.into(), v).unwrap();
+        set("input", &Float32Array::from(&self.input[..]));
+        set("residual", &Float32Array::from(&self.residual[..]));
+        set("gamma", &Float32Array::from(&self.gamma[..]));
+        if let Some(b) = &self.beta {
+            set("beta", &Float32Array::from(&b[..]));
+        }
+        if let Some(b) = &self.bias {
+            set("bias", &Float32Array::from(&b[..]));
+        }
+        set("hidden", &(self.hidden as f64).into());
+        set("eps", &(self.eps as f64).into());
+        o.into()
+    }
+
+    fn assert_output(&self, got: &JsValue, what: &str) {
+        let got = got.dyn_ref::<Float32Array>().unwrap_or_else(|| panic!("{what}: a Float32Array")).to_vec();
+        let x = self.inputs();
+        let (want, _) = fused_rms_norm(&x);
+        let err = worst_error(&got, &want, &x, RTOL);
+        assert!(err <= 1.0, "{what}: {err:.2} tolerances off the f64 reference");
+    }
+}
+
+async fn resolve(p: Promise) -> Result<JsValue, JsValue> {
+    JsFuture::from(p).await
+}
+
+async fn norm() -> FusedRmsNorm {
+    FusedRmsNorm::create(None).await.expect("WebGPU adapter (headless Chromium needs --enable-unsafe-webgpu)")
+}
+
+fn error_name(e: &JsValue) -> String {
+    Reflect::get(e, &"name".into()).ok().and_then(|n| n.as_string()).unwrap_or_default()
+}
+
+fn error_message(e: &JsValue) -> String {
+    Reflect::get(e, &"message".into()).ok().and_then(|n| n.as_string()).unwrap_or_default()
+}
+
+#[wasm_bindgen_test]
+async fn matrix_subset_matches_the_reference() {
+    let norm = norm().await;
+    let mut seed = 1;
+    for hidden in [1usize, 3, 4, 5, 769, 4096] {
+        for rows in [0usize, 1, 7] {
+            for (bias, beta, eps) in [(false, false, 1e-6f32), (true, true, 0.0), (true, false, 1e-2), (false, true, 1e-6)] {
+                seed += 10;
+                let case = Case::new(rows, hidden, bias, beta, eps, seed);
+                let what = format!("{rows}x{hidden} bias={bias} beta={beta} eps={eps}");
+                let y = resolve(norm.run(case.args())).await.unwrap_or_else(|e| panic!("{what}: {}", error_message(&e)));
+                case.assert_output(&y, &what);
+            }
+        }
+    }
+}
+
+#[wasm_bindgen_test]
+async fn run_with_sum_returns_the_residual_stream() {
+    let norm = norm().await;
+    let case = Case::new(5, 768, true, true, 1e-6, 77);
+    let r = resolve(norm.run_with_sum(case.args())).await.unwrap();
+    case.assert_output(&Reflect::get(&r, &"output".into()).unwrap(), "runWithSum output");
+    let sum = Reflect::get(&r, &"sum".into()).unwrap().dyn_into::<Float32Array>().unwrap().to_vec();
+    let (_, want) = fused_rms_norm(&case.inputs());
+    assert_eq!(sum, want, "sum is input + residual + bias in f32");
+}
+
+#[wasm_bindgen_test]
+async fn sixty_four_concurrent_calls_of_different_shapes() {
+    let norm = norm().await;
+    let cases: Vec<Case> = (0..64).map(|i| Case::new(1 + i % 9, 1 + (i * 37) % 700, i % 2 == 0, i % 3 == 0, 1e-6, 1000 + i as u32)).collect();
+    let promises: Vec<Promise> = cases.iter().map(|c| norm.run(c.args())).collect();
+    for (i, (case, p)) in cases.iter().zip(promises).enumerate() {
+        let y = resolve(p).await.unwrap_or_else(|e| panic!("call {i}: {}", error_message(&e)));
+        case.assert_output(&y, &format!("concurrent call {i}"));
+    }
+}
+
+#[wasm_bindgen_test]
+async fn bad_arguments_reject_with_named_errors_and_the_instance_keeps_working() {
+    let norm = norm().await;
+    let good = Case::new(2, 4, false, false, 1e-6, 5);
+    let with = |key: &str, value: JsValue| {
+        let a = good.args();
+        Reflect::set(&a, &key.into(), &value).unwrap();
+        a
+    };
+    let cases: Vec<(JsValue, &str, &str)> = vec![
+        (JsValue::NULL, "TypeError", "args"),
+        (JsValue::from_str("x"), "TypeError", "args"),
+        (with("input", js_sys::Array::new().into()), "TypeError", "input"),
+        (with("input", js_sys::Float64Array::new_with_length(8).into()), "TypeError", "input"),
+        (with("residual", JsValue::UNDEFINED), "TypeError", "residual"),
+        (with("gamma", JsValue::NULL), "TypeError", "gamma"),
+        (with("beta", JsValue::from_f64(1.0)), "TypeError", "beta"),
+        (with("hidden", JsValue::from_str("4")), "TypeError", "hidden"),
+        (with("eps", JsValue::from_str("small")), "TypeError", "eps"),
+        (with("hidden", JsValue::from_f64(3.0)), "ShapeError", "input"),
+        (with("hidden", JsValue::from_f64(0.0)), "ShapeError", "hidden"),
+        (with("hidden", JsValue::from_f64(2.5)), "ShapeError", "hidden"),
+        (with("hidden", JsValue::from_f64(f64::NAN)), "ShapeError", "hidden"),
+        (with("hidden", JsValue::from_f64(-4.0)), "ShapeError", "hidden"),
+        (with("eps", JsValue::from_f64(-1.0)), "ShapeError", "eps"),
+        (with("eps", JsValue::from_f64(f64::INFINITY)), "ShapeError", "eps"),
+        (with("residual", Float32Array::new_with_length(7).into()), "ShapeError", "residual"),
+        (with("gamma", Float32Array::new_with_length(3).into()), "ShapeError", "gamma"),
+        (with("bias", Float32Array::new_with_length(5).into()), "ShapeError", "bias"),
+    ];
+    for (args, name, arg) in cases {
+        let e = resolve(norm.run(args)).await.expect_err("a rejection");
+        assert!(e.is_instance_of::<js_sys::Error>(), "{name}: a real Error");
+        assert_eq!(error_name(&e), name, "{}", error_message(&e));
+        assert!(error_message(&e).starts_with(arg), "message names {arg}: {}", error_message(&e));
+        let y = resolve(norm.run(good.args())).await.expect("the instance still works");
+        good.assert_output(&y, "after a rejection");
+    }
+}
+
+#[wasm_bindgen_test]
+async fn inputs_are_left_untouched_and_outputs_are_fresh() {
+    let norm = norm().await;
+    let case = Case::new(3, 8, true, true, 1e-6, 9);
+    let args = case.args();
+    let input = Reflect::get(&args, &"input".into()).unwrap().dyn_into::<Float32Array>().unwrap();
+    let a = resolve(norm.run(args.clone())).await.unwrap().dyn_into::<Float32Array>().unwrap();
+    let b = resolve(norm.run(args)).await.unwrap().dyn_into::<Float32Array>().unwrap();
+    assert_eq!(input.to_vec(), case.input);
+    assert!(a.buffer() != b.buffer(), "each call has its own buffer");
+    assert_eq!(a.to_vec(), b.to_vec());
+}
+
+#[wasm_bindgen_test]
+async fn device_loss_rejects_then_recovers() {
+    let norm = norm().await;
+    let case = Case::new(4, 64, false, true, 1e-6, 21);
+    norm.simulate_device_loss();
+    // The loss is reported asynchronously; whichever way this call races it, the next
+    // one after the loss is known must work on a fresh device.
+    let _ = resolve(norm.run(case.args())).await;
+    let mut recovered = false;
+    for _ in 0..3 {
+        if let Ok(y) = resolve(norm.run(case.args())).await {
+            case.assert_output(&y, "after device loss");
+            recovered = true;
+            break;
+        }
+    }
+    assert!(recovered, "a call after device loss succeeds on a new device");
+}
