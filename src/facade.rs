@@ -121,6 +121,29 @@ impl FusedRmsNorm {
         Object::freeze(&info).into()
     }
 
+    /// Runs `args` with the kernel dispatched `repeat` times in one submission and resolves
+    /// with the wall time in milliseconds. The slope over `repeat` is the kernel's cost per
+    /// operation on GPU-resident data: what `npm run bench` compares.
+    #[wasm_bindgen(js_name = timeDispatches, unchecked_return_type = "Promise<number>")]
+    pub fn time_dispatches(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "FusedRmsNormArgs")] args: JsValue,
+        repeat: u32,
+    ) -> Promise {
+        let x = match parse_args(&args) {
+            Ok(x) => x,
+            Err(e) => return Promise::reject(&to_js(e)),
+        };
+        let start = now();
+        match self.ctx.borrow().submit_repeated(&x, false, repeat) {
+            Ok(pending) => future_to_promise(async move {
+                pending.read().await.map_err(to_js)?;
+                Ok(JsValue::from_f64(now() - start))
+            }),
+            Err(e) => Promise::reject(&to_js(e)),
+        }
+    }
+
     /// Destroys the GPU device, as a driver reset would. Calls in flight reject with
     /// `GpuDeviceError`; the next call opens a new device. For testing recovery.
     #[wasm_bindgen(js_name = simulateDeviceLoss)]
@@ -160,6 +183,17 @@ impl FusedRmsNorm {
             Ok(result(out, want_sum))
         })
     }
+}
+
+/// `performance.now()`, in windows and workers alike.
+fn now() -> f64 {
+    let perf = Reflect::get(&js_sys::global(), &JsValue::from_str("performance")).unwrap_or(JsValue::UNDEFINED);
+    Reflect::get(&perf, &JsValue::from_str("now"))
+        .ok()
+        .and_then(|f| f.dyn_into::<js_sys::Function>().ok())
+        .and_then(|f| f.call0(&perf).ok())
+        .and_then(|t| t.as_f64())
+        .unwrap_or(0.0)
 }
 
 fn result(out: Output, want_sum: bool) -> JsValue {

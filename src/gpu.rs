@@ -287,6 +287,14 @@ impl GpuContext {
     /// Checks, uploads and submits one call without waiting for it. The inputs are read
     /// before this returns, so a caller may reuse its arrays as soon as it has the pending.
     pub fn submit<A: HostArray>(&self, x: &Inputs<A>, want_sum: bool) -> Result<Pending, Error> {
+        self.submit_repeated(x, want_sum, 1)
+    }
+
+    /// As [`submit`](Self::submit), with the kernel dispatched `repeat` times in the one
+    /// submission (same result; each dispatch reads the same inputs). The slope of the call's
+    /// time over `repeat` is the kernel's cost on GPU-resident buffers, without uploads and
+    /// readback: the figure benchmarks compare where timestamp queries are not available.
+    pub fn submit_repeated<A: HostArray>(&self, x: &Inputs<A>, want_sum: bool, repeat: u32) -> Result<Pending, Error> {
         let shape = Shape::of(x)?;
         if let Some(why) = self.lost_reason() {
             return Err(lost_error(&why));
@@ -341,7 +349,9 @@ impl GpuContext {
             let group = self.bind_group(&input, &residual, &gamma, beta.as_ref(), bias.as_ref(), &output, sum.as_ref(), &params);
             {
                 let mut pass = encoder.begin_compute_pass(&Default::default());
-                self.dispatch(&mut pass, &pipeline, &group, n_rows as u32);
+                for _ in 0..repeat.max(1) {
+                    self.dispatch(&mut pass, &pipeline, &group, n_rows as u32);
+                }
             }
             let y = self.readback(&mut encoder, &output, n);
             let sum = sum.as_ref().map(|s| self.readback(&mut encoder, s, n));

@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Builds the npm package's contents into pkg/ (wasm-pack --target web).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+wasm-pack --quiet build --target web --release --out-dir pkg --no-pack --mode no-install
+# wasm-pack writes a pkg/.gitignore of "*", which would silently empty the npm tarball.
+rm -f pkg/.gitignore
+ls -l pkg/webgpu_rmsnorm.js pkg/webgpu_rmsnorm.d.ts pkg/webgpu_rmsnorm_bg.wasm
