@@ -1,0 +1,188 @@
+// The demo page (www/) as `bash scripts/demo.sh` serves it: www/ at /, pkg/ at /pkg/.
+// Drives it through its controls like a user, and leaves a screenshot in test-results/.
+//
+//   node --test --test-reporter=spec tests/e2e/
+import { test as nodeTest, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { mkdir } from "node:fs/promises";
+import { join } from "node:path";
+
+import { serve } from "../../scripts/serve.mjs";
+import { ROOT, assertBuilt, launch, watchedPage } from "./browser.mjs";
+
+const SCREENSHOT = join(ROOT, "test-results", "demo.png");
+
+// page.evaluate has no timeout of its own: a hung GPU call must fail its test, not stall CI.
+const test = (name, fn) => nodeTest(name, { timeout: 60_000 }, fn);
+
+let server, browser, page;
+const problems = [];
+
+before(async () => {
+  assertBuilt();
+  server = await serve({ port: 0, mounts: [["/", join(ROOT, "www")], ["/pkg", join(ROOT, "pkg")]] });
+  browser = await launch();
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  page = await watchedPage(context, problems);
+  await page.goto(server.url);
+  await page.waitForSelector('#status[data-state="ready"]', { timeout: 20_000 });
+}, { timeout: 60_000 });
+
+after(async () => {
+  await browser?.close();
+  await server?.close();
+});
+
+/** Clicks or submits, then waits for the run to settle; returns the final status. */
+async function settle(action) {
+  await action();
+  await page.waitForSelector('#status:not([data-state="running"]):not([data-state="ready"])', { timeout: 30_000 });
+  // #run is disabled while a run is in flight; enabled again means the page is idle.
+  await page.waitForSelector("#run:not([disabled])");
+  return { state: await page.getAttribute("#status", "data-state"), text: (await page.textContent("#status")).trim() };
+}
+
+async function setProblem({ rows, hidden, eps = "1e-6", seed = "1", bias = true, beta = true }) {
+  await page.fill("#rows", String(rows));
+  await page.fill("#hidden", String(hidden));
+  await page.fill("#eps", eps);
+  await page.fill("#seed", seed);
+  await page.setChecked("#bias", bias);
+  await page.setChecked("#beta", beta);
+}
+
+test("demo shows the adapter: vendor, architecture and whether it is a fallback", async () => {
+  const text = await page.textContent("#adapter");
+  assert.match(text, /Vendor/);
+  assert.doesNotMatch(text, /…/, "adapter fields are filled in");
+  const kind = await page.textContent('#adapter [data-field="fallback"]');
+  assert.match(kind, /Fallback|Hardware/);
+});
+
+test("demo: rows/hidden set through the controls, #run clicked: #max-error < 1e-4 and an output preview", async (t) => {
+  await setProblem({ rows: 6, hidden: 1000 });
+  const status = await settle(() => page.click("#run"));
+  assert.equal(status.state, "done", status.text);
+  assert.match(status.text, /6 × 1000/);
+  const maxError = Number.parseFloat(await page.textContent("#max-error"));
+  assert.ok(Number.isFinite(maxError) && maxError < 1e-4, `#max-error is ${maxError}`);
+  assert.match(await page.textContent("#time"), /\d/, "end-to-end time shown");
+  const cells = await page.$$eval("#output tbody tr", (trs) => trs.map((tr) => tr.cells.length));
+  assert.deepEqual(cells, [9, 9, 9, 9], "4 rows × (header + 8 values) previewed");
+  t.diagnostic(`6 × 1000: max error ${maxError}, ${await page.textContent("#time")} end to end`);
+});
+
+test("demo is keyboard usable: Enter in a field runs, with bias and beta off", async () => {
+  await setProblem({ rows: 3, hidden: 5, bias: false, beta: false, eps: "0.01", seed: "7" });
+  await page.focus("#hidden");
+  const status = await settle(() => page.keyboard.press("Enter"));
+  assert.equal(status.state, "done", status.text);
+  assert.ok(Number.parseFloat(await page.textContent("#max-error")) < 1e-4);
+  // Every control is reachable: each has a label the accessibility tree names it by.
+  for (const id of ["rows", "hidden", "eps", "seed", "bias", "beta"]) {
+    const label = await page.$eval(`#${id}`, (el) => el.labels?.[0]?.textContent.trim() ?? "");
+    assert.ok(label.length > 0, `#${id} has a label`);
+  }
+});
+
+test("demo shows library errors by name and message, then recovers", async () => {
+  const cases = [
+    [{ rows: 2, hidden: 4, eps: "-1" }, /^ShapeError: eps:/],
+    [{ rows: 2, hidden: 2.5 }, /^ShapeError: hidden:/],
+    [{ rows: 2, hidden: 0 }, /^ShapeError: hidden:/],
+    [{ rows: -1, hidden: 4 }, /^RangeError: rows:/],
+  ];
+  for (const [problem, expected] of cases) {
+    await setProblem(problem);
+    const status = await settle(() => page.click("#run"));
+    assert.equal(status.state, "error", status.text);
+    assert.match(status.text, expected);
+  }
+  await setProblem({ rows: 0, hidden: 16 });
+  const status = await settle(() => page.click("#run"));
+  assert.equal(status.state, "done", `rows 0 is valid: ${status.text}`);
+  assert.match(await page.textContent("#output"), /empty/);
+});
+
+test("demo size sweep (#sweep) shows progress and draws both series", async (t) => {
+  await setProblem({ rows: 4, hidden: 4096 });
+  await page.click("#sweep");
+  await page.waitForFunction(() => document.getElementById("sweep-progress").value > 0, null, { timeout: 30_000 });
+  await page.waitForFunction(
+    () => {
+      const p = document.getElementById("sweep-progress");
+      return p.value === p.max && !document.getElementById("sweep").disabled;
+    },
+    null,
+    { timeout: 45_000 },
+  );
+  const state = await page.getAttribute("#status", "data-state");
+  assert.equal(state, "done", await page.textContent("#status"));
+  const sizes = await page.$eval("#sweep-progress", (p) => p.max);
+  const series = await page.$$eval("#chart polyline", (ls) =>
+    ls.map((l) => ({ key: l.dataset.series, points: l.getAttribute("points").trim().split(/\s+/).length })),
+  );
+  assert.deepEqual(series, [
+    { key: "gpu", points: sizes },
+    { key: "js", points: sizes },
+  ]);
+  assert.equal(await page.$$eval("#sweep-table tbody tr", (rows) => rows.length), sizes);
+  t.diagnostic(`sweep: ${await page.textContent("#chart-desc")}`);
+});
+
+test("demo screenshot after a run is saved to test-results/demo.png", async (t) => {
+  await setProblem({ rows: 8, hidden: 768 });
+  const status = await settle(() => page.click("#run"));
+  assert.equal(status.state, "done", status.text);
+  assert.ok(Number.parseFloat(await page.textContent("#max-error")) < 1e-4);
+  await mkdir(join(ROOT, "test-results"), { recursive: true });
+  await page.screenshot({ path: SCREENSHOT, fullPage: true });
+  t.diagnostic(`screenshot: ${SCREENSHOT}`);
+});
+
+/** Loads the demo with `script` run before the page's own, in a fresh context. */
+async function withInitScript(script) {
+  const context = await browser.newContext();
+  const own = [];
+  const p = await watchedPage(context, own);
+  await p.addInitScript(script);
+  await p.goto(server.url);
+  await p.waitForSelector('#status[data-state="unavailable"], #status[data-state="error"]', { timeout: 20_000 });
+  const result = {
+    state: await p.getAttribute("#status", "data-state"),
+    panelVisible: await p.isVisible("#no-webgpu"),
+    reason: await p.textContent("#no-webgpu-reason"),
+    panelText: await p.textContent("#no-webgpu"),
+    runDisabled: await p.isDisabled("#run"),
+    problems: own,
+  };
+  await context.close();
+  return result;
+}
+
+test("demo shows the how-to-enable panel when navigator.gpu is absent", async () => {
+  const r = await withInitScript(() => {
+    delete Navigator.prototype.gpu;
+  });
+  assert.equal(r.state, "unavailable");
+  assert.ok(r.panelVisible, "#no-webgpu is shown");
+  assert.match(r.reason, /navigator\.gpu/);
+  assert.match(r.panelText, /enable-unsafe-webgpu/);
+  assert.ok(r.runDisabled, "#run stays disabled");
+  assert.deepEqual(r.problems, []);
+});
+
+test("demo shows the panel when create() rejects with WebGpuUnavailableError (no adapter)", async () => {
+  const r = await withInitScript(() => {
+    GPU.prototype.requestAdapter = async () => null;
+  });
+  assert.equal(r.state, "unavailable");
+  assert.ok(r.panelVisible, "#no-webgpu is shown");
+  assert.match(r.reason, /^WebGpuUnavailableError: /);
+  assert.ok(r.runDisabled, "#run stays disabled");
+  assert.deepEqual(r.problems, []);
+});
+
+test("demo: no console error or uncaught page error", () => {
+  assert.deepEqual(problems, []);
+});
