@@ -9,10 +9,20 @@
 //
 // The driver (src/kernel.rs) prepends a prelude that defines, per pipeline:
 //   WG         workgroup size
-//   SLOTS      how many V per thread are kept in registers between the two
-//              phases; the rest of a long row is read from memory again
+//   SLOTS      how many columns per thread are kept in registers between the
+//              two phases; the rest of a long row is read from memory again
+//   FAN        0: pairwise tree reduction (log2(WG) barriers); otherwise FAN
+//              lanes each fold WG / FAN partials, then one lane folds those
+//              (three barriers whatever WG is)
+//   PRELOAD    gamma and beta of the cached columns are loaded before the
+//              reduction, so their latency hides behind it
+//   EXACT      the row is exactly SLOTS * WG columns, so the cached columns
+//              need no bounds checks (set only for the hidden it was made for)
 //   HAS_BIAS, HAS_BETA, WRITE_SUM   which optional buffers exist
 //   V, square_sum(V), max_abs(V)    the element type and its reductions
+//   Cache, fill, drain, cached_squares   the per-thread cache of SLOTS
+//              columns, as an array walked by loops or as a struct of named
+//              fields written out slot by slot (see Variant::unroll)
 // so every variant is straight-line code with no per-element branching on
 // options.
 
@@ -44,23 +54,54 @@ fn is_finite(x: f32) -> bool {
     return (bitcast<u32>(x) & EXP_MASK) != EXP_MASK;
 }
 
-// Per-thread (sum of squares, largest magnitude) pairs, folded as a tree.
+// One column of one thread: v, and gamma and beta when PRELOAD.
+struct Slot {
+    v: V,
+    g: V,
+    b: V,
+};
+
+// Per-thread (sum of squares, largest magnitude) pairs.
 var<workgroup> partials: array<vec2<f32>, WG>;
 
+fn combine(a: vec2<f32>, b: vec2<f32>) -> vec2<f32> {
+    return vec2(a.x + b.x, max(a.y, b.y));
+}
+
 fn reduce_workgroup(lid: u32, value: vec2<f32>) -> vec2<f32> {
-    // A second reduction reuses the array: wait until the first result was read.
-    workgroupBarrier();
     partials[lid] = value;
     workgroupBarrier();
-    for (var stride = WG / 2u; stride > 0u; stride >>= 1u) {
-        if lid < stride {
-            let a = partials[lid];
-            let b = partials[lid + stride];
-            partials[lid] = vec2(a.x + b.x, max(a.y, b.y));
+    if FAN == 0u {
+        for (var stride = WG / 2u; stride > 0u; stride >>= 1u) {
+            if lid < stride {
+                partials[lid] = combine(partials[lid], partials[lid + stride]);
+            }
+            workgroupBarrier();
+        }
+    } else {
+        // Lane l folds l, l + FAN, l + 2 FAN, ...: neighbouring lanes read
+        // neighbouring words, and no lane reads another's result slot.
+        if lid < FAN {
+            var a = partials[lid];
+            for (var j = lid + FAN; j < WG; j += FAN) {
+                a = combine(a, partials[j]);
+            }
+            partials[lid] = a;
         }
         workgroupBarrier();
+        if lid == 0u {
+            var a = partials[0];
+            for (var j = 1u; j < FAN; j++) {
+                a = combine(a, partials[j]);
+            }
+            partials[0] = a;
+        }
     }
     return workgroupUniformLoad(&partials[0]);
+}
+
+fn is_nan(x: f32) -> bool {
+    return (bitcast<u32>(x) & 0x7fffffffu) > EXP_MASK;
 }
 
 fn load_v(base: u32, i: u32) -> V {
@@ -71,10 +112,41 @@ fn load_v(base: u32, i: u32) -> V {
     return v;
 }
 
-fn store_y(base: u32, i: u32, v: V, pre: f32, post: f32) {
-    var y = (v * pre) * post * gamma[i];
+fn fetch(base: u32, i: u32) -> Slot {
+    var s: Slot;
+    s.v = load_v(base, i);
+    if PRELOAD {
+        s.g = gamma[i];
+        if HAS_BETA {
+            s.b = beta[i];
+        }
+    }
+    return s;
+}
+
+// Phase 1 for column i: v into the sums, and into the `sum` output.
+fn gather(base: u32, i: u32, acc: ptr<function, vec2<f32>>) -> Slot {
+    let s = fetch(base, i);
+    *acc = combine(*acc, vec2(square_sum(s.v), max_abs(s.v)));
+    if WRITE_SUM {
+        sum[base + i] = s.v;
+    }
+    return s;
+}
+
+// Phase 2 for column i.
+fn scatter(base: u32, i: u32, s: Slot, pre: f32, post: f32) {
+    var g = s.g;
+    var b = s.b;
+    if !PRELOAD {
+        g = gamma[i];
+        if HAS_BETA {
+            b = beta[i];
+        }
+    }
+    var y = (s.v * pre) * post * g;
     if HAS_BETA {
-        y += beta[i];
+        y += b;
     }
     output[base + i] = y;
 }
@@ -94,30 +166,13 @@ fn main(
     let base = row * width;
 
     // Phase 1: v, its sum of squares and its largest magnitude, in one read.
-    var cache: array<V, SLOTS>;
-    var squares = 0.0;
-    var largest = 0.0;
-    for (var k = 0u; k < SLOTS; k++) {
-        let i = lid + k * WG;
-        if i < width {
-            let v = load_v(base, i);
-            cache[k] = v;
-            squares += square_sum(v);
-            largest = max(largest, max_abs(v));
-            if WRITE_SUM {
-                sum[base + i] = v;
-            }
-        }
-    }
+    var cache: Cache;
+    var acc = vec2(0.0);
+    fill(&cache, base, lid, width, &acc);
     for (var i = lid + SLOTS * WG; i < width; i += WG) {
-        let v = load_v(base, i);
-        squares += square_sum(v);
-        largest = max(largest, max_abs(v));
-        if WRITE_SUM {
-            sum[base + i] = v;
-        }
+        _ = gather(base, i, &acc);
     }
-    let total = reduce_workgroup(lid, vec2(squares, largest));
+    let total = reduce_workgroup(lid, acc);
 
     // y = (v * pre) * post * gamma + beta. The plain case is pre = 1 and
     // post = inverseSqrt(mean + eps). A row whose squares overflow f32 (values
@@ -126,22 +181,20 @@ fn main(
     // Inf rows stay on the plain path and poison only themselves.
     var pre = 1.0;
     var post = inverseSqrt(total.x / params.hidden + params.eps);
-    let needs_scaling = (!is_finite(total.x) || total.x < TINY_SUM)
+    // A NaN row must stay NaN: `max` may drop NaNs, so its largest magnitude can look
+    // finite, and the eps-dominated branch below would then hide the NaN.
+    let needs_scaling = !is_nan(total.x) && (!is_finite(total.x) || total.x < TINY_SUM)
         && is_finite(total.y) && total.y > 0.0;
     if needs_scaling {
         // frexp(m).exp puts m * 2^-exp in [0.5, 1); clamping keeps the scale a
         // normal f32 (subnormals may be flushed to zero on GPUs).
         let scale = ldexp(1.0, clamp(-frexp(total.y).exp, -126, 126));
-        var scaled = 0.0;
-        for (var k = 0u; k < SLOTS; k++) {
-            let i = lid + k * WG;
-            if i < width {
-                scaled += square_sum(cache[k] * scale);
-            }
-        }
+        var scaled = cached_squares(&cache, lid, width, scale);
         for (var i = lid + SLOTS * WG; i < width; i += WG) {
             scaled += square_sum(load_v(base, i) * scale);
         }
+        // Every lane has read the first result before `partials` is reused.
+        workgroupBarrier();
         let mean = reduce_workgroup(lid, vec2(scaled, 0.0)).x / params.hidden;
         let eps_scaled = params.eps * scale * scale;
         if is_finite(eps_scaled) {
@@ -154,13 +207,8 @@ fn main(
     }
 
     // Phase 2: normalize and write.
-    for (var k = 0u; k < SLOTS; k++) {
-        let i = lid + k * WG;
-        if i < width {
-            store_y(base, i, cache[k], pre, post);
-        }
-    }
+    drain(&cache, base, lid, width, pre, post);
     for (var i = lid + SLOTS * WG; i < width; i += WG) {
-        store_y(base, i, load_v(base, i), pre, post);
+        scatter(base, i, fetch(base, i), pre, post);
     }
 }

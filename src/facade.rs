@@ -209,6 +209,10 @@ fn result(out: Output, want_sum: bool) -> JsValue {
 }
 
 fn to_js(e: Error) -> JsValue {
+    // A wrong-typed argument is JavaScript's own TypeError, so `instanceof TypeError` holds.
+    if let Error::Type(message) = &e {
+        return js_sys::TypeError::new(message).into();
+    }
     let err = js_sys::Error::new(e.message());
     err.set_name(e.name());
     err.into()

@@ -9,14 +9,15 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
+use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 
 use futures_channel::oneshot;
-use wgpu::util::DeviceExt;
 
 use crate::error::Error;
 use crate::host::{new_host_vec, read_mapped, HostArray, HostVec};
 use crate::kernel::{grid, Options, Params, Variant};
+use crate::pool::{BufferPool, Pooled};
 use crate::shape::{Inputs, Shape};
 
 /// What the adapter says about itself, in the shape of WebGPU's `GPUAdapterInfo`.
@@ -64,6 +65,14 @@ pub struct GpuContext {
     /// Largest storage binding in bytes: a chunk of rows never exceeds it.
     max_binding: u64,
     max_groups_per_dim: u32,
+    pool: Rc<BufferPool>,
+}
+
+/// Buffer counts for leak checks: `live` must stay flat over a long run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BufferStats {
+    pub live: usize,
+    pub idle: usize,
 }
 
 impl GpuContext {
@@ -161,6 +170,7 @@ impl GpuContext {
             lost,
             max_binding: limits.max_storage_buffer_binding_size.min(limits.max_buffer_size),
             max_groups_per_dim: limits.max_compute_workgroups_per_dimension,
+            pool: Rc::new(BufferPool::default()),
         })
     }
 
@@ -240,14 +250,17 @@ impl GpuContext {
 
     /// A uniform buffer holding `params`.
     pub fn params_buffer(&self, params: Params) -> wgpu::Buffer {
-        self.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+        let b = self.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("params"),
-            contents: &params.to_bytes(),
-            usage: wgpu::BufferUsages::UNIFORM,
-        })
+            size: Params::SIZE as u64,
+            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        self.queue.write_buffer(&b, 0, &params.to_bytes());
+        b
     }
 
-    /// A storage buffer of `len` f32.
+    /// A storage buffer of `len` f32, outside the pool (for benchmarks' long-lived data).
     pub fn storage(&self, len: usize, extra: wgpu::BufferUsages) -> wgpu::Buffer {
         self.device.create_buffer(&wgpu::BufferDescriptor {
             label: None,
@@ -255,6 +268,28 @@ impl GpuContext {
             usage: wgpu::BufferUsages::STORAGE | extra,
             mapped_at_creation: false,
         })
+    }
+
+    fn pooled_params(&self, params: Params) -> Pooled {
+        let b = self.pool.take(&self.device, wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST, Params::SIZE as u64);
+        self.queue.write_buffer(&b, 0, &params.to_bytes());
+        b
+    }
+
+    /// Live and idle GPU buffers of this context.
+    pub fn buffer_stats(&self) -> BufferStats {
+        BufferStats { live: self.pool.live(), idle: self.pool.idle() }
+    }
+
+    /// Caps storage bindings below the device's limit, so tests can reach the row-splitting
+    /// path and the row-too-large error without allocating gigabytes.
+    pub fn set_binding_limit(&mut self, bytes: u64) {
+        self.max_binding = self.max_binding.min(bytes.max(16));
+    }
+
+    /// A storage buffer of `len` f32.
+    fn pooled_storage(&self, len: usize, extra: wgpu::BufferUsages) -> Pooled {
+        self.pool.take(&self.device, wgpu::BufferUsages::STORAGE | extra, (len * 4) as u64)
     }
 
     /// Records the dispatch of `rows` rows with `pipeline` into `pass`.
@@ -305,9 +340,11 @@ impl GpuContext {
             want_sum,
             lost: self.lost.clone(),
             device: self.device.clone(),
+            pool: self.pool.clone(),
             chunks: Vec::new(),
             scopes: Vec::new(),
             mapped: Vec::new(),
+            kept: Vec::new(),
         };
         if shape.is_empty() {
             return Ok(pending);
@@ -322,7 +359,7 @@ impl GpuContext {
         let validation_scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
         let pipeline = self.pipeline(variant);
         let per_row = |a: &A| {
-            let b = self.storage(hidden, wgpu::BufferUsages::COPY_DST);
+            let b = self.pooled_storage(hidden, wgpu::BufferUsages::COPY_DST);
             a.upload(&self.queue, &b, 0, hidden);
             b
         };
@@ -334,19 +371,28 @@ impl GpuContext {
         for first in (0..rows).step_by(per_chunk) {
             let n_rows = per_chunk.min(rows - first);
             let n = n_rows * hidden;
-            let input = self.storage(n, wgpu::BufferUsages::COPY_DST);
+            let input = self.pooled_storage(n, wgpu::BufferUsages::COPY_DST);
             x.input.upload(&self.queue, &input, first * hidden, n);
-            let residual = self.storage(n, wgpu::BufferUsages::COPY_DST);
+            let residual = self.pooled_storage(n, wgpu::BufferUsages::COPY_DST);
             x.residual.upload(&self.queue, &residual, first * hidden, n);
-            let output = self.storage(n, wgpu::BufferUsages::COPY_SRC);
-            let sum = want_sum.then(|| self.storage(n, wgpu::BufferUsages::COPY_SRC));
-            let params = self.params_buffer(Params {
+            let output = self.pooled_storage(n, wgpu::BufferUsages::COPY_SRC);
+            let sum = want_sum.then(|| self.pooled_storage(n, wgpu::BufferUsages::COPY_SRC));
+            let params = self.pooled_params(Params {
                 rows: n_rows as u32,
                 width: (hidden as u32) / variant.lanes,
                 hidden: hidden as f32,
                 eps: x.eps,
             });
-            let group = self.bind_group(&input, &residual, &gamma, beta.as_ref(), bias.as_ref(), &output, sum.as_ref(), &params);
+            let group = self.bind_group(
+                &input,
+                &residual,
+                &gamma,
+                beta.as_deref(),
+                bias.as_deref(),
+                &output,
+                sum.as_deref(),
+                &params,
+            );
             {
                 let mut pass = encoder.begin_compute_pass(&Default::default());
                 for _ in 0..repeat.max(1) {
@@ -354,9 +400,13 @@ impl GpuContext {
                 }
             }
             let y = self.readback(&mut encoder, &output, n);
-            let sum = sum.as_ref().map(|s| self.readback(&mut encoder, s, n));
-            pending.chunks.push(Chunk { start: first * hidden, len: n, y, sum });
+            let staged_sum = sum.as_ref().map(|s| self.readback(&mut encoder, s, n));
+            pending.chunks.push(Chunk { start: first * hidden, len: n, y, sum: staged_sum });
+            pending.kept.extend([input, residual, output, params]);
+            pending.kept.extend(sum);
         }
+        pending.kept.push(gamma);
+        pending.kept.extend(beta.into_iter().chain(bias));
         self.queue.submit([encoder.finish()]);
         pending.scopes.push(("the GPU rejected the work", Box::pin(validation_scope.pop())));
         pending.scopes.push(("the GPU ran out of memory", Box::pin(oom_scope.pop())));
@@ -370,13 +420,9 @@ impl GpuContext {
     }
 
     /// A mappable copy of the first `n` f32 of `src`, recorded into `encoder`.
-    fn readback(&self, encoder: &mut wgpu::CommandEncoder, src: &wgpu::Buffer, n: usize) -> wgpu::Buffer {
-        let staging = self.device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("readback"),
-            size: (n * 4) as u64,
-            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
+    fn readback(&self, encoder: &mut wgpu::CommandEncoder, src: &wgpu::Buffer, n: usize) -> Pooled {
+        let usage = wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST;
+        let staging = self.pool.take(&self.device, usage, (n * 4) as u64);
         encoder.copy_buffer_to_buffer(src, 0, &staging, 0, (n * 4) as u64);
         staging
     }
@@ -406,8 +452,8 @@ struct Chunk {
     /// Where the chunk's first element goes in the result.
     start: usize,
     len: usize,
-    y: wgpu::Buffer,
-    sum: Option<wgpu::Buffer>,
+    y: Pooled,
+    sum: Option<Pooled>,
 }
 
 type ScopeFuture = Pin<Box<dyn Future<Output = Option<wgpu::Error>>>>;
@@ -423,6 +469,9 @@ pub struct Pending {
     chunks: Vec<Chunk>,
     scopes: Vec<(&'static str, ScopeFuture)>,
     mapped: Vec<oneshot::Receiver<MapResult>>,
+    pool: Rc<BufferPool>,
+    /// The call's other buffers, returned to the pool once the GPU is done with them.
+    kept: Vec<Pooled>,
 }
 
 impl Pending {
@@ -449,13 +498,18 @@ impl Pending {
         let total = self.shape.len();
         let mut y = new_host_vec(total);
         let mut sum = self.want_sum.then(|| new_host_vec(total));
-        for chunk in &self.chunks {
+        for chunk in self.chunks {
             read_mapped(&chunk.y, &mut y, chunk.start, chunk.len);
             chunk.y.unmap();
-            if let (Some(dst), Some(s)) = (sum.as_mut(), &chunk.sum) {
-                read_mapped(s, dst, chunk.start, chunk.len);
+            self.pool.give_back(chunk.y);
+            if let (Some(dst), Some(s)) = (sum.as_mut(), chunk.sum) {
+                read_mapped(&s, dst, chunk.start, chunk.len);
                 s.unmap();
+                self.pool.give_back(s);
             }
+        }
+        for b in self.kept {
+            self.pool.give_back(b);
         }
         Ok(Output { y, sum })
     }

@@ -49,13 +49,24 @@ pub struct Variant {
     pub lanes: u32,
     /// Workgroup size, a power of two.
     pub workgroup: u32,
-    /// Elements of `V` each thread keeps in registers between the reduction and the write.
+    /// Columns (of `V`) each thread keeps in registers between the reduction and the
+    /// write; columns beyond `slots * workgroup` are read again from memory.
     pub slots: u32,
+    /// Reduction fan-in: 0 for a pairwise tree, else this many lanes fold the partials
+    /// first (see the WGSL).
+    pub fan: u32,
+    /// Load gamma and beta of the cached columns before the reduction.
+    pub preload: bool,
+    /// Hold the cache in a struct written out slot by slot instead of an array indexed in a
+    /// loop, so that it cannot land in local memory whatever the driver's unroller does.
+    pub unroll: bool,
+    /// The row is exactly `slots * workgroup` columns: the per-column bounds checks go.
+    /// Only for the `hidden` the variant was made for.
+    pub exact: bool,
 }
 
-/// Beyond this many `V` per thread, the rest of the row is read again instead of held:
-/// registers run out and the array spills to slow memory.
-const MAX_SLOTS: u32 = 8;
+/// The most columns a variant keeps per thread; more would cost occupancy for nothing.
+pub const MAX_SLOTS: u32 = 16;
 
 impl Variant {
     /// The variant for a row of `hidden` scalars.
@@ -65,8 +76,13 @@ impl Variant {
         // Enough threads to cover a row in a few steps, few enough that short rows do not
         // leave most of a workgroup idle.
         let workgroup = width.div_ceil(4).next_power_of_two().clamp(64, 256);
-        let slots = width.div_ceil(workgroup).clamp(1, MAX_SLOTS);
-        Variant { options, lanes, workgroup, slots }
+        let slots = width.div_ceil(workgroup).clamp(1, 8);
+        Variant { options, lanes, workgroup, slots, fan: 0, preload: false, unroll: false, exact: false }
+    }
+
+    /// The fan-in that folds `workgroup` partials in two even steps.
+    pub fn balanced_fan(workgroup: u32) -> u32 {
+        1 << workgroup.max(1).trailing_zeros().div_ceil(2)
     }
 
     /// The complete WGSL for this variant.
@@ -82,18 +98,70 @@ impl Variant {
              fn max_abs(x: V) -> f32 { return abs(x); }\n"
         };
         format!(
-            "const WG: u32 = {wg}u;\nconst SLOTS: u32 = {slots}u;\n\
+            "const WG: u32 = {wg}u;\nconst SLOTS: u32 = {slots}u;\nconst FAN: u32 = {fan}u;\n\
+             const PRELOAD: bool = {preload};\nconst EXACT: bool = {exact};\n\
              const HAS_BIAS: bool = {bias};\nconst HAS_BETA: bool = {beta};\n\
-             const WRITE_SUM: bool = {sum};\n{helpers}\n{KERNEL_WGSL}",
+             const WRITE_SUM: bool = {sum};\n{helpers}{cache}\n{KERNEL_WGSL}",
             wg = self.workgroup,
             slots = self.slots,
+            fan = self.fan.min(self.workgroup),
+            preload = self.preload,
+            exact = self.exact && self.slots > 0,
+            cache = self.cache_wgsl(),
+        )
+    }
+
+    /// `Cache` and the functions that fill, drain and rescale it. As an array, the kernel
+    /// relies on the driver unrolling the constant-trip loops to keep it in registers; as
+    /// a struct every access is a named field, which needs no unrolling.
+    fn cache_wgsl(&self) -> String {
+        const SIG_FILL: &str = "fn fill(c: ptr<function, Cache>, base: u32, lid: u32, width: u32, acc: ptr<function, vec2<f32>>)";
+        const SIG_DRAIN: &str = "fn drain(c: ptr<function, Cache>, base: u32, lid: u32, width: u32, pre: f32, post: f32)";
+        const SIG_SQUARES: &str = "fn cached_squares(c: ptr<function, Cache>, lid: u32, width: u32, scale: f32) -> f32";
+        if self.slots == 0 {
+            return format!(
+                "alias Cache = u32;\n{SIG_FILL} {{}}\n{SIG_DRAIN} {{}}\n{SIG_SQUARES} {{ return 0.0; }}\n"
+            );
+        }
+        if !self.unroll {
+            return format!(
+                "alias Cache = array<Slot, SLOTS>;\n\
+                 {SIG_FILL} {{\n\
+                 \x20   for (var k = 0u; k < SLOTS; k++) {{ let i = lid + k * WG; if EXACT || i < width {{ (*c)[k] = gather(base, i, acc); }} }}\n}}\n\
+                 {SIG_DRAIN} {{\n\
+                 \x20   for (var k = 0u; k < SLOTS; k++) {{ let i = lid + k * WG; if EXACT || i < width {{ scatter(base, i, (*c)[k], pre, post); }} }}\n}}\n\
+                 {SIG_SQUARES} {{\n\
+                 \x20   var s = 0.0;\n\
+                 \x20   for (var k = 0u; k < SLOTS; k++) {{ if EXACT || lid + k * WG < width {{ s += square_sum((*c)[k].v * scale); }} }}\n\
+                 \x20   return s;\n}}\n"
+            );
+        }
+        let fields: String = (0..self.slots).map(|k| format!(" s{k}: Slot,")).collect();
+        let each = |body: &dyn Fn(u32) -> String| -> String { (0..self.slots).map(body).collect() };
+        let fill = each(&|k| format!("    if EXACT || lid + {k}u * WG < width {{ (*c).s{k} = gather(base, lid + {k}u * WG, acc); }}\n"));
+        let drain = each(&|k| format!("    if EXACT || lid + {k}u * WG < width {{ scatter(base, lid + {k}u * WG, (*c).s{k}, pre, post); }}\n"));
+        let squares = each(&|k| format!("    if EXACT || lid + {k}u * WG < width {{ s += square_sum((*c).s{k}.v * scale); }}\n"));
+        format!(
+            "struct Cache {{{fields} }};\n\
+             {SIG_FILL} {{\n{fill}}}\n\
+             {SIG_DRAIN} {{\n{drain}}}\n\
+             {SIG_SQUARES} {{\n    var s = 0.0;\n{squares}    return s;\n}}\n"
         )
     }
 
     pub fn label(&self) -> String {
         format!(
-            "fused_rms_norm lanes={} wg={} slots={} bias={} beta={} sum={}",
-            self.lanes, self.workgroup, self.slots, self.options.bias, self.options.beta, self.options.sum
+            "fused_rms_norm lanes={} wg={} slots={} fan={} preload={} unroll={} exact={} bias={} beta={} sum={}",
+            self.lanes,
+            self.workgroup,
+            self.slots,
+            self.fan,
+            self.preload,
+            self.unroll,
+            self.exact,
+            self.options.bias,
+            self.options.beta,
+            self.options.sum
         )
     }
 }
@@ -130,6 +198,45 @@ mod tests {
             assert_eq!(v.lanes, if hidden % 4 == 0 { 4 } else { 1 });
             assert!(v.workgroup.is_power_of_two());
             assert!((1..=MAX_SLOTS).contains(&v.slots));
+        }
+    }
+
+    /// Every knob the benchmark sweeps must give WGSL that naga accepts, in every option set.
+    #[cfg(not(target_arch = "wasm32"))]
+    #[test]
+    fn every_knob_combination_validates() {
+        for hidden in [4099u32, 4096] {
+            for workgroup in [64u32, 256, 1024] {
+                for slots in [0u32, 1, 3] {
+                    for fan in [0u32, Variant::balanced_fan(workgroup), workgroup] {
+                        for bits in 0..32u8 {
+                            let options = Options { bias: bits & 1 != 0, beta: bits & 2 != 0, sum: bits & 4 != 0 };
+                            let v = Variant {
+                                workgroup,
+                                slots,
+                                fan,
+                                preload: bits & 8 != 0,
+                                unroll: bits & 16 != 0,
+                                exact: slots == 3,
+                                ..Variant::for_shape(hidden, options)
+                            };
+                            let src = v.wgsl();
+                            let module = naga::front::wgsl::parse_str(&src)
+                                .unwrap_or_else(|e| panic!("{}: {}", v.label(), e.emit_to_string(&src)));
+                            naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::empty())
+                                .validate(&module)
+                                .unwrap_or_else(|e| panic!("{}: {e:?}", v.label()));
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn balanced_fan_splits_the_workgroup_in_two_steps() {
+        for (wg, fan) in [(1u32, 1u32), (64, 8), (128, 16), (256, 16), (512, 32), (1024, 32)] {
+            assert_eq!(Variant::balanced_fan(wg), fan, "{wg}");
         }
     }
 }

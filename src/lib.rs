@@ -16,6 +16,7 @@ pub mod error;
 pub mod gpu;
 pub mod host;
 pub mod kernel;
+pub mod pool;
 pub mod reference;
 pub mod shape;
 

@@ -177,7 +177,7 @@ fn random_shapes_and_options_match_the_reference() {
     let ctx = context();
     let seed = std::env::var("RMSNORM_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x5EED_0005u64);
     let mut rng = Rng(seed);
-    for i in 0..300 {
+    for i in 0..1000 {
         let hidden = match rng.below(3) {
             0 => 1 + rng.below(16) as usize,
             1 => 1 + rng.below(3000) as usize,
@@ -187,7 +187,12 @@ fn random_shapes_and_options_match_the_reference() {
         let scale = [1.0f32, 1e-3, 1e3, 1e25, 1e-25][rng.below(5) as usize];
         let eps = [0.0f32, 1e-6, 1e-5, 1e-2][rng.below(4) as usize];
         let (bias, beta) = (rng.below(2) == 0, rng.below(2) == 0);
-        let case = Case::random(&mut rng, rows, hidden, bias, beta, eps, scale);
+        let mut case = Case::random(&mut rng, rows, hidden, bias, beta, eps, scale);
+        // Now and then a NaN or an Inf, which must poison its own row only.
+        if rows > 1 && rng.below(8) == 0 {
+            let at = rng.below((rows * hidden) as u64) as usize;
+            case.input[at] = [f32::NAN, f32::INFINITY, f32::NEG_INFINITY][rng.below(3) as usize];
+        }
         case.check(&ctx, &format!("case {i} (RMSNORM_SEED={seed}): {rows}x{hidden} scale {scale:e} eps {eps}"));
     }
 }
@@ -210,14 +215,39 @@ fn bad_shapes_are_named_errors_and_the_context_keeps_working() {
 
 #[test]
 fn splits_rows_across_bindings_when_one_cannot_hold_them() {
-    let ctx = context();
-    // Force tiny chunks by asking for the row count of a small binding: the chunked path is
-    // the same code whatever the limit is, so check it through its own arithmetic.
-    let per = ctx.rows_per_chunk(4096).unwrap();
-    assert!(per >= 1);
-    let limit_rows = ctx.rows_per_chunk(1).unwrap();
-    assert!(limit_rows >= 4096, "a binding holds at least 16 KiB");
-    let e = ctx.rows_per_chunk(limit_rows + 1).unwrap_err();
+    let mut ctx = context();
+    // 64 KiB bindings: 4 rows of 4096, so 83 rows take 21 dispatches; 4099 (scalar path)
+    // takes 3 rows per dispatch.
+    ctx.set_binding_limit(64 << 10);
+    let mut rng = Rng(0x5EED_0006);
+    for hidden in [4096usize, 4099, 7] {
+        let case = Case::random(&mut rng, 83, hidden, true, true, 1e-6, 1.0);
+        case.check(&ctx, &format!("83x{hidden} split across 64 KiB bindings"));
+    }
+    let a = vec![1.0f32; 16385];
+    let x = Inputs { input: &a, residual: &a, gamma: &a, beta: None, bias: None, hidden: 16385, eps: 1e-6 };
+    let e = pollster::block_on(ctx.run(&x, false)).err().expect("a row larger than a binding");
     assert_eq!(e.name(), "ShapeError");
-    assert!(e.message().contains("maxStorageBufferBindingSize"), "{e}");
+    assert!(e.message().starts_with("hidden:") && e.message().contains("maxStorageBufferBindingSize"), "{e}");
+}
+
+#[test]
+fn buffers_are_reused_not_leaked() {
+    let ctx = context();
+    let mut rng = Rng(0x5EED_0007);
+    let cases: Vec<Case> = (0..4).map(|i| Case::random(&mut rng, 1 + i, 64 << i, i % 2 == 0, true, 1e-6, 1.0)).collect();
+    let mut live_after_warmup = 0;
+    for round in 0..50 {
+        for (i, case) in cases.iter().enumerate() {
+            let want_sum = i % 2 == 1;
+            let out = pollster::block_on(ctx.run(&case.inputs(), want_sum)).unwrap();
+            assert_eq!(out.y.len(), case.input.len());
+        }
+        if round == 1 {
+            live_after_warmup = ctx.buffer_stats().live;
+        }
+    }
+    let stats = ctx.buffer_stats();
+    assert_eq!(stats.live, live_after_warmup, "live GPU buffers grew: {stats:?}");
+    assert_eq!(stats.idle, stats.live, "every buffer is back in the pool between calls");
 }
