@@ -52,6 +52,16 @@ export interface FusedRmsNormAdapterInfo {
   readonly isFallbackAdapter: boolean;
 }
 
+/** Counters from `debugStats()`. */
+export interface FusedRmsNormDebugStats {
+  /** GPU buffers alive: in use by calls in flight, or pooled for reuse. */
+  readonly liveBuffers: number;
+  /** GPU buffers pooled for reuse. */
+  readonly idleBuffers: number;
+  /** Size of the WebAssembly memory in bytes. */
+  readonly wasmMemoryBytes: number;
+}
+
 /** Result of `runWithSum`: the normalized output and `input + residual (+ bias)`. */
 export interface FusedRmsNormWithSum {
   output: Float32Array;
@@ -142,6 +152,22 @@ impl FusedRmsNorm {
             }),
             Err(e) => Promise::reject(&to_js(e)),
         }
+    }
+
+    /// Counters for leak checks in long-running apps and tests: GPU buffers alive (in use or
+    /// pooled for reuse), those idle in the pool, and the wasm memory's size in bytes.
+    #[wasm_bindgen(js_name = debugStats, unchecked_return_type = "FusedRmsNormDebugStats")]
+    pub fn debug_stats(&self) -> JsValue {
+        let stats = self.ctx.borrow().buffer_stats();
+        let memory = wasm_bindgen::memory()
+            .dyn_into::<js_sys::WebAssembly::Memory>()
+            .map(|m| m.buffer().dyn_into::<js_sys::ArrayBuffer>().map(|b| b.byte_length()).unwrap_or(0))
+            .unwrap_or(0);
+        let o = Object::new();
+        let _ = Reflect::set(&o, &"liveBuffers".into(), &(stats.live as f64).into());
+        let _ = Reflect::set(&o, &"idleBuffers".into(), &(stats.idle as f64).into());
+        let _ = Reflect::set(&o, &"wasmMemoryBytes".into(), &(memory as f64).into());
+        o.into()
     }
 
     /// Destroys the GPU device, as a driver reset would. Calls in flight reject with
