@@ -7,6 +7,7 @@
 //! concurrent calls and `free()` during a call are safe.
 
 use std::cell::RefCell;
+use std::collections::HashMap;
 use std::rc::Rc;
 
 use js_sys::{Array, Float32Array, Object, Promise, Reflect};
@@ -15,27 +16,49 @@ use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::future_to_promise;
 
 use crate::error::Error;
-use crate::gpu::{GpuContext, Output};
+use crate::gpu::{GpuContext, GpuOutput, Output};
+use crate::host::Arg;
 use crate::shape::Inputs;
+use crate::tensor::Tensor;
+
+/// One call's arguments as the driver takes them.
+type Args = Inputs<Arg<Float32Array>>;
 
 #[wasm_bindgen(typescript_custom_section)]
 const TYPES: &'static str = r#"
 /** Arguments of `run` and `runWithSum`. Lengths: `input` and `residual` rows × hidden, the rest hidden. */
 export interface FusedRmsNormArgs {
   /** rows × hidden, row-major. */
-  input: Float32Array;
+  input: Float32Array | GpuTensor;
   /** rows × hidden, added to `input` before normalizing. */
-  residual: Float32Array;
+  residual: Float32Array | GpuTensor;
   /** hidden; the scale applied after normalizing. */
-  gamma: Float32Array;
+  gamma: Float32Array | GpuTensor;
   /** hidden; the shift applied last. Omitted: zeros. */
-  beta?: Float32Array;
+  beta?: Float32Array | GpuTensor;
   /** hidden; added to every row before normalizing. Omitted: none. */
-  bias?: Float32Array;
+  bias?: Float32Array | GpuTensor;
   /** Row length: an integer ≥ 1. */
   hidden: number;
   /** Added to the mean square: finite and ≥ 0. Default 1e-6. */
   eps?: number;
+  /** Where results go: `"array"` (default) resolves with `Float32Array`s. */
+  output?: "array";
+}
+
+/** `FusedRmsNormArgs` whose results stay on the GPU as `GpuTensor`s (no readback). */
+export type FusedRmsNormGpuArgs = Omit<FusedRmsNormArgs, "output"> & { output: "gpu" };
+
+/** Result of `runWithSum` with `output: "gpu"`. */
+export interface FusedRmsNormGpuWithSum {
+  output: GpuTensor;
+  sum: GpuTensor;
+}
+
+// Overloads of the class's methods for GPU-resident results (declaration merging).
+export interface FusedRmsNorm {
+  run(args: FusedRmsNormGpuArgs): Promise<GpuTensor>;
+  runWithSum(args: FusedRmsNormGpuArgs): Promise<FusedRmsNormGpuWithSum>;
 }
 
 /** Options of `FusedRmsNorm.create`. */
@@ -98,6 +121,21 @@ impl FusedRmsNorm {
         Ok(FusedRmsNorm { ctx: Rc::new(RefCell::new(Rc::new(ctx))), power })
     }
 
+    /// Uploads `data` to the GPU as a tensor this instance's calls accept in place of an
+    /// array. Synchronous; throws `TypeError`, `ShapeError` (too large for one binding) or
+    /// `GpuDeviceError`.
+    pub fn upload(&self, #[wasm_bindgen(unchecked_param_type = "Float32Array")] data: JsValue) -> Result<GpuTensor, JsValue> {
+        let holder = Object::new();
+        let _ = Reflect::set(&holder, &"data".into(), &data);
+        let arg = array_arg(&holder, "data", true).map_err(to_js)?;
+        let Some(Arg::Host(a)) = arg else {
+            return Err(to_js(Error::Type(format!("data: expected a Float32Array, got {}", describe(&data)))));
+        };
+        let ctx = self.ctx.borrow().clone();
+        let tensor = ctx.upload(&a).map_err(to_js)?;
+        Ok(GpuTensor::new(tensor, ctx))
+    }
+
     /// Normalizes `args.input + args.residual (+ args.bias)` row by row. Resolves with a
     /// fresh `Float32Array` of `input.length`; rejects with `TypeError`, `ShapeError` or
     /// `GpuDeviceError`.
@@ -141,7 +179,7 @@ impl FusedRmsNorm {
         repeat: u32,
     ) -> Promise {
         let x = match parse_args(&args) {
-            Ok(x) => x,
+            Ok((x, _)) => x,
             Err(e) => return Promise::reject(&to_js(e)),
         };
         let start = now();
@@ -178,14 +216,90 @@ impl FusedRmsNorm {
     }
 }
 
+/// Data on the GPU: made by `FusedRmsNorm.upload` or returned by `run` / `runWithSum` with
+/// `output: "gpu"`, and accepted by them wherever an array is. Release with `free()`.
+#[wasm_bindgen]
+pub struct GpuTensor {
+    handle: u32,
+    tensor: Rc<Tensor>,
+    ctx: Rc<GpuContext>,
+}
+
+thread_local! {
+    /// Live tensors by handle: how an argument object's `GpuTensor` is found again (an
+    /// object's fields arrive as plain `JsValue`s, not as Rust references).
+    static TENSORS: RefCell<HashMap<u32, Rc<Tensor>>> = RefCell::new(HashMap::new());
+    static NEXT_HANDLE: std::cell::Cell<u32> = const { std::cell::Cell::new(1) };
+}
+
+impl GpuTensor {
+    fn new(tensor: Rc<Tensor>, ctx: Rc<GpuContext>) -> GpuTensor {
+        let handle = NEXT_HANDLE.with(|n| {
+            let h = n.get();
+            n.set(h.wrapping_add(1).max(1));
+            h
+        });
+        TENSORS.with(|t| t.borrow_mut().insert(handle, tensor.clone()));
+        GpuTensor { handle, tensor, ctx }
+    }
+}
+
+impl Drop for GpuTensor {
+    fn drop(&mut self) {
+        TENSORS.with(|t| t.borrow_mut().remove(&self.handle));
+    }
+}
+
+#[wasm_bindgen]
+impl GpuTensor {
+    /// Number of elements.
+    #[wasm_bindgen(getter)]
+    pub fn length(&self) -> f64 {
+        self.tensor.len as f64
+    }
+
+    /// Element type on the GPU.
+    #[wasm_bindgen(getter, unchecked_return_type = "\"f32\"")]
+    pub fn dtype(&self) -> String {
+        "f32".into()
+    }
+
+    /// Copies the data back into a fresh `Float32Array`.
+    #[wasm_bindgen(unchecked_return_type = "Promise<Float32Array>")]
+    pub fn read(&self) -> Promise {
+        match self.ctx.read_tensor(&self.tensor) {
+            Ok(p) => future_to_promise(async move { p.read().await.map(|o| o.y.into()).map_err(to_js) }),
+            Err(e) => Promise::reject(&to_js(e)),
+        }
+    }
+
+    #[doc(hidden)]
+    #[wasm_bindgen(getter, js_name = __handle, skip_typescript)]
+    pub fn handle(&self) -> u32 {
+        self.handle
+    }
+}
+
 impl FusedRmsNorm {
     fn start(&self, args: &JsValue, want_sum: bool) -> Promise {
-        let x = match parse_args(args) {
+        let (x, to_gpu) = match parse_args(args) {
             Ok(x) => x,
             Err(e) => return Promise::reject(&to_js(e)),
         };
         let ctx = self.ctx.borrow().clone();
-        if ctx.lost_reason().is_none() {
+        if to_gpu {
+            return match ctx.submit_to_gpu(&x, want_sum) {
+                Ok(pending) => future_to_promise(async move {
+                    let out = pending.read_gpu().await.map_err(to_js)?;
+                    Ok(gpu_result(out, &ctx, want_sum))
+                }),
+                Err(e) => Promise::reject(&to_js(e)),
+            };
+        }
+        let resident = [Some(&x.input), Some(&x.residual), Some(&x.gamma), x.beta.as_ref(), x.bias.as_ref()]
+            .into_iter()
+            .any(|a| matches!(a, Some(Arg::Gpu(_))));
+        if ctx.lost_reason().is_none() || resident {
             return match ctx.submit(&x, want_sum) {
                 Ok(pending) => future_to_promise(async move { pending.read().await.map(|o| result(o, want_sum)).map_err(to_js) }),
                 Err(e) => Promise::reject(&to_js(e)),
@@ -193,12 +307,16 @@ impl FusedRmsNorm {
         }
         // The device is gone: a new one takes a while to open, so keep private copies of the
         // arrays (the caller may change its own once this returns).
+        let copy = |a: Arg<Float32Array>| match a {
+            Arg::Host(h) => Arg::Host(h.slice(0, h.length())),
+            gpu => gpu,
+        };
         let x = Inputs {
-            input: x.input.slice(0, x.input.length()),
-            residual: x.residual.slice(0, x.residual.length()),
-            gamma: x.gamma.slice(0, x.gamma.length()),
-            beta: x.beta.map(|a| a.slice(0, a.length())),
-            bias: x.bias.map(|a| a.slice(0, a.length())),
+            input: copy(x.input),
+            residual: copy(x.residual),
+            gamma: copy(x.gamma),
+            beta: x.beta.map(copy),
+            bias: x.bias.map(copy),
             ..x
         };
         let (slot, power) = (self.ctx.clone(), self.power);
@@ -220,6 +338,19 @@ fn now() -> f64 {
         .and_then(|f| f.call0(&perf).ok())
         .and_then(|t| t.as_f64())
         .unwrap_or(0.0)
+}
+
+fn gpu_result(out: GpuOutput, ctx: &Rc<GpuContext>, want_sum: bool) -> JsValue {
+    let y: JsValue = GpuTensor::new(out.y, ctx.clone()).into();
+    match (want_sum, out.sum) {
+        (true, Some(sum)) => {
+            let o = Object::new();
+            let _ = Reflect::set(&o, &JsValue::from_str("output"), &y);
+            let _ = Reflect::set(&o, &JsValue::from_str("sum"), &GpuTensor::new(sum, ctx.clone()).into());
+            o.into()
+        }
+        _ => y,
+    }
 }
 
 fn result(out: Output, want_sum: bool) -> JsValue {
@@ -285,37 +416,69 @@ fn get(obj: &JsValue, key: &str) -> JsValue {
     Reflect::get(obj, &JsValue::from_str(key)).unwrap_or(JsValue::UNDEFINED)
 }
 
-fn float32(args: &JsValue, name: &str, required: bool) -> Result<Option<Float32Array>, Error> {
+/// A `Float32Array` or a `GpuTensor` argument; `None` when optional and absent.
+fn array_arg(args: &JsValue, name: &str, required: bool) -> Result<Option<Arg<Float32Array>>, Error> {
     let v = get(args, name);
     if v.is_undefined() && !required {
         return Ok(None);
     }
-    let Some(a) = v.dyn_ref::<Float32Array>() else {
-        let expected = if required { "a Float32Array" } else { "a Float32Array or undefined" };
-        return Err(Error::Type(format!("{name}: expected {expected}, got {}", describe(&v))));
-    };
-    // A transferred (detached) buffer reads as length 0; say so instead of a length error.
-    if get(&a.buffer(), "detached").as_bool() == Some(true) {
-        return Err(Error::Type(format!(
-            "{name}: expected a Float32Array over a live buffer, got one whose ArrayBuffer was transferred (detached)"
-        )));
+    if let Some(a) = v.dyn_ref::<Float32Array>() {
+        // A transferred (detached) buffer reads as length 0; say so instead of a length error.
+        if get(&a.buffer(), "detached").as_bool() == Some(true) {
+            return Err(Error::Type(format!(
+                "{name}: expected a Float32Array over a live buffer, got one whose ArrayBuffer was transferred (detached)"
+            )));
+        }
+        return Ok(Some(Arg::Host(a.clone())));
     }
-    Ok(Some(a.clone()))
+    if let Some(t) = tensor_arg(&v, name)? {
+        return Ok(Some(Arg::Gpu(t)));
+    }
+    let expected = if required { "a Float32Array or a GpuTensor" } else { "a Float32Array, a GpuTensor or undefined" };
+    Err(Error::Type(format!("{name}: expected {expected}, got {}", describe(&v))))
 }
 
-fn parse_args(args: &JsValue) -> Result<Inputs<Float32Array>, Error> {
+/// The tensor behind a `GpuTensor` object, `None` for anything else.
+fn tensor_arg(v: &JsValue, name: &str) -> Result<Option<Rc<Tensor>>, Error> {
+    let Some(o) = v.dyn_ref::<Object>() else { return Ok(None) };
+    if o.constructor().name().as_string().as_deref() != Some("GpuTensor") {
+        return Ok(None);
+    }
+    // wasm-bindgen zeroes the pointer on free(); reading the handle then would throw.
+    let freed = get(v, "__wbg_ptr").as_f64().unwrap_or(0.0) == 0.0;
+    let tensor = (!freed)
+        .then(|| get(v, "__handle").as_f64())
+        .flatten()
+        .and_then(|h| TENSORS.with(|t| t.borrow().get(&(h as u32)).cloned()));
+    match tensor {
+        Some(t) => Ok(Some(t)),
+        None => Err(Error::GpuDevice(format!("{name}: expected a live GpuTensor, got one that was freed"))),
+    }
+}
+
+/// The call's inputs, and whether its results stay on the GPU.
+fn parse_args(args: &JsValue) -> Result<(Args, bool), Error> {
     if !args.is_object() || args.is_function() || Array::is_array(args) {
         return Err(Error::Type(format!(
             "args: expected an object {{ input, residual, gamma, hidden, beta?, bias?, eps? }}, got {}",
             describe(args)
         )));
     }
-    let required = |name| float32(args, name, true).map(|a| a.expect("required arrays are Some"));
+    let required = |name| array_arg(args, name, true)?.ok_or_else(|| Error::Type(format!("{name}: missing")));
     let input = required("input")?;
     let residual = required("residual")?;
     let gamma = required("gamma")?;
-    let beta = float32(args, "beta", false)?;
-    let bias = float32(args, "bias", false)?;
+    let beta = array_arg(args, "beta", false)?;
+    let bias = array_arg(args, "bias", false)?;
+    let o = get(args, "output");
+    let to_gpu = match o.as_string().as_deref() {
+        _ if o.is_undefined() => false,
+        Some("array") => false,
+        Some("gpu") => true,
+        _ => {
+            return Err(Error::Type(format!("output: expected \"array\", \"gpu\" or undefined, got {}", describe(&o))));
+        }
+    };
 
     let h = get(args, "hidden");
     let Some(hidden) = h.as_f64() else {
@@ -336,7 +499,7 @@ fn parse_args(args: &JsValue) -> Result<Inputs<Float32Array>, Error> {
         }
         eps as f32
     };
-    Ok(Inputs { input, residual, gamma, beta, bias, hidden: hidden as usize, eps })
+    Ok((Inputs { input, residual, gamma, beta, bias, hidden: hidden as usize, eps }, to_gpu))
 }
 
 fn power_preference(options: Option<&JsValue>) -> Result<wgpu::PowerPreference, Error> {

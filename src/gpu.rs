@@ -19,6 +19,7 @@ use crate::host::{new_host_vec, read_mapped, HostArray, HostVec};
 use crate::kernel::{grid, Options, Params, Variant};
 use crate::pool::{BufferPool, Pooled};
 use crate::shape::{Inputs, Shape};
+use crate::tensor::{next_context_id, ContextId, Tensor};
 
 /// What the adapter says about itself, in the shape of WebGPU's `GPUAdapterInfo`.
 #[derive(Clone, Debug, Default)]
@@ -66,6 +67,8 @@ pub struct GpuContext {
     max_binding: u64,
     max_groups_per_dim: u32,
     pool: Rc<BufferPool>,
+    /// Which context a tensor belongs to.
+    id: ContextId,
 }
 
 /// Buffer counts for leak checks: `live` must stay flat over a long run.
@@ -171,6 +174,7 @@ impl GpuContext {
             max_binding: limits.max_storage_buffer_binding_size.min(limits.max_buffer_size),
             max_groups_per_dim: limits.max_compute_workgroups_per_dimension,
             pool: Rc::new(BufferPool::default()),
+            id: next_context_id(),
         })
     }
 
@@ -330,12 +334,74 @@ impl GpuContext {
     /// time over `repeat` is the kernel's cost on GPU-resident buffers, without uploads and
     /// readback: the figure benchmarks compare where timestamp queries are not available.
     pub fn submit_repeated<A: HostArray>(&self, x: &Inputs<A>, want_sum: bool, repeat: u32) -> Result<Pending, Error> {
-        let shape = Shape::of(x)?;
+        self.submit_with(x, want_sum, repeat, false)
+    }
+
+    /// As [`submit`](Self::submit), leaving the results on the GPU as tensors of this
+    /// context: no readback. `Pending::read_gpu` hands them over.
+    pub fn submit_to_gpu<A: HostArray>(&self, x: &Inputs<A>, want_sum: bool) -> Result<Pending, Error> {
+        self.submit_with(x, want_sum, 1, true)
+    }
+
+    /// Uploads `data` as a tensor of this context.
+    pub fn upload<A: HostArray>(&self, data: &A) -> Result<Rc<Tensor>, Error> {
         if let Some(why) = self.lost_reason() {
             return Err(lost_error(&why));
         }
-        let per_chunk = self.rows_per_chunk(shape.hidden)?;
-        let mut pending = Pending {
+        let len = data.len();
+        if len as u64 * 4 > self.max_binding {
+            return Err(Error::Shape(format!(
+                "data: expected at most {} elements (this device's maxStorageBufferBindingSize is {} bytes), got {len}",
+                self.max_binding / 4,
+                self.max_binding
+            )));
+        }
+        let t = self.tensor(len);
+        data.upload(&self.queue, &t.buffer, 0, len);
+        Ok(t)
+    }
+
+    /// An uninitialised tensor of `len` f32 on this context.
+    fn tensor(&self, len: usize) -> Rc<Tensor> {
+        let usage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::COPY_SRC;
+        let buffer = self.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("tensor"),
+            size: (len.max(4) * 4).next_multiple_of(16) as u64,
+            usage,
+            mapped_at_creation: false,
+        });
+        Rc::new(Tensor { buffer, len, owner: self.id, lost: self.lost.clone() })
+    }
+
+    /// Copies a tensor of this context back to the host.
+    pub fn read_tensor(&self, t: &Rc<Tensor>) -> Result<Pending, Error> {
+        self.check_tensor("tensor", t)?;
+        let mut pending = self.pending(Shape { rows: usize::from(t.len > 0), hidden: t.len.max(1) }, false);
+        if t.len == 0 {
+            return Ok(pending);
+        }
+        let mut encoder = self.device.create_command_encoder(&Default::default());
+        let y = self.readback(&mut encoder, &t.buffer, t.len);
+        self.queue.submit([encoder.finish()]);
+        pending.mapped.push(map_read(&y));
+        pending.chunks.push(Chunk { start: 0, len: t.len, y, sum: None });
+        pending.holds.push(t.clone());
+        Ok(pending)
+    }
+
+    /// A tensor argument must be this context's and its device alive.
+    fn check_tensor(&self, name: &str, t: &Tensor) -> Result<(), Error> {
+        if let Some(why) = t.lost_reason() {
+            return Err(Error::GpuDevice(format!("{name}: expected a GpuTensor on a live device, got one whose device was lost ({why})")));
+        }
+        if t.owner != self.id {
+            return Err(Error::Type(format!("{name}: expected a GpuTensor of this FusedRmsNorm, got one of another instance")));
+        }
+        Ok(())
+    }
+
+    fn pending(&self, shape: Shape, want_sum: bool) -> Pending {
+        Pending {
             shape,
             want_sum,
             lost: self.lost.clone(),
@@ -345,7 +411,39 @@ impl GpuContext {
             scopes: Vec::new(),
             mapped: Vec::new(),
             kept: Vec::new(),
-        };
+            holds: Vec::new(),
+            gpu: None,
+        }
+    }
+
+    fn submit_with<A: HostArray>(&self, x: &Inputs<A>, want_sum: bool, repeat: u32, to_gpu: bool) -> Result<Pending, Error> {
+        let shape = Shape::of(x)?;
+        if let Some(why) = self.lost_reason() {
+            return Err(lost_error(&why));
+        }
+        let named = [("input", Some(&x.input)), ("residual", Some(&x.residual)), ("gamma", Some(&x.gamma)), ("beta", x.beta.as_ref()), ("bias", x.bias.as_ref())];
+        let mut any_resident = false;
+        for (name, a) in named {
+            if let Some(t) = a.and_then(|a| a.resident()) {
+                self.check_tensor(name, t)?;
+                any_resident = true;
+            }
+        }
+        let mut per_chunk = self.rows_per_chunk(shape.hidden)?;
+        if (to_gpu || any_resident) && shape.rows > per_chunk {
+            // Tensors are single bindings; splitting them would need offset-aligned views.
+            return Err(Error::Shape(format!(
+                "input: expected GPU-resident data to fit one storage binding ({} bytes), got {} rows of {}",
+                self.max_binding, shape.rows, shape.hidden
+            )));
+        }
+        if to_gpu || any_resident {
+            per_chunk = shape.rows.max(1);
+        }
+        let mut pending = self.pending(shape, want_sum);
+        if to_gpu {
+            pending.gpu = Some(GpuOutput { y: self.tensor(shape.len()), sum: want_sum.then(|| self.tensor(shape.len())) });
+        }
         if shape.is_empty() {
             return Ok(pending);
         }
@@ -358,25 +456,31 @@ impl GpuContext {
         let oom_scope = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
         let validation_scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
         let pipeline = self.pipeline(variant);
-        let per_row = |a: &A| {
-            let b = self.pooled_storage(hidden, wgpu::BufferUsages::COPY_DST);
-            a.upload(&self.queue, &b, 0, hidden);
-            b
+        let stage = |a: &A, start: usize, count: usize| match a.resident() {
+            Some(t) => Staged::Resident(t.clone()),
+            None => {
+                let b = self.pooled_storage(count, wgpu::BufferUsages::COPY_DST);
+                a.upload(&self.queue, &b, start, count);
+                Staged::Pooled(b)
+            }
         };
-        let gamma = per_row(&x.gamma);
-        let beta = x.beta.as_ref().map(per_row);
-        let bias = x.bias.as_ref().map(per_row);
+        let gamma = stage(&x.gamma, 0, hidden);
+        let beta = x.beta.as_ref().map(|a| stage(a, 0, hidden));
+        let bias = x.bias.as_ref().map(|a| stage(a, 0, hidden));
 
         let mut encoder = self.device.create_command_encoder(&Default::default());
         for first in (0..rows).step_by(per_chunk) {
             let n_rows = per_chunk.min(rows - first);
             let n = n_rows * hidden;
-            let input = self.pooled_storage(n, wgpu::BufferUsages::COPY_DST);
-            x.input.upload(&self.queue, &input, first * hidden, n);
-            let residual = self.pooled_storage(n, wgpu::BufferUsages::COPY_DST);
-            x.residual.upload(&self.queue, &residual, first * hidden, n);
-            let output = self.pooled_storage(n, wgpu::BufferUsages::COPY_SRC);
-            let sum = want_sum.then(|| self.pooled_storage(n, wgpu::BufferUsages::COPY_SRC));
+            let input = stage(&x.input, first * hidden, n);
+            let residual = stage(&x.residual, first * hidden, n);
+            let (output, sum) = match &pending.gpu {
+                Some(out) => (Staged::Resident(out.y.clone()), out.sum.clone().map(Staged::Resident)),
+                None => (
+                    Staged::Pooled(self.pooled_storage(n, wgpu::BufferUsages::COPY_SRC)),
+                    want_sum.then(|| Staged::Pooled(self.pooled_storage(n, wgpu::BufferUsages::COPY_SRC))),
+                ),
+            };
             let params = self.pooled_params(Params {
                 rows: n_rows as u32,
                 width: (hidden as u32) / variant.lanes,
@@ -399,10 +503,12 @@ impl GpuContext {
                     self.dispatch(&mut pass, &pipeline, &group, n_rows as u32);
                 }
             }
-            let y = self.readback(&mut encoder, &output, n);
-            let staged_sum = sum.as_ref().map(|s| self.readback(&mut encoder, s, n));
-            pending.chunks.push(Chunk { start: first * hidden, len: n, y, sum: staged_sum });
-            pending.kept.extend([input, residual, output, params]);
+            if !to_gpu {
+                let y = self.readback(&mut encoder, &output, n);
+                let staged_sum = sum.as_ref().map(|s| self.readback(&mut encoder, s, n));
+                pending.chunks.push(Chunk { start: first * hidden, len: n, y, sum: staged_sum });
+            }
+            pending.kept.extend([input, residual, output, Staged::Pooled(params)]);
             pending.kept.extend(sum);
         }
         pending.kept.push(gamma);
@@ -471,23 +577,75 @@ pub struct Pending {
     mapped: Vec<oneshot::Receiver<MapResult>>,
     pool: Rc<BufferPool>,
     /// The call's other buffers, returned to the pool once the GPU is done with them.
-    kept: Vec<Pooled>,
+    kept: Vec<Staged>,
+    /// Tensors the call reads, kept alive until it is done (their JavaScript owner may
+    /// free them meanwhile).
+    holds: Vec<Rc<Tensor>>,
+    /// Where results stay on the GPU.
+    gpu: Option<GpuOutput>,
+}
+
+/// Results left on the GPU.
+pub struct GpuOutput {
+    pub y: Rc<Tensor>,
+    pub sum: Option<Rc<Tensor>>,
+}
+
+/// A buffer bound by a call: pooled for the call, or a tensor that outlives it.
+enum Staged {
+    Pooled(Pooled),
+    Resident(Rc<Tensor>),
+}
+
+impl std::ops::Deref for Staged {
+    type Target = wgpu::Buffer;
+    fn deref(&self) -> &wgpu::Buffer {
+        match self {
+            Staged::Pooled(p) => p,
+            Staged::Resident(t) => &t.buffer,
+        }
+    }
 }
 
 impl Pending {
-    /// Waits for the GPU and copies the results out.
-    pub async fn read(self) -> Result<Output, Error> {
-        let lost = || self.lost.lock().ok().and_then(|s| s.clone());
-        for (what, scope) in self.scopes {
+    /// Waits until the GPU has accepted the work and hands over the results left on it
+    /// (for [`GpuContext::submit_to_gpu`]). Later work on the same queue sees them.
+    pub async fn read_gpu(mut self) -> Result<GpuOutput, Error> {
+        self.check_scopes().await?;
+        // The call's pooled buffers may still be in use by the GPU, so they are not pooled
+        // again: dropping destroys them, which WebGPU defers until the work is done.
+        self.gpu.take().ok_or_else(|| Error::GpuDevice("results: expected GPU tensors, got host arrays".into()))
+    }
+
+    async fn check_scopes(&mut self) -> Result<(), Error> {
+        for (what, scope) in std::mem::take(&mut self.scopes) {
             if let Some(e) = scope.await {
-                return Err(lost().map_or_else(|| Error::GpuDevice(format!("{what} ({e})")), |w| lost_error(&w)));
+                return Err(match self.lost.lock().ok().and_then(|s| s.clone()) {
+                    Some(why) => lost_error(&why),
+                    None => Error::GpuDevice(format!("{what} ({e})")),
+                });
             }
         }
+        Ok(())
+    }
+
+    fn release(self) {
+        for b in self.kept {
+            if let Staged::Pooled(p) = b {
+                self.pool.give_back(p);
+            }
+        }
+    }
+
+    /// Waits for the GPU and copies the results out.
+    pub async fn read(mut self) -> Result<Output, Error> {
+        self.check_scopes().await?;
+        let lost = || self.lost.lock().ok().and_then(|s| s.clone());
         // Natively nothing delivers callbacks unless the device is polled; the browser
         // delivers them from its event loop.
         #[cfg(not(target_arch = "wasm32"))]
         let _ = self.device.poll(wgpu::PollType::wait_indefinitely());
-        for ready in self.mapped {
+        for ready in std::mem::take(&mut self.mapped) {
             if !matches!(ready.await, Ok(Ok(()))) {
                 return Err(lost().map_or_else(
                     || Error::GpuDevice("readback: expected the result, the GPU returned none".into()),
@@ -498,7 +656,7 @@ impl Pending {
         let total = self.shape.len();
         let mut y = new_host_vec(total);
         let mut sum = self.want_sum.then(|| new_host_vec(total));
-        for chunk in self.chunks {
+        for chunk in std::mem::take(&mut self.chunks) {
             read_mapped(&chunk.y, &mut y, chunk.start, chunk.len);
             chunk.y.unmap();
             self.pool.give_back(chunk.y);
@@ -508,9 +666,7 @@ impl Pending {
                 self.pool.give_back(s);
             }
         }
-        for b in self.kept {
-            self.pool.give_back(b);
-        }
+        self.release();
         Ok(Output { y, sum })
     }
 }

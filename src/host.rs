@@ -6,12 +6,52 @@
 //! Routing them through wasm memory would cost two extra copies per array and grow the
 //! module's memory with every large call (it never shrinks).
 
+use std::rc::Rc;
+
 use crate::shape::Len;
+use crate::tensor::Tensor;
 
 /// An f32 array the driver can upload a range of.
 pub trait HostArray: Len {
     /// Writes elements `start .. start + count` to the beginning of `buffer`.
     fn upload(&self, queue: &wgpu::Queue, buffer: &wgpu::Buffer, start: usize, count: usize);
+
+    /// The tensor holding this array on the GPU already, if it is one: bound as it is.
+    fn resident(&self) -> Option<&Rc<Tensor>> {
+        None
+    }
+}
+
+/// An argument that is either host data or a GPU-resident tensor.
+#[derive(Clone)]
+pub enum Arg<H> {
+    Host(H),
+    Gpu(Rc<Tensor>),
+}
+
+impl<H: Len> Len for Arg<H> {
+    fn len(&self) -> usize {
+        match self {
+            Arg::Host(h) => h.len(),
+            Arg::Gpu(t) => t.len,
+        }
+    }
+}
+
+impl<H: HostArray> HostArray for Arg<H> {
+    fn upload(&self, queue: &wgpu::Queue, buffer: &wgpu::Buffer, start: usize, count: usize) {
+        match self {
+            Arg::Host(h) => h.upload(queue, buffer, start, count),
+            Arg::Gpu(t) => unreachable!("resident tensor {} is bound, not uploaded", t.len),
+        }
+    }
+
+    fn resident(&self) -> Option<&Rc<Tensor>> {
+        match self {
+            Arg::Host(_) => None,
+            Arg::Gpu(t) => Some(t),
+        }
+    }
 }
 
 #[cfg(not(target_arch = "wasm32"))]

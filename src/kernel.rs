@@ -65,19 +65,48 @@ pub struct Variant {
     pub exact: bool,
 }
 
-/// The most columns a variant keeps per thread; more would cost occupancy for nothing.
-pub const MAX_SLOTS: u32 = 16;
+/// The most scalars a thread keeps in registers (16 vec4 or 64 f32); more would cost
+/// occupancy for nothing.
+pub const MAX_CACHED_SCALARS: u32 = 64;
+
+/// The most columns of `lanes` scalars a variant keeps per thread.
+pub fn max_slots(lanes: u32) -> u32 {
+    MAX_CACHED_SCALARS / lanes
+}
 
 impl Variant {
     /// The variant for a row of `hidden` scalars.
     pub fn for_shape(hidden: u32, options: Options) -> Self {
         let lanes = if hidden % 4 == 0 { 4 } else { 1 };
         let width = hidden / lanes;
-        // Enough threads to cover a row in a few steps, few enough that short rows do not
-        // leave most of a workgroup idle.
-        let workgroup = width.div_ceil(4).next_power_of_two().clamp(64, 256);
-        let slots = width.div_ceil(workgroup).clamp(1, 8);
-        Variant { options, lanes, workgroup, slots, fan: 0, preload: false, unroll: false, exact: false }
+        let workgroup = if lanes == 4 {
+            // A few vec4 per thread: enough loads in flight per thread, and workgroups small
+            // enough that several rows share an SM and one row's reduction hides behind
+            // another's loads. Long rows get more threads rather than more registers.
+            let wg = width.div_ceil(4).next_power_of_two().clamp(128, 256);
+            if width.div_ceil(wg) > 8 {
+                512
+            } else {
+                wg
+            }
+        } else {
+            width.div_ceil(8).next_power_of_two().clamp(64, 512)
+        };
+        let slots = width.div_ceil(workgroup).clamp(1, max_slots(lanes));
+        Variant {
+            options,
+            lanes,
+            workgroup,
+            slots,
+            fan: Self::balanced_fan(workgroup),
+            // Beta's load rides along with the row's; gamma's alone does not pay for the
+            // registers it holds through the reduction.
+            preload: options.beta,
+            // Measured on an H200: the array form ran at a third of the roofline, the struct
+            // at 95-99 % (docs/PERFORMANCE.md).
+            unroll: true,
+            exact: slots * workgroup == width,
+        }
     }
 
     /// The fan-in that folds `workgroup` partials in two even steps.
@@ -197,7 +226,7 @@ mod tests {
             let v = Variant::for_shape(hidden, Options::default());
             assert_eq!(v.lanes, if hidden % 4 == 0 { 4 } else { 1 });
             assert!(v.workgroup.is_power_of_two());
-            assert!((1..=MAX_SLOTS).contains(&v.slots));
+            assert!((1..=max_slots(v.lanes)).contains(&v.slots));
         }
     }
 

@@ -19,6 +19,7 @@ pub mod kernel;
 pub mod pool;
 pub mod reference;
 pub mod shape;
+pub mod tensor;
 
 #[cfg(target_arch = "wasm32")]
 pub mod facade;

@@ -251,3 +251,50 @@ fn buffers_are_reused_not_leaked() {
     assert_eq!(stats.live, live_after_warmup, "live GPU buffers grew: {stats:?}");
     assert_eq!(stats.idle, stats.live, "every buffer is back in the pool between calls");
 }
+
+#[test]
+fn gpu_resident_chain_matches_layer_by_layer_reference() {
+    use webgpu_rmsnorm::host::Arg;
+    let ctx = context();
+    let mut rng = Rng(0x5EED_0008);
+    let (rows, hidden, layers) = (3usize, 256usize, 4);
+    let input0 = rng.vec(rows * hidden, 1.0);
+    let residual0 = rng.vec(rows * hidden, 1.0);
+    let gammas: Vec<Vec<f32>> = (0..layers).map(|_| rng.vec(hidden, 2.0)).collect();
+
+    // Reference: each layer normalizes (input + residual) and passes v on as the residual.
+    let (mut input, mut residual) = (input0.clone(), residual0.clone());
+    for g in &gammas {
+        let x = Inputs { input: &input, residual: &residual, gamma: g, beta: None, bias: None, hidden, eps: 1e-6 };
+        let (y, v) = fused_rms_norm(&x);
+        input = y.iter().map(|&y| y as f32).collect();
+        residual = v;
+    }
+
+    let up = |a: &Vec<f32>| Arg::<&[f32]>::Gpu(ctx.upload(&a.as_slice()).unwrap());
+    let (mut x_in, mut x_res) = (up(&input0), up(&residual0));
+    let gamma_tensors: Vec<_> = gammas.iter().map(up).collect();
+    for g in &gamma_tensors {
+        let x = webgpu_rmsnorm::Inputs { input: x_in.clone(), residual: x_res.clone(), gamma: g.clone(), beta: None, bias: None, hidden, eps: 1e-6 };
+        let out = pollster::block_on(ctx.submit_to_gpu(&x, true).unwrap().read_gpu()).unwrap();
+        x_in = Arg::Gpu(out.y);
+        x_res = Arg::Gpu(out.sum.expect("sum"));
+    }
+    let Arg::Gpu(y) = &x_in else { unreachable!() };
+    let got = pollster::block_on(ctx.read_tensor(y).unwrap().read()).unwrap().y;
+    let worst = got.iter().zip(&input).map(|(a, b)| (a - b).abs() / (b.abs() + 1e-3)).fold(0.0f32, f32::max);
+    assert!(worst < 1e-4, "after {layers} layers, worst relative error {worst}");
+}
+
+#[test]
+fn tensors_of_another_context_are_refused() {
+    use webgpu_rmsnorm::host::Arg;
+    let (a, b) = (context(), context());
+    let data = vec![1.0f32; 8];
+    let foreign = Arg::<&[f32]>::Gpu(b.upload(&data.as_slice()).unwrap());
+    let own = Arg::Host(data.as_slice());
+    let x = webgpu_rmsnorm::Inputs { input: foreign, residual: own.clone(), gamma: Arg::Host(&data[..4]), beta: None, bias: None, hidden: 4, eps: 1e-6 };
+    let e = pollster::block_on(a.run(&x, false)).err().expect("a foreign tensor");
+    assert_eq!(e.name(), "TypeError");
+    assert!(e.message().starts_with("input:"), "{e}");
+}

@@ -211,3 +211,66 @@ async fn device_loss_rejects_then_recovers() {
     }
     assert!(recovered, "a call after device loss succeeds on a new device");
 }
+
+/// Calls a method of a JS object by name (for objects the tests hold as `JsValue`).
+fn call(obj: &JsValue, method: &str, args: &[JsValue]) -> JsValue {
+    let f: js_sys::Function = Reflect::get(obj, &method.into()).unwrap().dyn_into().unwrap();
+    f.apply(obj, &args.iter().collect()).unwrap()
+}
+
+#[wasm_bindgen_test]
+async fn gpu_resident_chain_runs_without_readback_and_matches_the_reference() {
+    let norm = norm().await;
+    let (rows, hidden, layers) = (2usize, 96usize, 3);
+    let first = Case::new(rows, hidden, false, false, 1e-6, 300);
+    let gammas: Vec<Vec<f32>> = (0..layers).map(|l| data(hidden, 310 + l as u32)).collect();
+
+    let (mut input, mut residual) = (first.input.clone(), first.residual.clone());
+    for g in &gammas {
+        let x = Inputs { input: &input, residual: &residual, gamma: g, beta: None, bias: None, hidden, eps: 1e-6 };
+        let (y, v) = fused_rms_norm(&x);
+        input = y.iter().map(|&y| y as f32).collect();
+        residual = v;
+    }
+
+    let up = |v: &[f32]| JsValue::from(norm.upload(Float32Array::from(v).into()).unwrap());
+    let (mut x_in, mut x_res) = (up(&first.input), up(&first.residual));
+    for g in &gammas {
+        let args = Object::new();
+        Reflect::set(&args, &"input".into(), &x_in).unwrap();
+        Reflect::set(&args, &"residual".into(), &x_res).unwrap();
+        Reflect::set(&args, &"gamma".into(), &up(g)).unwrap();
+        Reflect::set(&args, &"hidden".into(), &(hidden as f64).into()).unwrap();
+        Reflect::set(&args, &"output".into(), &"gpu".into()).unwrap();
+        let r = resolve(norm.run_with_sum(args.into())).await.unwrap_or_else(|e| panic!("{}", error_message(&e)));
+        x_in = Reflect::get(&r, &"output".into()).unwrap();
+        x_res = Reflect::get(&r, &"sum".into()).unwrap();
+        assert_eq!(Reflect::get(&x_in, &"length".into()).unwrap().as_f64(), Some((rows * hidden) as f64));
+    }
+    let got = resolve(call(&x_in, "read", &[]).into()).await.unwrap().dyn_into::<Float32Array>().unwrap().to_vec();
+    let worst = got.iter().zip(&input).map(|(a, b)| (a - b).abs() / (b.abs() + 1e-3)).fold(0.0f32, f32::max);
+    assert!(worst < 1e-4, "after {layers} layers: worst relative error {worst}");
+    let sum = resolve(call(&x_res, "read", &[]).into()).await.unwrap().dyn_into::<Float32Array>().unwrap().to_vec();
+    // Not bit-exact: each layer's v includes the previous layer's y, itself within f32
+    // rounding of the reference.
+    let worst = sum.iter().zip(&residual).map(|(a, b)| (a - b).abs() / (b.abs() + 1e-3)).fold(0.0f32, f32::max);
+    assert!(worst < 1e-4, "the sum tensor is the last layer's v: worst relative error {worst}");
+}
+
+#[wasm_bindgen_test]
+async fn freed_and_foreign_tensors_are_named_errors() {
+    let (a, b) = (norm().await, norm().await);
+    let case = Case::new(2, 8, false, false, 1e-6, 400);
+    let args = case.args();
+    let foreign = JsValue::from(b.upload(Float32Array::from(&case.input[..]).into()).unwrap());
+    Reflect::set(&args, &"input".into(), &foreign).unwrap();
+    let e = resolve(a.run(args.clone())).await.expect_err("a tensor of another instance");
+    assert_eq!(error_name(&e), "TypeError", "{}", error_message(&e));
+    assert!(error_message(&e).starts_with("input:"));
+
+    call(&foreign, "free", &[]);
+    let e = resolve(b.run(args)).await.expect_err("a freed tensor");
+    assert_eq!(error_name(&e), "GpuDeviceError", "{}", error_message(&e));
+    let y = resolve(b.run(case.args())).await.expect("the instance still works");
+    case.assert_output(&y, "after a freed tensor");
+}
