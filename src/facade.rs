@@ -17,12 +17,12 @@ use wasm_bindgen_futures::future_to_promise;
 
 use crate::error::Error;
 use crate::gpu::{GpuContext, GpuOutput, Output};
-use crate::host::Arg;
+use crate::host::{Arg, JsArray};
 use crate::shape::Inputs;
-use crate::tensor::Tensor;
+use crate::tensor::{Dtype, Tensor};
 
 /// One call's arguments as the driver takes them.
-type Args = Inputs<Arg<Float32Array>>;
+type Args = Inputs<Arg<JsArray>>;
 
 #[wasm_bindgen(typescript_custom_section)]
 const TYPES: &'static str = r#"
@@ -59,6 +59,11 @@ export interface FusedRmsNormGpuWithSum {
 export interface FusedRmsNorm {
   run(args: FusedRmsNormGpuArgs): Promise<GpuTensor>;
   runWithSum(args: FusedRmsNormGpuArgs): Promise<FusedRmsNormGpuWithSum>;
+}
+
+/** Options of `FusedRmsNorm.upload`: `dtype` must match the array (f16: Uint16Array/Float16Array). */
+export interface GpuTensorOptions {
+  dtype?: "f32" | "f16";
 }
 
 /** Options of `FusedRmsNorm.create`. */
@@ -124,13 +129,32 @@ impl FusedRmsNorm {
     /// Uploads `data` to the GPU as a tensor this instance's calls accept in place of an
     /// array. Synchronous; throws `TypeError`, `ShapeError` (too large for one binding) or
     /// `GpuDeviceError`.
-    pub fn upload(&self, #[wasm_bindgen(unchecked_param_type = "Float32Array")] data: JsValue) -> Result<GpuTensor, JsValue> {
+    pub fn upload(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "Float32Array | Uint16Array")] data: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "GpuTensorOptions")] options: Option<JsValue>,
+    ) -> Result<GpuTensor, JsValue> {
         let holder = Object::new();
         let _ = Reflect::set(&holder, &"data".into(), &data);
         let arg = array_arg(&holder, "data", true).map_err(to_js)?;
         let Some(Arg::Host(a)) = arg else {
-            return Err(to_js(Error::Type(format!("data: expected a Float32Array, got {}", describe(&data)))));
+            return Err(to_js(Error::Type(format!("data: expected a typed array, got {}", describe(&data)))));
         };
+        let dtype = get(options.as_ref().unwrap_or(&JsValue::UNDEFINED), "dtype");
+        let wanted = match dtype.as_string().as_deref() {
+            _ if dtype.is_undefined() => a.dtype,
+            Some("f32") => Dtype::F32,
+            Some("f16") => Dtype::F16,
+            _ => return Err(to_js(Error::Type(format!("options.dtype: expected \"f32\" or \"f16\", got {}", describe(&dtype))))),
+        };
+        if wanted != a.dtype {
+            return Err(to_js(Error::Type(format!(
+                "data: expected {} for dtype \"{}\", got {}",
+                if wanted == Dtype::F32 { "a Float32Array" } else { "a Uint16Array or Float16Array" },
+                wanted.name(),
+                describe(&data)
+            ))));
+        }
         let ctx = self.ctx.borrow().clone();
         let tensor = ctx.upload(&a).map_err(to_js)?;
         Ok(GpuTensor::new(tensor, ctx))
@@ -259,13 +283,14 @@ impl GpuTensor {
     }
 
     /// Element type on the GPU.
-    #[wasm_bindgen(getter, unchecked_return_type = "\"f32\"")]
+    #[wasm_bindgen(getter, unchecked_return_type = "\"f32\" | \"f16\"")]
     pub fn dtype(&self) -> String {
-        "f32".into()
+        self.tensor.dtype.name().into()
     }
 
-    /// Copies the data back into a fresh `Float32Array`.
-    #[wasm_bindgen(unchecked_return_type = "Promise<Float32Array>")]
+    /// Copies the data back into a fresh typed array: a `Float32Array` for f32, a
+    /// `Uint16Array` of the half-precision bits for f16.
+    #[wasm_bindgen(unchecked_return_type = "Promise<Float32Array | Uint16Array>")]
     pub fn read(&self) -> Promise {
         match self.ctx.read_tensor(&self.tensor) {
             Ok(p) => future_to_promise(async move { p.read().await.map(|o| o.y.into()).map_err(to_js) }),
@@ -307,8 +332,8 @@ impl FusedRmsNorm {
         }
         // The device is gone: a new one takes a while to open, so keep private copies of the
         // arrays (the caller may change its own once this returns).
-        let copy = |a: Arg<Float32Array>| match a {
-            Arg::Host(h) => Arg::Host(h.slice(0, h.length())),
+        let copy = |a: Arg<JsArray>| match a {
+            Arg::Host(h) => Arg::Host(h.copy()),
             gpu => gpu,
         };
         let x = Inputs {
@@ -357,8 +382,8 @@ fn result(out: Output, want_sum: bool) -> JsValue {
     match (want_sum, out.sum) {
         (true, Some(sum)) => {
             let o = Object::new();
-            let _ = Reflect::set(&o, &JsValue::from_str("output"), &out.y);
-            let _ = Reflect::set(&o, &JsValue::from_str("sum"), &sum);
+            let _ = Reflect::set(&o, &JsValue::from_str("output"), &out.y.into());
+            let _ = Reflect::set(&o, &JsValue::from_str("sum"), &sum.into());
             o.into()
         }
         _ => out.y.into(),
@@ -416,25 +441,42 @@ fn get(obj: &JsValue, key: &str) -> JsValue {
     Reflect::get(obj, &JsValue::from_str(key)).unwrap_or(JsValue::UNDEFINED)
 }
 
-/// A `Float32Array` or a `GpuTensor` argument; `None` when optional and absent.
-fn array_arg(args: &JsValue, name: &str, required: bool) -> Result<Option<Arg<Float32Array>>, Error> {
+/// A typed array: `Float32Array` (f32), or `Uint16Array` / `Float16Array` (f16 bits).
+fn typed_array(v: &JsValue) -> Option<JsArray> {
+    let o = v.dyn_ref::<Object>()?;
+    let dtype = match o.constructor().name().as_string().as_deref() {
+        Some("Float32Array") if v.is_instance_of::<Float32Array>() => Dtype::F32,
+        Some("Uint16Array") if v.is_instance_of::<js_sys::Uint16Array>() => Dtype::F16,
+        Some("Float16Array") => Dtype::F16,
+        _ => return None,
+    };
+    let len = get(v, "length").as_f64()? as usize;
+    Some(JsArray { array: v.clone(), dtype, len })
+}
+
+/// A typed array or a `GpuTensor` argument; `None` when optional and absent.
+fn array_arg(args: &JsValue, name: &str, required: bool) -> Result<Option<Arg<JsArray>>, Error> {
     let v = get(args, name);
     if v.is_undefined() && !required {
         return Ok(None);
     }
-    if let Some(a) = v.dyn_ref::<Float32Array>() {
+    if let Some(a) = typed_array(&v) {
         // A transferred (detached) buffer reads as length 0; say so instead of a length error.
-        if get(&a.buffer(), "detached").as_bool() == Some(true) {
+        if get(&get(&v, "buffer"), "detached").as_bool() == Some(true) {
             return Err(Error::Type(format!(
-                "{name}: expected a Float32Array over a live buffer, got one whose ArrayBuffer was transferred (detached)"
+                "{name}: expected a typed array over a live buffer, got one whose ArrayBuffer was transferred (detached)"
             )));
         }
-        return Ok(Some(Arg::Host(a.clone())));
+        return Ok(Some(Arg::Host(a)));
     }
     if let Some(t) = tensor_arg(&v, name)? {
         return Ok(Some(Arg::Gpu(t)));
     }
-    let expected = if required { "a Float32Array or a GpuTensor" } else { "a Float32Array, a GpuTensor or undefined" };
+    let expected = if required {
+        "a Float32Array (or Uint16Array/Float16Array for f16) or a GpuTensor"
+    } else {
+        "a Float32Array (or Uint16Array/Float16Array for f16), a GpuTensor or undefined"
+    };
     Err(Error::Type(format!("{name}: expected {expected}, got {}", describe(&v))))
 }
 

@@ -19,7 +19,7 @@ use crate::host::{new_host_vec, read_mapped, HostArray, HostVec};
 use crate::kernel::{grid, Options, Params, Variant};
 use crate::pool::{BufferPool, Pooled};
 use crate::shape::{Inputs, Shape};
-use crate::tensor::{next_context_id, ContextId, Tensor};
+use crate::tensor::{next_context_id, ContextId, Dtype, Tensor};
 
 /// What the adapter says about itself, in the shape of WebGPU's `GPUAdapterInfo`.
 #[derive(Clone, Debug, Default)]
@@ -292,8 +292,8 @@ impl GpuContext {
     }
 
     /// A storage buffer of `len` f32.
-    fn pooled_storage(&self, len: usize, extra: wgpu::BufferUsages) -> Pooled {
-        self.pool.take(&self.device, wgpu::BufferUsages::STORAGE | extra, (len * 4) as u64)
+    fn pooled_storage(&self, len: usize, dtype: Dtype, extra: wgpu::BufferUsages) -> Pooled {
+        self.pool.take(&self.device, wgpu::BufferUsages::STORAGE | extra, (len * dtype.bytes()) as u64)
     }
 
     /// Records the dispatch of `rows` rows with `pipeline` into `pass`.
@@ -356,32 +356,32 @@ impl GpuContext {
                 self.max_binding
             )));
         }
-        let t = self.tensor(len);
+        let t = self.tensor(len, data.dtype());
         data.upload(&self.queue, &t.buffer, 0, len);
         Ok(t)
     }
 
     /// An uninitialised tensor of `len` f32 on this context.
-    fn tensor(&self, len: usize) -> Rc<Tensor> {
+    fn tensor(&self, len: usize, dtype: Dtype) -> Rc<Tensor> {
         let usage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::COPY_SRC;
         let buffer = self.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("tensor"),
-            size: (len.max(4) * 4).next_multiple_of(16) as u64,
+            size: (len.max(4) * dtype.bytes()).next_multiple_of(16) as u64,
             usage,
             mapped_at_creation: false,
         });
-        Rc::new(Tensor { buffer, len, owner: self.id, lost: self.lost.clone() })
+        Rc::new(Tensor { buffer, len, dtype, owner: self.id, lost: self.lost.clone() })
     }
 
     /// Copies a tensor of this context back to the host.
     pub fn read_tensor(&self, t: &Rc<Tensor>) -> Result<Pending, Error> {
         self.check_tensor("tensor", t)?;
-        let mut pending = self.pending(Shape { rows: usize::from(t.len > 0), hidden: t.len.max(1) }, false);
+        let mut pending = self.pending(Shape { rows: usize::from(t.len > 0), hidden: t.len.max(1) }, false, t.dtype);
         if t.len == 0 {
             return Ok(pending);
         }
         let mut encoder = self.device.create_command_encoder(&Default::default());
-        let y = self.readback(&mut encoder, &t.buffer, t.len);
+        let y = self.readback(&mut encoder, &t.buffer, t.len, t.dtype);
         self.queue.submit([encoder.finish()]);
         pending.mapped.push(map_read(&y));
         pending.chunks.push(Chunk { start: 0, len: t.len, y, sum: None });
@@ -400,10 +400,11 @@ impl GpuContext {
         Ok(())
     }
 
-    fn pending(&self, shape: Shape, want_sum: bool) -> Pending {
+    fn pending(&self, shape: Shape, want_sum: bool, dtype: Dtype) -> Pending {
         Pending {
             shape,
             want_sum,
+            dtype,
             lost: self.lost.clone(),
             device: self.device.clone(),
             pool: self.pool.clone(),
@@ -423,11 +424,24 @@ impl GpuContext {
         }
         let named = [("input", Some(&x.input)), ("residual", Some(&x.residual)), ("gamma", Some(&x.gamma)), ("beta", x.beta.as_ref()), ("bias", x.bias.as_ref())];
         let mut any_resident = false;
+        let dtype = x.input.dtype();
         for (name, a) in named {
-            if let Some(t) = a.and_then(|a| a.resident()) {
+            let Some(a) = a else { continue };
+            if let Some(t) = a.resident() {
                 self.check_tensor(name, t)?;
                 any_resident = true;
             }
+            if a.dtype() != dtype {
+                return Err(Error::Type(format!(
+                    "{name}: expected {} data like input, got {}",
+                    dtype.name(),
+                    a.dtype().name()
+                )));
+            }
+        }
+        if dtype == Dtype::F16 && shape.hidden % 4 != 0 {
+            // Halves are moved four at a time (two 32-bit words); a row must not end mid-word.
+            return Err(Error::Shape(format!("hidden: expected a multiple of 4 for f16 data, got {}", shape.hidden)));
         }
         let mut per_chunk = self.rows_per_chunk(shape.hidden)?;
         if (to_gpu || any_resident) && shape.rows > per_chunk {
@@ -440,9 +454,12 @@ impl GpuContext {
         if to_gpu || any_resident {
             per_chunk = shape.rows.max(1);
         }
-        let mut pending = self.pending(shape, want_sum);
+        let mut pending = self.pending(shape, want_sum, dtype);
         if to_gpu {
-            pending.gpu = Some(GpuOutput { y: self.tensor(shape.len()), sum: want_sum.then(|| self.tensor(shape.len())) });
+            pending.gpu = Some(GpuOutput {
+                y: self.tensor(shape.len(), dtype),
+                sum: want_sum.then(|| self.tensor(shape.len(), dtype)),
+            });
         }
         if shape.is_empty() {
             return Ok(pending);
@@ -459,7 +476,7 @@ impl GpuContext {
         let stage = |a: &A, start: usize, count: usize| match a.resident() {
             Some(t) => Staged::Resident(t.clone()),
             None => {
-                let b = self.pooled_storage(count, wgpu::BufferUsages::COPY_DST);
+                let b = self.pooled_storage(count, dtype, wgpu::BufferUsages::COPY_DST);
                 a.upload(&self.queue, &b, start, count);
                 Staged::Pooled(b)
             }
@@ -477,8 +494,8 @@ impl GpuContext {
             let (output, sum) = match &pending.gpu {
                 Some(out) => (Staged::Resident(out.y.clone()), out.sum.clone().map(Staged::Resident)),
                 None => (
-                    Staged::Pooled(self.pooled_storage(n, wgpu::BufferUsages::COPY_SRC)),
-                    want_sum.then(|| Staged::Pooled(self.pooled_storage(n, wgpu::BufferUsages::COPY_SRC))),
+                    Staged::Pooled(self.pooled_storage(n, dtype, wgpu::BufferUsages::COPY_SRC)),
+                    want_sum.then(|| Staged::Pooled(self.pooled_storage(n, dtype, wgpu::BufferUsages::COPY_SRC))),
                 ),
             };
             let params = self.pooled_params(Params {
@@ -504,8 +521,8 @@ impl GpuContext {
                 }
             }
             if !to_gpu {
-                let y = self.readback(&mut encoder, &output, n);
-                let staged_sum = sum.as_ref().map(|s| self.readback(&mut encoder, s, n));
+                let y = self.readback(&mut encoder, &output, n, dtype);
+                let staged_sum = sum.as_ref().map(|s| self.readback(&mut encoder, s, n, dtype));
                 pending.chunks.push(Chunk { start: first * hidden, len: n, y, sum: staged_sum });
             }
             pending.kept.extend([input, residual, output, Staged::Pooled(params)]);
@@ -526,10 +543,12 @@ impl GpuContext {
     }
 
     /// A mappable copy of the first `n` f32 of `src`, recorded into `encoder`.
-    fn readback(&self, encoder: &mut wgpu::CommandEncoder, src: &wgpu::Buffer, n: usize) -> Pooled {
+    fn readback(&self, encoder: &mut wgpu::CommandEncoder, src: &wgpu::Buffer, n: usize, dtype: Dtype) -> Pooled {
         let usage = wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST;
-        let staging = self.pool.take(&self.device, usage, (n * 4) as u64);
-        encoder.copy_buffer_to_buffer(src, 0, &staging, 0, (n * 4) as u64);
+        // Copies move whole 4-byte words: an odd count of halves takes one more.
+        let bytes = (n * dtype.bytes()).next_multiple_of(4) as u64;
+        let staging = self.pool.take(&self.device, usage, bytes);
+        encoder.copy_buffer_to_buffer(src, 0, &staging, 0, bytes);
         staging
     }
 
@@ -569,6 +588,7 @@ type ScopeFuture = Pin<Box<dyn Future<Output = Option<wgpu::Error>>>>;
 pub struct Pending {
     shape: Shape,
     want_sum: bool,
+    dtype: Dtype,
     lost: Arc<Mutex<Option<String>>>,
     #[cfg_attr(target_arch = "wasm32", allow(dead_code))]
     device: wgpu::Device,
@@ -654,14 +674,14 @@ impl Pending {
             }
         }
         let total = self.shape.len();
-        let mut y = new_host_vec(total);
-        let mut sum = self.want_sum.then(|| new_host_vec(total));
+        let mut y = new_host_vec(total, self.dtype);
+        let mut sum = self.want_sum.then(|| new_host_vec(total, self.dtype));
         for chunk in std::mem::take(&mut self.chunks) {
-            read_mapped(&chunk.y, &mut y, chunk.start, chunk.len);
+            read_mapped(&chunk.y, &mut y, chunk.start, chunk.len, self.dtype);
             chunk.y.unmap();
             self.pool.give_back(chunk.y);
             if let (Some(dst), Some(s)) = (sum.as_mut(), chunk.sum) {
-                read_mapped(&s, dst, chunk.start, chunk.len);
+                read_mapped(&s, dst, chunk.start, chunk.len, self.dtype);
                 s.unmap();
                 self.pool.give_back(s);
             }

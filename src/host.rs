@@ -9,12 +9,16 @@
 use std::rc::Rc;
 
 use crate::shape::Len;
-use crate::tensor::Tensor;
+use crate::tensor::{Dtype, Tensor};
 
-/// An f32 array the driver can upload a range of.
+/// An array of numbers the driver can upload a range of.
 pub trait HostArray: Len {
     /// Writes elements `start .. start + count` to the beginning of `buffer`.
     fn upload(&self, queue: &wgpu::Queue, buffer: &wgpu::Buffer, start: usize, count: usize);
+
+    fn dtype(&self) -> Dtype {
+        Dtype::F32
+    }
 
     /// The tensor holding this array on the GPU already, if it is one: bound as it is.
     fn resident(&self) -> Option<&Rc<Tensor>> {
@@ -52,11 +56,20 @@ impl<H: HostArray> HostArray for Arg<H> {
             Arg::Gpu(t) => Some(t),
         }
     }
+
+    fn dtype(&self) -> Dtype {
+        match self {
+            Arg::Host(h) => h.dtype(),
+            Arg::Gpu(t) => t.dtype,
+        }
+    }
 }
 
 #[cfg(not(target_arch = "wasm32"))]
 mod imp {
     use super::HostArray;
+    use crate::shape::Len;
+    use crate::tensor::Dtype;
 
     impl HostArray for &[f32] {
         fn upload(&self, queue: &wgpu::Queue, buffer: &wgpu::Buffer, start: usize, count: usize) {
@@ -65,17 +78,55 @@ mod imp {
         }
     }
 
-    /// A result under assembly, one mapped chunk after another.
+    impl Len for &[u16] {
+        fn len(&self) -> usize {
+            <[u16]>::len(self)
+        }
+    }
+
+    /// Half-precision numbers as their bits.
+    impl HostArray for &[u16] {
+        fn upload(&self, queue: &wgpu::Queue, buffer: &wgpu::Buffer, start: usize, count: usize) {
+            let mut bytes: Vec<u8> = self[start..start + count].iter().flat_map(|v| v.to_le_bytes()).collect();
+            // writeBuffer moves whole 4-byte words.
+            bytes.resize(bytes.len().next_multiple_of(4), 0);
+            queue.write_buffer(buffer, 0, &bytes);
+        }
+
+        fn dtype(&self) -> Dtype {
+            Dtype::F16
+        }
+    }
+
+    /// A result under assembly, one mapped chunk after another; f16 results are widened to
+    /// f32, which is exact.
     pub type HostVec = Vec<f32>;
 
-    pub fn new_host_vec(len: usize) -> HostVec {
+    pub fn new_host_vec(len: usize, _dtype: Dtype) -> HostVec {
         Vec::with_capacity(len)
     }
 
-    /// Appends `count` f32 read from the mapped `buffer` at element `start` of `dst`.
-    pub fn read_mapped(buffer: &wgpu::Buffer, dst: &mut HostVec, _start: usize, count: usize) {
-        let view = buffer.slice(..count as u64 * 4).get_mapped_range().expect("buffer was mapped");
-        dst.extend(view.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])));
+    /// Appends `count` numbers read from the mapped `buffer` at element `start` of `dst`.
+    pub fn read_mapped(buffer: &wgpu::Buffer, dst: &mut HostVec, _start: usize, count: usize, dtype: Dtype) {
+        let size = (count * dtype.bytes()).next_multiple_of(4) as u64;
+        let view = buffer.slice(..size).get_mapped_range().expect("buffer was mapped");
+        match dtype {
+            Dtype::F32 => dst.extend(view.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))),
+            Dtype::F16 => dst.extend(view.chunks_exact(2).take(count).map(|b| f16_to_f32(u16::from_le_bytes([b[0], b[1]])))),
+        }
+    }
+
+    /// Exact widening of an IEEE half's bits.
+    pub fn f16_to_f32(h: u16) -> f32 {
+        let sign = if h & 0x8000 != 0 { -1.0 } else { 1.0 };
+        let exp = (h >> 10) & 0x1f;
+        let frac = (h & 0x3ff) as f32;
+        sign * match exp {
+            0 => frac * 2f32.powi(-24),
+            31 if frac == 0.0 => f32::INFINITY,
+            31 => f32::NAN,
+            e => (1.0 + frac / 1024.0) * 2f32.powi(e as i32 - 15),
+        }
     }
 }
 
@@ -83,7 +134,8 @@ mod imp {
 mod imp {
     use super::HostArray;
     use crate::shape::Len;
-    use js_sys::{ArrayBuffer, Float32Array};
+    use crate::tensor::Dtype;
+    use js_sys::{ArrayBuffer, Float32Array, Reflect, Uint16Array};
     use wasm_bindgen::prelude::*;
     use wasm_bindgen::JsCast;
 
@@ -92,41 +144,92 @@ mod imp {
         type JsQueue;
         // With a TypedArray source, dataOffset and size count elements, not bytes.
         #[wasm_bindgen(method, js_name = writeBuffer)]
-        fn write_buffer(this: &JsQueue, buffer: &JsValue, offset: f64, data: &Float32Array, data_offset: f64, size: f64);
+        fn write_buffer(this: &JsQueue, buffer: &JsValue, offset: f64, data: &JsValue, data_offset: f64, size: f64);
 
         type JsBuffer;
         #[wasm_bindgen(method, js_name = getMappedRange)]
         fn get_mapped_range(this: &JsBuffer, offset: f64, size: f64) -> ArrayBuffer;
     }
 
-    impl Len for Float32Array {
-        fn len(&self) -> usize {
-            self.length() as usize
+    /// A JavaScript typed array: `Float32Array` for f32; `Uint16Array` (the bits) or
+    /// `Float16Array` for f16.
+    #[derive(Clone)]
+    pub struct JsArray {
+        pub array: JsValue,
+        pub dtype: Dtype,
+        pub len: usize,
+    }
+
+    impl JsArray {
+        /// A private copy, for calls that must wait before uploading.
+        pub fn copy(&self) -> JsArray {
+            let slice: js_sys::Function = Reflect::get(&self.array, &"slice".into()).unwrap_or(JsValue::UNDEFINED).unchecked_into();
+            let array = slice.call0(&self.array).unwrap_or_else(|_| self.array.clone());
+            JsArray { array, ..*self }
         }
     }
 
-    impl HostArray for Float32Array {
+    impl Len for JsArray {
+        fn len(&self) -> usize {
+            self.len
+        }
+    }
+
+    impl HostArray for JsArray {
         fn upload(&self, queue: &wgpu::Queue, buffer: &wgpu::Buffer, start: usize, count: usize) {
             let (Some(q), Some(b)) = (queue.as_webgpu(), buffer.as_webgpu()) else {
                 unreachable!("the webgpu backend is the only one in a wasm build")
             };
             let q: &JsQueue = q.unchecked_ref();
-            q.write_buffer(b.as_ref(), 0.0, self, start as f64, count as f64);
+            if (count * self.dtype.bytes()) % 4 == 0 {
+                q.write_buffer(b.as_ref(), 0.0, &self.array, start as f64, count as f64);
+            } else {
+                // writeBuffer moves whole 4-byte words: pad an odd count of halves.
+                let padded = Uint16Array::new_with_length(count as u32 + 1);
+                let src: &Uint16Array = self.array.unchecked_ref();
+                padded.set(&src.subarray(start as u32, (start + count) as u32), 0);
+                q.write_buffer(b.as_ref(), 0.0, &padded, 0.0, (count + 1) as f64);
+            }
+        }
+
+        fn dtype(&self) -> Dtype {
+            self.dtype
         }
     }
 
-    pub type HostVec = Float32Array;
-
-    pub fn new_host_vec(len: usize) -> HostVec {
-        Float32Array::new_with_length(len as u32)
+    /// A result under assembly: a fresh typed array owned by JavaScript.
+    pub enum HostVec {
+        F32(Float32Array),
+        F16(Uint16Array),
     }
 
-    pub fn read_mapped(buffer: &wgpu::Buffer, dst: &mut HostVec, start: usize, count: usize) {
+    impl From<HostVec> for JsValue {
+        fn from(v: HostVec) -> JsValue {
+            match v {
+                HostVec::F32(a) => a.into(),
+                // Always the bits: every browser has Uint16Array and every TypeScript lib
+                // types it (`new Float16Array(bits.buffer)` views it where that exists).
+                HostVec::F16(a) => a.into(),
+            }
+        }
+    }
+
+    pub fn new_host_vec(len: usize, dtype: Dtype) -> HostVec {
+        match dtype {
+            Dtype::F32 => HostVec::F32(Float32Array::new_with_length(len as u32)),
+            Dtype::F16 => HostVec::F16(Uint16Array::new_with_length(len as u32)),
+        }
+    }
+
+    pub fn read_mapped(buffer: &wgpu::Buffer, dst: &mut HostVec, start: usize, count: usize, dtype: Dtype) {
         let Some(b) = buffer.as_webgpu() else { unreachable!("webgpu backend") };
         let b: &JsBuffer = b.unchecked_ref();
-        let range = b.get_mapped_range(0.0, (count * 4) as f64);
-        dst.set(&Float32Array::new(&range), start as u32);
+        let range = b.get_mapped_range(0.0, (count * dtype.bytes()).next_multiple_of(4) as f64);
+        match dst {
+            HostVec::F32(d) => d.set(&Float32Array::new(&range), start as u32),
+            HostVec::F16(d) => d.set(&Uint16Array::new_with_byte_offset_and_length(&range, 0, count as u32), start as u32),
+        }
     }
 }
 
-pub use imp::{new_host_vec, read_mapped, HostVec};
+pub use imp::*;

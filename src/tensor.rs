@@ -13,10 +13,36 @@ pub fn next_context_id() -> ContextId {
     NEXT.fetch_add(1, Ordering::Relaxed)
 }
 
-/// A buffer of `len` f32 on one context's device.
+/// How numbers are stored. Arithmetic is f32 either way.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum Dtype {
+    #[default]
+    F32,
+    /// IEEE half precision: half the memory traffic of f32.
+    F16,
+}
+
+impl Dtype {
+    pub fn bytes(self) -> usize {
+        match self {
+            Dtype::F32 => 4,
+            Dtype::F16 => 2,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Dtype::F32 => "f32",
+            Dtype::F16 => "f16",
+        }
+    }
+}
+
+/// A buffer of `len` numbers of `dtype` on one context's device.
 pub struct Tensor {
     pub buffer: wgpu::Buffer,
     pub len: usize,
+    pub dtype: Dtype,
     pub owner: ContextId,
     /// The owner's device-lost slot: a tensor outliving its device says why it is empty.
     pub(crate) lost: Arc<Mutex<Option<String>>>,
