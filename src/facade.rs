@@ -10,7 +10,7 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
 
-use js_sys::{Array, Float32Array, Object, Promise, Reflect};
+use js_sys::{Object, Promise, Reflect};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::future_to_promise;
@@ -129,11 +129,12 @@ impl FusedRmsNorm {
     /// Uploads `data` to the GPU as a tensor this instance's calls accept in place of an
     /// array. Synchronous; throws `TypeError`, `ShapeError` (too large for one binding) or
     /// `GpuDeviceError`.
+    #[wasm_bindgen(unchecked_return_type = "GpuTensor")]
     pub fn upload(
         &self,
         #[wasm_bindgen(unchecked_param_type = "Float32Array | Uint16Array")] data: JsValue,
         #[wasm_bindgen(unchecked_param_type = "GpuTensorOptions")] options: Option<JsValue>,
-    ) -> Result<GpuTensor, JsValue> {
+    ) -> Result<JsValue, JsValue> {
         let holder = Object::new();
         let _ = Reflect::set(&holder, &"data".into(), &data);
         let arg = array_arg(&holder, "data", true).map_err(to_js)?;
@@ -157,7 +158,7 @@ impl FusedRmsNorm {
         }
         let ctx = self.ctx.borrow().clone();
         let tensor = ctx.upload(&a).map_err(to_js)?;
-        Ok(GpuTensor::new(tensor, ctx))
+        Ok(tensor_value(GpuTensor::new(tensor, ctx)))
     }
 
     /// Normalizes `args.input + args.residual (+ args.bias)` row by row. Resolves with a
@@ -254,6 +255,8 @@ thread_local! {
     /// object's fields arrive as plain `JsValue`s, not as Rust references).
     static TENSORS: RefCell<HashMap<u32, Rc<Tensor>>> = RefCell::new(HashMap::new());
     static NEXT_HANDLE: std::cell::Cell<u32> = const { std::cell::Cell::new(1) };
+    /// `GpuTensor.prototype`, learnt from the first tensor handed to JavaScript.
+    static TENSOR_PROTOTYPE: RefCell<Option<JsValue>> = const { RefCell::new(None) };
 }
 
 impl GpuTensor {
@@ -266,6 +269,17 @@ impl GpuTensor {
         TENSORS.with(|t| t.borrow_mut().insert(handle, tensor.clone()));
         GpuTensor { handle, tensor, ctx }
     }
+}
+
+/// Hands a tensor to JavaScript, noting the class's prototype for `tensor_arg`.
+fn tensor_value(t: GpuTensor) -> JsValue {
+    let v: JsValue = t.into();
+    TENSOR_PROTOTYPE.with(|p| {
+        if p.borrow().is_none() {
+            *p.borrow_mut() = prototype_of(&v).ok();
+        }
+    });
+    v
 }
 
 impl Drop for GpuTensor {
@@ -366,12 +380,12 @@ fn now() -> f64 {
 }
 
 fn gpu_result(out: GpuOutput, ctx: &Rc<GpuContext>, want_sum: bool) -> JsValue {
-    let y: JsValue = GpuTensor::new(out.y, ctx.clone()).into();
+    let y = tensor_value(GpuTensor::new(out.y, ctx.clone()));
     match (want_sum, out.sum) {
         (true, Some(sum)) => {
             let o = Object::new();
             let _ = Reflect::set(&o, &JsValue::from_str("output"), &y);
-            let _ = Reflect::set(&o, &JsValue::from_str("sum"), &GpuTensor::new(sum, ctx.clone()).into());
+            let _ = Reflect::set(&o, &JsValue::from_str("sum"), &tensor_value(GpuTensor::new(sum, ctx.clone())));
             o.into()
         }
         _ => y,
@@ -418,8 +432,10 @@ fn describe(v: &JsValue) -> String {
     if let Some(b) = v.as_bool() {
         return format!("the boolean {b}");
     }
-    if Array::is_array(v) {
-        return "an Array".into();
+    match is_array(v) {
+        Ok(true) => return "an Array".into(),
+        Err(_) => return "a revoked Proxy".into(),
+        Ok(false) => {}
     }
     if v.is_bigint() {
         return "a bigint".into();
@@ -427,14 +443,25 @@ fn describe(v: &JsValue) -> String {
     if v.is_function() {
         return "a function".into();
     }
-    if let Some(o) = v.dyn_ref::<Object>() {
-        let name = o.constructor().name().as_string().unwrap_or_default();
-        if !name.is_empty() {
-            let article = if name.starts_with(['A', 'E', 'I', 'O', 'U']) { "an" } else { "a" };
-            return format!("{article} {name}");
-        }
+    let name = get(&get(v, "constructor"), "name").as_string().unwrap_or_default();
+    if !name.is_empty() {
+        let article = if name.starts_with(['A', 'E', 'I', 'O', 'U']) { "an" } else { "a" };
+        return format!("{article} {name}");
     }
     "an object".into()
+}
+
+// Checks that cannot throw into Rust: an exception unwinding through wasm frames skips
+// their cleanup (borrow flags, the shadow stack), and enough of them kill the module. Every
+// JavaScript operation on a caller's value goes through a `catch` import or `Reflect`.
+#[wasm_bindgen]
+extern "C" {
+    #[wasm_bindgen(catch, js_namespace = Array, js_name = isArray)]
+    fn is_array(v: &JsValue) -> Result<bool, JsValue>;
+    #[wasm_bindgen(catch, js_namespace = ArrayBuffer, js_name = isView)]
+    fn is_view(v: &JsValue) -> Result<bool, JsValue>;
+    #[wasm_bindgen(catch, js_namespace = Reflect, js_name = getPrototypeOf)]
+    fn prototype_of(v: &JsValue) -> Result<JsValue, JsValue>;
 }
 
 fn get(obj: &JsValue, key: &str) -> JsValue {
@@ -442,16 +469,33 @@ fn get(obj: &JsValue, key: &str) -> JsValue {
 }
 
 /// A typed array: `Float32Array` (f32), or `Uint16Array` / `Float16Array` (f16 bits).
-fn typed_array(v: &JsValue) -> Option<JsArray> {
-    let o = v.dyn_ref::<Object>()?;
-    let dtype = match o.constructor().name().as_string().as_deref() {
-        Some("Float32Array") if v.is_instance_of::<Float32Array>() => Dtype::F32,
-        Some("Uint16Array") if v.is_instance_of::<js_sys::Uint16Array>() => Dtype::F16,
-        Some("Float16Array") => Dtype::F16,
-        _ => return None,
+/// Subclasses and arrays from other realms (iframes) count: the kind is read from the
+/// array's internal slot through `Symbol.toStringTag`, not from its constructor.
+fn typed_array(v: &JsValue) -> Result<Option<JsArray>, String> {
+    if !is_view(v).unwrap_or(false) {
+        return Ok(None);
+    }
+    let kind = Reflect::get(v, &js_sys::Symbol::to_string_tag()).ok().and_then(|k| k.as_string());
+    let dtype = match kind.as_deref() {
+        Some("Float32Array") => Dtype::F32,
+        Some("Uint16Array") | Some("Float16Array") => Dtype::F16,
+        _ => return Ok(None),
     };
-    let len = get(v, "length").as_f64()? as usize;
-    Some(JsArray { array: v.clone(), dtype, len })
+    let buffer = get(v, "buffer");
+    if get(&buffer, "detached").as_bool() == Some(true) {
+        return Err("a typed array over a live buffer, got one whose ArrayBuffer was transferred (detached)".into());
+    }
+    let mut array = v.clone();
+    if get(&buffer, "resizable").as_bool() == Some(true) || get(&buffer, "growable").as_bool() == Some(true) {
+        // WebGPU's writeBuffer refuses views of resizable buffers; upload a fixed copy.
+        array = get(v, "slice")
+            .dyn_into::<js_sys::Function>()
+            .ok()
+            .and_then(|slice| slice.call0(v).ok())
+            .ok_or("a typed array whose resizable buffer can be copied")?;
+    }
+    let len = get(&array, "length").as_f64().unwrap_or(0.0) as usize;
+    Ok(Some(JsArray { array, dtype, len }))
 }
 
 /// A typed array or a `GpuTensor` argument; `None` when optional and absent.
@@ -460,14 +504,11 @@ fn array_arg(args: &JsValue, name: &str, required: bool) -> Result<Option<Arg<Js
     if v.is_undefined() && !required {
         return Ok(None);
     }
-    if let Some(a) = typed_array(&v) {
-        // A transferred (detached) buffer reads as length 0; say so instead of a length error.
-        if get(&get(&v, "buffer"), "detached").as_bool() == Some(true) {
-            return Err(Error::Type(format!(
-                "{name}: expected a typed array over a live buffer, got one whose ArrayBuffer was transferred (detached)"
-            )));
-        }
-        return Ok(Some(Arg::Host(a)));
+    // A transferred (detached) buffer would read as length 0: it gets its own message.
+    match typed_array(&v) {
+        Ok(Some(a)) => return Ok(Some(Arg::Host(a))),
+        Ok(None) => {}
+        Err(expected) => return Err(Error::Type(format!("{name}: expected {expected}"))),
     }
     if let Some(t) = tensor_arg(&v, name)? {
         return Ok(Some(Arg::Gpu(t)));
@@ -480,10 +521,17 @@ fn array_arg(args: &JsValue, name: &str, required: bool) -> Result<Option<Arg<Js
     Err(Error::Type(format!("{name}: expected {expected}, got {}", describe(&v))))
 }
 
-/// The tensor behind a `GpuTensor` object, `None` for anything else.
+/// The tensor behind a `GpuTensor` object, `None` for anything else. The brand is the
+/// prototype of the tensors this module made, so a look-alike class is not mistaken for one.
 fn tensor_arg(v: &JsValue, name: &str) -> Result<Option<Rc<Tensor>>, Error> {
-    let Some(o) = v.dyn_ref::<Object>() else { return Ok(None) };
-    if o.constructor().name().as_string().as_deref() != Some("GpuTensor") {
+    if !v.is_object() {
+        return Ok(None);
+    }
+    let ours = TENSOR_PROTOTYPE.with(|p| {
+        let p = p.borrow();
+        p.as_ref().is_some_and(|p| prototype_of(v).is_ok_and(|q| &q == p))
+    });
+    if !ours {
         return Ok(None);
     }
     // wasm-bindgen zeroes the pointer on free(); reading the handle then would throw.
@@ -500,7 +548,7 @@ fn tensor_arg(v: &JsValue, name: &str) -> Result<Option<Rc<Tensor>>, Error> {
 
 /// The call's inputs, and whether its results stay on the GPU.
 fn parse_args(args: &JsValue) -> Result<(Args, bool), Error> {
-    if !args.is_object() || args.is_function() || Array::is_array(args) {
+    if !args.is_object() || args.is_function() || is_array(args).unwrap_or(true) || is_view(args).unwrap_or(true) {
         return Err(Error::Type(format!(
             "args: expected an object {{ input, residual, gamma, hidden, beta?, bias?, eps? }}, got {}",
             describe(args)

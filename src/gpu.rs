@@ -66,6 +66,8 @@ pub struct GpuContext {
     /// Largest storage binding in bytes: a chunk of rows never exceeds it.
     max_binding: u64,
     max_groups_per_dim: u32,
+    /// Largest workgroup the device runs (invocations, and the x dimension).
+    max_workgroup: u32,
     pool: Rc<BufferPool>,
     /// Which context a tensor belongs to.
     id: ContextId,
@@ -173,6 +175,7 @@ impl GpuContext {
             lost,
             max_binding: limits.max_storage_buffer_binding_size.min(limits.max_buffer_size),
             max_groups_per_dim: limits.max_compute_workgroups_per_dimension,
+            max_workgroup: limits.max_compute_invocations_per_workgroup.min(limits.max_compute_workgroup_size_x),
             pool: Rc::new(BufferPool::default()),
             id: next_context_id(),
         })
@@ -357,7 +360,7 @@ impl GpuContext {
             )));
         }
         let t = self.tensor(len, data.dtype());
-        data.upload(&self.queue, &t.buffer, 0, len);
+        data.upload(&self.queue, &t.buffer, 0, len).map_err(|e| Error::Type(format!("data: the browser refused the array ({e})")))?;
         Ok(t)
     }
 
@@ -466,31 +469,32 @@ impl GpuContext {
         }
         let Shape { rows, hidden } = shape;
         let options = Options { bias: x.bias.is_some(), beta: x.beta.is_some(), sum: want_sum };
-        let variant = Variant::for_shape(hidden as u32, options);
+        let variant = Variant::for_shape(hidden as u32, options).within(hidden as u32, self.max_workgroup);
 
         // Everything between the pushes and the pops is synchronous, so calls that interleave
         // at their awaits never share a scope.
         let oom_scope = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
         let validation_scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
         let pipeline = self.pipeline(variant);
-        let stage = |a: &A, start: usize, count: usize| match a.resident() {
-            Some(t) => Staged::Resident(t.clone()),
+        let stage = |name: &str, a: &A, start: usize, count: usize| match a.resident() {
+            Some(t) => Ok(Staged::Resident(t.clone())),
             None => {
                 let b = self.pooled_storage(count, dtype, wgpu::BufferUsages::COPY_DST);
-                a.upload(&self.queue, &b, start, count);
-                Staged::Pooled(b)
+                a.upload(&self.queue, &b, start, count)
+                    .map_err(|e| Error::Type(format!("{name}: the browser refused the array ({e})")))?;
+                Ok(Staged::Pooled(b))
             }
         };
-        let gamma = stage(&x.gamma, 0, hidden);
-        let beta = x.beta.as_ref().map(|a| stage(a, 0, hidden));
-        let bias = x.bias.as_ref().map(|a| stage(a, 0, hidden));
+        let gamma = stage("gamma", &x.gamma, 0, hidden)?;
+        let beta = x.beta.as_ref().map(|a| stage("beta", a, 0, hidden)).transpose()?;
+        let bias = x.bias.as_ref().map(|a| stage("bias", a, 0, hidden)).transpose()?;
 
         let mut encoder = self.device.create_command_encoder(&Default::default());
         for first in (0..rows).step_by(per_chunk) {
             let n_rows = per_chunk.min(rows - first);
             let n = n_rows * hidden;
-            let input = stage(&x.input, first * hidden, n);
-            let residual = stage(&x.residual, first * hidden, n);
+            let input = stage("input", &x.input, first * hidden, n)?;
+            let residual = stage("residual", &x.residual, first * hidden, n)?;
             let (output, sum) = match &pending.gpu {
                 Some(out) => (Staged::Resident(out.y.clone()), out.sum.clone().map(Staged::Resident)),
                 None => (

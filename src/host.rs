@@ -13,8 +13,9 @@ use crate::tensor::{Dtype, Tensor};
 
 /// An array of numbers the driver can upload a range of.
 pub trait HostArray: Len {
-    /// Writes elements `start .. start + count` to the beginning of `buffer`.
-    fn upload(&self, queue: &wgpu::Queue, buffer: &wgpu::Buffer, start: usize, count: usize);
+    /// Writes elements `start .. start + count` to the beginning of `buffer`; the error says
+    /// why the browser refused the array.
+    fn upload(&self, queue: &wgpu::Queue, buffer: &wgpu::Buffer, start: usize, count: usize) -> Result<(), String>;
 
     fn dtype(&self) -> Dtype {
         Dtype::F32
@@ -43,10 +44,10 @@ impl<H: Len> Len for Arg<H> {
 }
 
 impl<H: HostArray> HostArray for Arg<H> {
-    fn upload(&self, queue: &wgpu::Queue, buffer: &wgpu::Buffer, start: usize, count: usize) {
+    fn upload(&self, queue: &wgpu::Queue, buffer: &wgpu::Buffer, start: usize, count: usize) -> Result<(), String> {
         match self {
             Arg::Host(h) => h.upload(queue, buffer, start, count),
-            Arg::Gpu(t) => unreachable!("resident tensor {} is bound, not uploaded", t.len),
+            Arg::Gpu(_) => Err("a GpuTensor is bound as it is, never uploaded".into()),
         }
     }
 
@@ -72,9 +73,10 @@ mod imp {
     use crate::tensor::Dtype;
 
     impl HostArray for &[f32] {
-        fn upload(&self, queue: &wgpu::Queue, buffer: &wgpu::Buffer, start: usize, count: usize) {
+        fn upload(&self, queue: &wgpu::Queue, buffer: &wgpu::Buffer, start: usize, count: usize) -> Result<(), String> {
             let bytes: Vec<u8> = self[start..start + count].iter().flat_map(|v| v.to_le_bytes()).collect();
             queue.write_buffer(buffer, 0, &bytes);
+            Ok(())
         }
     }
 
@@ -86,11 +88,12 @@ mod imp {
 
     /// Half-precision numbers as their bits.
     impl HostArray for &[u16] {
-        fn upload(&self, queue: &wgpu::Queue, buffer: &wgpu::Buffer, start: usize, count: usize) {
+        fn upload(&self, queue: &wgpu::Queue, buffer: &wgpu::Buffer, start: usize, count: usize) -> Result<(), String> {
             let mut bytes: Vec<u8> = self[start..start + count].iter().flat_map(|v| v.to_le_bytes()).collect();
             // writeBuffer moves whole 4-byte words.
             bytes.resize(bytes.len().next_multiple_of(4), 0);
             queue.write_buffer(buffer, 0, &bytes);
+            Ok(())
         }
 
         fn dtype(&self) -> Dtype {
@@ -143,8 +146,8 @@ mod imp {
     extern "C" {
         type JsQueue;
         // With a TypedArray source, dataOffset and size count elements, not bytes.
-        #[wasm_bindgen(method, js_name = writeBuffer)]
-        fn write_buffer(this: &JsQueue, buffer: &JsValue, offset: f64, data: &JsValue, data_offset: f64, size: f64);
+        #[wasm_bindgen(catch, method, js_name = writeBuffer)]
+        fn write_buffer(this: &JsQueue, buffer: &JsValue, offset: f64, data: &JsValue, data_offset: f64, size: f64) -> Result<(), JsValue>;
 
         type JsBuffer;
         #[wasm_bindgen(method, js_name = getMappedRange)]
@@ -176,20 +179,29 @@ mod imp {
     }
 
     impl HostArray for JsArray {
-        fn upload(&self, queue: &wgpu::Queue, buffer: &wgpu::Buffer, start: usize, count: usize) {
+        fn upload(&self, queue: &wgpu::Queue, buffer: &wgpu::Buffer, start: usize, count: usize) -> Result<(), String> {
             let (Some(q), Some(b)) = (queue.as_webgpu(), buffer.as_webgpu()) else {
-                unreachable!("the webgpu backend is the only one in a wasm build")
+                return Err("WebGPU objects expected in a wasm build".into());
             };
             let q: &JsQueue = q.unchecked_ref();
-            if (count * self.dtype.bytes()) % 4 == 0 {
-                q.write_buffer(b.as_ref(), 0.0, &self.array, start as f64, count as f64);
+            let written = if (count * self.dtype.bytes()) % 4 == 0 {
+                q.write_buffer(b.as_ref(), 0.0, &self.array, start as f64, count as f64)
             } else {
                 // writeBuffer moves whole 4-byte words: pad an odd count of halves.
                 let padded = Uint16Array::new_with_length(count as u32 + 1);
-                let src: &Uint16Array = self.array.unchecked_ref();
-                padded.set(&src.subarray(start as u32, (start + count) as u32), 0);
-                q.write_buffer(b.as_ref(), 0.0, &padded, 0.0, (count + 1) as f64);
-            }
+                // A view of the same bits (`new Uint16Array(array)` would convert values).
+                let get = |k: &str| js_sys::Reflect::get(&self.array, &k.into()).unwrap_or(JsValue::UNDEFINED);
+                let bits = Uint16Array::new_with_byte_offset_and_length(
+                    &get("buffer"),
+                    get("byteOffset").as_f64().unwrap_or(0.0) as u32,
+                    self.len as u32,
+                );
+                padded.set(&bits.subarray(start as u32, (start + count) as u32), 0);
+                q.write_buffer(b.as_ref(), 0.0, &padded, 0.0, (count + 1) as f64)
+            };
+            written.map_err(|e| {
+                js_sys::Reflect::get(&e, &"message".into()).ok().and_then(|m| m.as_string()).unwrap_or_else(|| "writeBuffer failed".into())
+            })
         }
 
         fn dtype(&self) -> Dtype {

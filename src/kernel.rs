@@ -79,16 +79,14 @@ impl Variant {
     pub fn for_shape(hidden: u32, options: Options) -> Self {
         let lanes = if hidden % 4 == 0 { 4 } else { 1 };
         let width = hidden / lanes;
-        let workgroup = if lanes == 4 {
-            // A few vec4 per thread: enough loads in flight per thread, and workgroups small
-            // enough that several rows share an SM and one row's reduction hides behind
-            // another's loads. Long rows get more threads rather than more registers.
-            let wg = width.div_ceil(4).next_power_of_two().clamp(128, 256);
-            if width.div_ceil(wg) > 8 {
-                512
-            } else {
-                wg
-            }
+        let workgroup = if width < 128 {
+            // Short rows: one column per thread, and no more idle threads than the rounding.
+            width.next_power_of_two().max(32)
+        } else if lanes == 4 {
+            // About two vec4 per thread, in workgroups of at most 512: on an H200 this was
+            // the best or within noise of it for every row length measured, from 896 to 8192.
+            // Longer rows keep more per thread rather than growing the workgroup.
+            width.div_ceil(2).next_power_of_two().clamp(128, 512)
         } else {
             width.div_ceil(8).next_power_of_two().clamp(64, 512)
         };
@@ -98,10 +96,12 @@ impl Variant {
             lanes,
             workgroup,
             slots,
-            fan: Self::balanced_fan(workgroup),
-            // Beta's load rides along with the row's; gamma's alone does not pay for the
-            // registers it holds through the reduction.
-            preload: options.beta,
+            // The pairwise tree: one lane folding many partials serially cost more than the
+            // barriers it saved.
+            fan: 0,
+            // Loading gamma and beta before the reduction holds registers across it, and
+            // measured slower as often as faster.
+            preload: false,
             // Measured on an H200: the array form ran at a third of the roofline, the struct
             // at 95-99 % (docs/PERFORMANCE.md).
             unroll: true,
@@ -153,28 +153,37 @@ impl Variant {
             );
         }
         if !self.unroll {
+            let each = |body: &str| format!("    for (var k = 0u; k < SLOTS; k++) {{ let i = lid + k * WG; {body} }}\n");
             return format!(
                 "alias Cache = array<Slot, SLOTS>;\n\
-                 {SIG_FILL} {{\n\
-                 \x20   for (var k = 0u; k < SLOTS; k++) {{ let i = lid + k * WG; if EXACT || i < width {{ (*c)[k] = gather(base, i, acc); }} }}\n}}\n\
-                 {SIG_DRAIN} {{\n\
-                 \x20   for (var k = 0u; k < SLOTS; k++) {{ let i = lid + k * WG; if EXACT || i < width {{ scatter(base, i, (*c)[k], pre, post); }} }}\n}}\n\
-                 {SIG_SQUARES} {{\n\
-                 \x20   var s = 0.0;\n\
-                 \x20   for (var k = 0u; k < SLOTS; k++) {{ if EXACT || lid + k * WG < width {{ s += square_sum((*c)[k].v * scale); }} }}\n\
-                 \x20   return s;\n}}\n"
+                 {SIG_FILL} {{\n{}{}    if WRITE_SUM {{\n{}    }}\n}}\n\
+                 {SIG_DRAIN} {{\n{}{}}}\n\
+                 {SIG_SQUARES} {{\n    var s = 0.0;\n{}    return s;\n}}\n",
+                each("if EXACT || i < width { (*c)[k] = fetch(base, i); }"),
+                each("tally(acc, (*c)[k].v);"),
+                each("if EXACT || i < width { sum[base + i] = (*c)[k].v; }"),
+                each("if EXACT || i < width { (*c)[k] = with_affine(i, (*c)[k]); }"),
+                each("if EXACT || i < width { store_y(base, i, (*c)[k], pre, post); }"),
+                each("s += square_sum((*c)[k].v * scale);"),
             );
         }
         let fields: String = (0..self.slots).map(|k| format!(" s{k}: Slot,")).collect();
-        let each = |body: &dyn Fn(u32) -> String| -> String { (0..self.slots).map(body).collect() };
-        let fill = each(&|k| format!("    if EXACT || lid + {k}u * WG < width {{ (*c).s{k} = gather(base, lid + {k}u * WG, acc); }}\n"));
-        let drain = each(&|k| format!("    if EXACT || lid + {k}u * WG < width {{ scatter(base, lid + {k}u * WG, (*c).s{k}, pre, post); }}\n"));
-        let squares = each(&|k| format!("    if EXACT || lid + {k}u * WG < width {{ s += square_sum((*c).s{k}.v * scale); }}\n"));
+        let each = |body: &str| -> String {
+            (0..self.slots)
+                .map(|k| format!("    {{ let i = lid + {k}u * WG; {} }}\n", body.replace("SLOT", &format!("(*c).s{k}"))))
+                .collect()
+        };
         format!(
             "struct Cache {{{fields} }};\n\
-             {SIG_FILL} {{\n{fill}}}\n\
-             {SIG_DRAIN} {{\n{drain}}}\n\
-             {SIG_SQUARES} {{\n    var s = 0.0;\n{squares}    return s;\n}}\n"
+             {SIG_FILL} {{\n{}{}    if WRITE_SUM {{\n{}    }}\n}}\n\
+             {SIG_DRAIN} {{\n{}{}}}\n\
+             {SIG_SQUARES} {{\n    var s = 0.0;\n{}    return s;\n}}\n",
+            each("if EXACT || i < width { SLOT = fetch(base, i); }"),
+            each("tally(acc, SLOT.v);"),
+            each("if EXACT || i < width { sum[base + i] = SLOT.v; }"),
+            each("if EXACT || i < width { SLOT = with_affine(i, SLOT); }"),
+            each("if EXACT || i < width { store_y(base, i, SLOT, pre, post); }"),
+            each("s += square_sum(SLOT.v * scale);"),
         )
     }
 
@@ -267,5 +276,25 @@ mod tests {
         for (wg, fan) in [(1u32, 1u32), (64, 8), (128, 16), (256, 16), (512, 32), (1024, 32)] {
             assert_eq!(Variant::balanced_fan(wg), fan, "{wg}");
         }
+    }
+}
+
+impl Variant {
+    /// This variant with its workgroup no larger than the device allows: WebGPU's default
+    /// `maxComputeInvocationsPerWorkgroup`, and SwiftShader's, is 256, while the best size
+    /// on a large GPU can be more. Threads lost become columns per thread.
+    pub fn within(mut self, hidden: u32, max_workgroup: u32) -> Variant {
+        if self.workgroup <= max_workgroup {
+            return self;
+        }
+        let workgroup = 1 << (31 - max_workgroup.max(1).leading_zeros());
+        let width = hidden / self.lanes;
+        self.slots = width.div_ceil(workgroup).clamp(1, max_slots(self.lanes));
+        self.exact = self.slots * workgroup == width;
+        if self.fan != 0 {
+            self.fan = Self::balanced_fan(workgroup);
+        }
+        self.workgroup = workgroup;
+        self
     }
 }

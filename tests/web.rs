@@ -233,7 +233,7 @@ async fn gpu_resident_chain_runs_without_readback_and_matches_the_reference() {
         residual = v;
     }
 
-    let up = |v: &[f32]| JsValue::from(norm.upload(Float32Array::from(v).into()).unwrap());
+    let up = |v: &[f32]| JsValue::from(norm.upload(Float32Array::from(v).into(), None).unwrap());
     let (mut x_in, mut x_res) = (up(&first.input), up(&first.residual));
     for g in &gammas {
         let args = Object::new();
@@ -262,7 +262,7 @@ async fn freed_and_foreign_tensors_are_named_errors() {
     let (a, b) = (norm().await, norm().await);
     let case = Case::new(2, 8, false, false, 1e-6, 400);
     let args = case.args();
-    let foreign = JsValue::from(b.upload(Float32Array::from(&case.input[..]).into()).unwrap());
+    let foreign = JsValue::from(b.upload(Float32Array::from(&case.input[..]).into(), None).unwrap());
     Reflect::set(&args, &"input".into(), &foreign).unwrap();
     let e = resolve(a.run(args.clone())).await.expect_err("a tensor of another instance");
     assert_eq!(error_name(&e), "TypeError", "{}", error_message(&e));
