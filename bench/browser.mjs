@@ -2,12 +2,15 @@
 // SkipSimplifiedLayerNormalization and a plain JS loop, in one headless Chromium page on one
 // adapter. Prints a table and writes bench-out/browser.json.
 //
-//   node bench/browser.mjs [--shapes 1x896,16x4096,...] [--k 21] [--budget-ms 4000]
+//   node bench/browser.mjs [--shapes 1x896,16x4096,...] [--k 21] [--budget-ms 4000] [--pkg DIR]
+//
+// --pkg measures another build of the package (say, one made from a clean checkout of a
+// commit) instead of ./pkg.
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { mkdir, readFile, stat, writeFile } from "node:fs/promises";
 import { cpus, loadavg } from "node:os";
-import { dirname, join } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { chromium } from "playwright-core";
 import { serve } from "../scripts/serve.mjs";
@@ -32,6 +35,7 @@ const K1 = 1;
 // lifts the difference well clear of it.
 const k2For = ({ rows, hidden }) => Number(opt.k ?? (rows * hidden <= 8192 ? 101 : 21));
 const BUDGET_MS = Number(opt["budget-ms"] ?? 4000);
+const PKG = resolve(opt.pkg ?? join(root, "pkg"));
 
 const CHROMIUM_ARGS = [
   "--headless=new",
@@ -65,7 +69,7 @@ const ratio = (a, b) => (b > 0 ? (a / b).toFixed(2) : "n/a");
 
 function table(results) {
   const head = ["shape", "ours per-op µs", "ORT per-op µs", "ours/ORT", "ours run() ms", "ORT session.run ms", "ours/ORT", "JS loop ms"];
-  const rows = results.map((r) => [
+  const rows = results.map((r) => r.error ? [`${r.rows}×${r.hidden}`, "failed", "", "", "", "", "", ""] : [
     `${r.rows}×${r.hidden}`,
     fmt(r.oursOpUs.median),
     fmt(r.ortOpUs.median),
@@ -84,9 +88,10 @@ async function provenance() {
   try {
     commit = execFileSync("git", ["-C", root, "describe", "--always", "--dirty"], { encoding: "utf8" }).trim();
   } catch {}
-  const wasm = join(root, "pkg", "webgpu_rmsnorm_bg.wasm");
+  const wasm = join(PKG, "webgpu_rmsnorm_bg.wasm");
   return {
     commit,
+    pkg: PKG,
     wasmSha256: createHash("sha256").update(await readFile(wasm)).digest("hex").slice(0, 16),
     wasmBuilt: (await stat(wasm)).mtime.toISOString(),
   };
@@ -99,7 +104,7 @@ const server = await serve({
   port: 0,
   mounts: [
     ["/bench/", join(root, "bench")],
-    ["/pkg/", join(root, "pkg")],
+    ["/pkg/", PKG],
     ["/ort/", join(root, "node_modules/onnxruntime-web/dist")],
     ["/models/", modelDir],
   ],
@@ -123,17 +128,27 @@ try {
   const env = await page.evaluate(() => window.bench.setup());
   console.log(`adapter: ${JSON.stringify(env.ours)}`);
   console.log(`cross-origin isolated: ${env.crossOriginIsolated}; onnxruntime-web ${env.ort?.web ?? "?"}`);
-  console.log(`tree ${build.commit}; pkg wasm ${build.wasmSha256} built ${build.wasmBuilt}`);
+  console.log(`tree ${build.commit}; ${build.pkg}: wasm ${build.wasmSha256} built ${build.wasmBuilt}`);
   console.log(`load average before: ${loadavgBefore.map((x) => x.toFixed(2)).join(" ")} on ${cpus().length} cores`);
   console.log(`per-op: slope of time over repeat ${K1} → K; medians; budget ${BUDGET_MS} ms per measurement\n`);
 
   const results = [];
   for (const s of SHAPES) {
     const t0 = Date.now();
-    const r = await page.evaluate(
-      (cfg) => window.bench.shape(cfg),
-      { ...s, k1: K1, k2: k2For(s), budgetMs: BUDGET_MS, models: models[`${s.rows}x${s.hidden}`] },
-    );
+    let r;
+    try {
+      r = await page.evaluate(
+        (cfg) => window.bench.shape(cfg),
+        { ...s, k1: K1, k2: k2For(s), budgetMs: BUDGET_MS, models: models[`${s.rows}x${s.hidden}`] },
+      );
+    } catch (e) {
+      // One failing shape should not cost the others' numbers; the run still exits non-zero.
+      const error = String(e.message ?? e).split("\n").slice(0, 3).join(" ");
+      console.error(`${s.rows}×${s.hidden}: FAILED: ${error}`);
+      results.push({ ...s, error });
+      process.exitCode = 1;
+      continue;
+    }
     if (JSON.stringify(r.ortAdapter) !== JSON.stringify(env.ours)) {
       throw new Error(`ORT ran on another adapter: ${JSON.stringify(r.ortAdapter)} vs ours ${JSON.stringify(env.ours)}`);
     }
