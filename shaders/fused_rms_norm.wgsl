@@ -22,7 +22,11 @@
 //   V, square_sum(V), max_abs(V)    the element type and its reductions
 //   Cache, fill, drain, cached_squares   the per-thread cache of SLOTS
 //              columns, as an array walked by loops or as a struct of named
-//              fields written out slot by slot (see Variant::unroll)
+//              fields written out slot by slot (see Variant::unroll). Each
+//              phase issues all its loads before any arithmetic that uses them,
+//              so that a thread's loads are in flight together without relying
+//              on the compiler to hoist them out of their bounds checks. Slots
+//              past the end of the row stay zero and add nothing to the sums.
 // so every variant is straight-line code with no per-element branching on
 // options.
 
@@ -124,29 +128,26 @@ fn fetch(base: u32, i: u32) -> Slot {
     return s;
 }
 
-// Phase 1 for column i: v into the sums, and into the `sum` output.
-fn gather(base: u32, i: u32, acc: ptr<function, vec2<f32>>) -> Slot {
-    let s = fetch(base, i);
-    *acc = combine(*acc, vec2(square_sum(s.v), max_abs(s.v)));
-    if WRITE_SUM {
-        sum[base + i] = s.v;
-    }
-    return s;
+fn tally(acc: ptr<function, vec2<f32>>, v: V) {
+    *acc = combine(*acc, vec2(square_sum(v), max_abs(v)));
 }
 
-// Phase 2 for column i.
-fn scatter(base: u32, i: u32, s: Slot, pre: f32, post: f32) {
-    var g = s.g;
-    var b = s.b;
+// `s` with gamma and beta of column i, from memory unless PRELOAD has them.
+fn with_affine(i: u32, s: Slot) -> Slot {
+    var t = s;
     if !PRELOAD {
-        g = gamma[i];
+        t.g = gamma[i];
         if HAS_BETA {
-            b = beta[i];
+            t.b = beta[i];
         }
     }
-    var y = (s.v * pre) * post * g;
+    return t;
+}
+
+fn store_y(base: u32, i: u32, s: Slot, pre: f32, post: f32) {
+    var y = (s.v * pre) * post * s.g;
     if HAS_BETA {
-        y += b;
+        y += s.b;
     }
     output[base + i] = y;
 }
@@ -170,7 +171,11 @@ fn main(
     var acc = vec2(0.0);
     fill(&cache, base, lid, width, &acc);
     for (var i = lid + SLOTS * WG; i < width; i += WG) {
-        _ = gather(base, i, &acc);
+        let v = load_v(base, i);
+        tally(&acc, v);
+        if WRITE_SUM {
+            sum[base + i] = v;
+        }
     }
     let total = reduce_workgroup(lid, acc);
 
@@ -209,6 +214,6 @@ fn main(
     // Phase 2: normalize and write.
     drain(&cache, base, lid, width, pre, post);
     for (var i = lid + SLOTS * WG; i < width; i += WG) {
-        scatter(base, i, fetch(base, i), pre, post);
+        store_y(base, i, with_affine(i, fetch(base, i)), pre, post);
     }
 }

@@ -83,11 +83,13 @@ impl Variant {
             // Short rows: one column per thread, and no more idle threads than the rounding.
             width.next_power_of_two().max(32)
         } else if lanes == 4 {
-            // About two vec4 per thread, in workgroups of at most 512: on an H200 this was
-            // the best or within noise of it for every row length measured, from 896 to 8192.
-            // Longer rows keep more per thread rather than growing the workgroup.
-            width.div_ceil(2).next_power_of_two().clamp(128, 512)
+            // Two to four vec4 per thread, in workgroups of 128 to 512: on an H200 the best
+            // or within noise of it for every row length measured, from 896 to 8192; 1024
+            // threads of one vec4, or 64 threads of sixteen, lost at every size. Longer rows
+            // keep more per thread rather than growing the workgroup.
+            width.div_ceil(4).next_power_of_two().clamp(128, 512)
         } else {
+            // Scalar rows: at hidden 4099, 512 threads of nine beat 128 to 1024 threads.
             width.div_ceil(8).next_power_of_two().clamp(64, 512)
         };
         let slots = width.div_ceil(workgroup).clamp(1, max_slots(lanes));
@@ -102,8 +104,8 @@ impl Variant {
             // Loading gamma and beta before the reduction holds registers across it, and
             // measured slower as often as faster.
             preload: false,
-            // Measured on an H200: the array form ran at a third of the roofline, the struct
-            // at 95-99 % (docs/PERFORMANCE.md).
+            // Measured on an H200: the array form ran at under a third of the roofline, the
+            // struct at 95-99 % (docs/PERFORMANCE.md).
             unroll: true,
             exact: slots * workgroup == width,
         }
