@@ -16,10 +16,10 @@
 use std::fmt::Write as _;
 use std::time::Instant;
 
-use wgpu::util::DeviceExt;
 use webgpu_rmsnorm::kernel::{grid, max_slots, Options, Params, Variant};
 use webgpu_rmsnorm::reference::{fused_rms_norm, worst_error, Inputs};
 use webgpu_rmsnorm::GpuContext;
+use wgpu::util::DeviceExt;
 
 const SHAPES: [(usize, usize); 10] = [
     (1, 896),
@@ -59,13 +59,32 @@ struct Args {
     heat_ms: f64,
 }
 
-const PLAIN: Options = Options { bias: false, beta: false, sum: false };
-const BIAS_BETA: Options = Options { bias: true, beta: true, sum: false };
-const SUM: Options = Options { bias: false, beta: false, sum: true };
+const PLAIN: Options = Options {
+    bias: false,
+    beta: false,
+    sum: false,
+};
+const BIAS_BETA: Options = Options {
+    bias: true,
+    beta: true,
+    sum: false,
+};
+const SUM: Options = Options {
+    bias: false,
+    beta: false,
+    sum: true,
+};
 const KERNELS: [(&str, Options); 3] = [("plain", PLAIN), ("bias+beta", BIAS_BETA), ("sum", SUM)];
 
 fn usage(why: &str) -> ! {
-    eprintln!("bench: {why}\n\n{}", include_str!("bench.rs").lines().take(8).collect::<Vec<_>>().join("\n"));
+    eprintln!(
+        "bench: {why}\n\n{}",
+        include_str!("bench.rs")
+            .lines()
+            .take(8)
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
     std::process::exit(2)
 }
 
@@ -86,21 +105,42 @@ fn parse_args() -> Args {
     let (mut warmup, mut reps) = (None, None);
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
-        let mut value = |name: &str| it.next().unwrap_or_else(|| usage(&format!("{name} needs a value")));
+        let mut value = |name: &str| {
+            it.next()
+                .unwrap_or_else(|| usage(&format!("{name} needs a value")))
+        };
         match arg.as_str() {
             "--json" => a.json = Some(value("--json")),
             "--quick" => a.quick = true,
             "--sweep" => a.sweep = true,
             "--check" => a.check = true,
             "--no-seed" => a.seed_baseline = false,
-            "--warmup" => warmup = Some(value("--warmup").parse().unwrap_or_else(|_| usage("--warmup: a count"))),
-            "--heat-ms" => a.heat_ms = value("--heat-ms").parse().unwrap_or_else(|_| usage("--heat-ms: milliseconds")),
-            "--reps" => reps = Some(value("--reps").parse().unwrap_or_else(|_| usage("--reps: a count"))),
+            "--warmup" => {
+                warmup = Some(
+                    value("--warmup")
+                        .parse()
+                        .unwrap_or_else(|_| usage("--warmup: a count")),
+                )
+            }
+            "--heat-ms" => {
+                a.heat_ms = value("--heat-ms")
+                    .parse()
+                    .unwrap_or_else(|_| usage("--heat-ms: milliseconds"))
+            }
+            "--reps" => {
+                reps = Some(
+                    value("--reps")
+                        .parse()
+                        .unwrap_or_else(|_| usage("--reps: a count")),
+                )
+            }
             "--shapes" => {
                 a.shapes = value("--shapes")
                     .split(',')
                     .map(|s| {
-                        let (r, h) = s.split_once('x').unwrap_or_else(|| usage(&format!("--shapes: {s} is not ROWSxHIDDEN")));
+                        let (r, h) = s
+                            .split_once('x')
+                            .unwrap_or_else(|| usage(&format!("--shapes: {s} is not ROWSxHIDDEN")));
                         match (r.trim().parse(), h.trim().parse()) {
                             (Ok(r), Ok(h)) if h > 0 => (r, h),
                             _ => usage(&format!("--shapes: {s} is not ROWSxHIDDEN")),
@@ -110,7 +150,9 @@ fn parse_args() -> Args {
             }
             "--set" => {
                 for kv in value("--set").split(',') {
-                    let (k, v) = kv.split_once('=').unwrap_or_else(|| usage(&format!("--set: {kv} is not key=value")));
+                    let (k, v) = kv
+                        .split_once('=')
+                        .unwrap_or_else(|| usage(&format!("--set: {kv} is not key=value")));
                     a.set.push((k.trim().to_string(), v.trim().to_string()));
                 }
             }
@@ -146,7 +188,8 @@ fn parse_args() -> Args {
         }
     }
     for (k, v) in &a.set {
-        apply_knob(Variant::for_shape(4096, PLAIN), k, v).unwrap_or_else(|e| usage(&format!("--set: {e}")));
+        apply_knob(Variant::for_shape(4096, PLAIN), k, v)
+            .unwrap_or_else(|e| usage(&format!("--set: {e}")));
     }
     a
 }
@@ -154,7 +197,11 @@ fn parse_args() -> Args {
 /// `variant` with one knob changed. `slots=full` covers the row; setting `wg` alone also
 /// resets `slots` to cover the row at the new size.
 fn apply_knob(mut v: Variant, key: &str, value: &str) -> Result<Variant, String> {
-    let num = || value.parse::<u32>().map_err(|_| format!("{key}={value}: not a number"));
+    let num = || {
+        value
+            .parse::<u32>()
+            .map_err(|_| format!("{key}={value}: not a number"))
+    };
     let flag = || match value {
         "1" | "true" | "yes" => Ok(true),
         "0" | "false" | "no" => Ok(false),
@@ -175,7 +222,11 @@ fn apply_knob(mut v: Variant, key: &str, value: &str) -> Result<Variant, String>
         "preload" => v.preload = flag()?,
         "unroll" => v.unroll = flag()?,
         "exact" => v.exact = flag()?,
-        _ => return Err(format!("{key}: not one of wg, slots, fan, preload, unroll, exact")),
+        _ => {
+            return Err(format!(
+                "{key}: not one of wg, slots, fan, preload, unroll, exact"
+            ))
+        }
     }
     Ok(v)
 }
@@ -189,7 +240,9 @@ fn chosen(hidden: usize, options: Options, set: &[(String, String)], max_wg: u32
         v = apply_knob(v, k, val).expect("checked when parsed");
         slots_set |= k == "slots";
     }
-    let full = width(hidden, v).div_ceil(v.workgroup).clamp(1, max_slots(v.lanes));
+    let full = width(hidden, v)
+        .div_ceil(v.workgroup)
+        .clamp(1, max_slots(v.lanes));
     if v.slots == u32::MAX || (!slots_set && set.iter().any(|(k, _)| k == "wg")) {
         v.slots = full;
     }
@@ -207,11 +260,22 @@ fn sweep_candidates(hidden: usize, options: Options, max_wg: u32) -> Vec<Variant
     let base = Variant::for_shape(hidden as u32, options);
     let width = width(hidden, base);
     let mut out = Vec::new();
-    for wg in [32u32, 64, 128, 256, 512, 1024].into_iter().filter(|&wg| wg <= max_wg) {
+    for wg in [32u32, 64, 128, 256, 512, 1024]
+        .into_iter()
+        .filter(|&wg| wg <= max_wg)
+    {
         let full = width.div_ceil(wg);
         let fan = Variant::balanced_fan(wg);
         let exact = full * wg == width;
-        let at = |slots, fan, preload, unroll, exact| Variant { workgroup: wg, slots, fan, preload, unroll, exact, ..base };
+        let at = |slots, fan, preload, unroll, exact| Variant {
+            workgroup: wg,
+            slots,
+            fan,
+            preload,
+            unroll,
+            exact,
+            ..base
+        };
         // A workgroup of one warp only pays where the row is short.
         if full <= max_slots(base.lanes) && (wg > 32 || full <= 8) {
             for preload in [false, true] {
@@ -252,7 +316,9 @@ impl Rng {
         z ^ (z >> 31)
     }
     fn vec(&mut self, n: usize, center: f32) -> Vec<f32> {
-        (0..n).map(|_| center + (self.next() >> 40) as f32 / (1u64 << 23) as f32 - 1.0).collect()
+        (0..n)
+            .map(|_| center + (self.next() >> 40) as f32 / (1u64 << 23) as f32 - 1.0)
+            .collect()
     }
 }
 
@@ -330,12 +396,17 @@ impl Bench {
                 }
             }
             for i in 0..self.warmup + self.reps {
-                let timed = i.checked_sub(self.warmup).map(|k| wgpu::ComputePassTimestampWrites {
-                    query_set: &queries,
-                    beginning_of_pass_write_index: Some(2 * k as u32),
-                    end_of_pass_write_index: Some(2 * k as u32 + 1),
+                let timed = i
+                    .checked_sub(self.warmup)
+                    .map(|k| wgpu::ComputePassTimestampWrites {
+                        query_set: &queries,
+                        beginning_of_pass_write_index: Some(2 * k as u32),
+                        end_of_pass_write_index: Some(2 * k as u32 + 1),
+                    });
+                let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                    label: None,
+                    timestamp_writes: timed,
                 });
-                let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: None, timestamp_writes: timed });
                 record(&mut pass, i);
             }
             encoder.resolve_query_set(&queries, 0..2 * self.reps as u32, &resolve, 0);
@@ -345,9 +416,17 @@ impl Bench {
                 return Err(e.to_string());
             }
             readback.map_async(wgpu::MapMode::Read, .., |_| {});
-            device.poll(wgpu::PollType::wait_indefinitely()).map_err(|e| e.to_string())?;
-            let view = readback.slice(..).get_mapped_range().map_err(|e| e.to_string())?;
-            let ticks: Vec<u64> = view.chunks_exact(8).map(|b| u64::from_le_bytes(b.try_into().unwrap())).collect();
+            device
+                .poll(wgpu::PollType::wait_indefinitely())
+                .map_err(|e| e.to_string())?;
+            let view = readback
+                .slice(..)
+                .get_mapped_range()
+                .map_err(|e| e.to_string())?;
+            let ticks: Vec<u64> = view
+                .chunks_exact(8)
+                .map(|b| u64::from_le_bytes(b.try_into().unwrap()))
+                .collect();
             drop(view);
             readback.unmap();
             for pair in ticks.chunks_exact(2) {
@@ -363,7 +442,9 @@ impl Bench {
                 }
                 let start = Instant::now();
                 self.ctx.queue().submit([encoder.finish()]);
-                device.poll(wgpu::PollType::wait_indefinitely()).map_err(|e| e.to_string())?;
+                device
+                    .poll(wgpu::PollType::wait_indefinitely())
+                    .map_err(|e| e.to_string())?;
                 if i >= self.warmup {
                     samples.push(start.elapsed().as_secs_f64() * 1e6);
                 }
@@ -374,8 +455,16 @@ impl Bench {
         }
         samples.sort_by(f64::total_cmp);
         let n = samples.len();
-        let median = if n % 2 == 1 { samples[n / 2] } else { (samples[n / 2 - 1] + samples[n / 2]) / 2.0 };
-        Ok(Stats { median_us: median, min_us: samples[0], max_us: samples[n - 1] })
+        let median = if n % 2 == 1 {
+            samples[n / 2]
+        } else {
+            (samples[n / 2 - 1] + samples[n / 2]) / 2.0
+        };
+        Ok(Stats {
+            median_us: median,
+            min_us: samples[0],
+            max_us: samples[n - 1],
+        })
     }
 
     fn plain_pipeline(&self, label: &str, wgsl: &str) -> wgpu::ComputePipeline {
@@ -395,24 +484,31 @@ impl Bench {
     }
 
     fn uniform(&self, bytes: &[u8]) -> wgpu::Buffer {
-        self.ctx.device().create_buffer_init(&wgpu::util::BufferInitDescriptor {
-            label: None,
-            contents: bytes,
-            usage: wgpu::BufferUsages::UNIFORM,
-        })
+        self.ctx
+            .device()
+            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: None,
+                contents: bytes,
+                usage: wgpu::BufferUsages::UNIFORM,
+            })
     }
 
     fn bind(&self, pipeline: &wgpu::ComputePipeline, buffers: &[&wgpu::Buffer]) -> wgpu::BindGroup {
         let entries: Vec<wgpu::BindGroupEntry> = buffers
             .iter()
             .enumerate()
-            .map(|(i, b)| wgpu::BindGroupEntry { binding: i as u32, resource: b.as_entire_binding() })
+            .map(|(i, b)| wgpu::BindGroupEntry {
+                binding: i as u32,
+                resource: b.as_entire_binding(),
+            })
             .collect();
-        self.ctx.device().create_bind_group(&wgpu::BindGroupDescriptor {
-            label: None,
-            layout: &pipeline.get_bind_group_layout(0),
-            entries: &entries,
-        })
+        self.ctx
+            .device()
+            .create_bind_group(&wgpu::BindGroupDescriptor {
+                label: None,
+                layout: &pipeline.get_bind_group_layout(0),
+                entries: &entries,
+            })
     }
 
     /// Reads `len` f32 at element `offset` of `buffer`.
@@ -430,7 +526,9 @@ impl Bench {
         staging.map_async(wgpu::MapMode::Read, .., |_| {});
         let _ = device.poll(wgpu::PollType::wait_indefinitely());
         let view = staging.slice(..).get_mapped_range().expect("mapped");
-        view.chunks_exact(4).map(|b| f32::from_le_bytes(b.try_into().unwrap())).collect()
+        view.chunks_exact(4)
+            .map(|b| f32::from_le_bytes(b.try_into().unwrap()))
+            .collect()
     }
 }
 
@@ -481,7 +579,9 @@ impl Problem {
         };
         let (input_bytes, residual_bytes) = (bytes_of(&input, padded), bytes_of(&residual, padded));
         let inputs = (0..copies).map(|_| upload(&input_bytes, padded)).collect();
-        let residuals = (0..copies).map(|_| upload(&residual_bytes, padded)).collect();
+        let residuals = (0..copies)
+            .map(|_| upload(&residual_bytes, padded))
+            .collect();
         let hp = hidden.next_multiple_of(4);
         let gamma_buf = upload(&bytes_of(&gamma, hp), hp);
         let beta_buf = upload(&bytes_of(&beta, hp), hp);
@@ -490,7 +590,22 @@ impl Problem {
         let sum = storage(b, padded, wgpu::BufferUsages::COPY_SRC);
         b.ctx.queue().submit([]);
         let _ = b.ctx.device().poll(wgpu::PollType::wait_indefinitely());
-        Problem { rows, hidden, input, residual, gamma, beta, bias, inputs, residuals, gamma_buf, beta_buf, bias_buf, out, sum }
+        Problem {
+            rows,
+            hidden,
+            input,
+            residual,
+            gamma,
+            beta,
+            bias,
+            inputs,
+            residuals,
+            gamma_buf,
+            beta_buf,
+            bias_buf,
+            out,
+            sum,
+        }
     }
 
     fn elements(&self) -> usize {
@@ -500,7 +615,9 @@ impl Problem {
     /// Rows compared against the reference: the first and the last few (the last ones sit in
     /// the folded part of the grid when there are more than 65535).
     fn check_rows(&self) -> Vec<usize> {
-        let mut rows: Vec<usize> = (0..3.min(self.rows)).chain(self.rows.saturating_sub(2)..self.rows).collect();
+        let mut rows: Vec<usize> = (0..3.min(self.rows))
+            .chain(self.rows.saturating_sub(2)..self.rows)
+            .collect();
         rows.dedup();
         rows
     }
@@ -514,7 +631,8 @@ impl Problem {
         let mut encoder = b.ctx.device().create_command_encoder(&Default::default());
         {
             let mut pass = encoder.begin_compute_pass(&Default::default());
-            b.ctx.dispatch(&mut pass, &pipeline, &group, self.rows as u32);
+            b.ctx
+                .dispatch(&mut pass, &pipeline, &group, self.rows as u32);
         }
         b.ctx.queue().submit([encoder.finish()]);
         let h = self.hidden;
@@ -531,8 +649,18 @@ impl Problem {
                 eps: EPS,
             };
             let (want_y, want_v) = fused_rms_norm(&x);
-            worst = worst.max(worst_error(&b.read(&self.out, row * h, h), &want_y, &x, RTOL));
-            if o.sum && b.read(&self.sum, row * h, h).iter().zip(&want_v).any(|(a, w)| a.to_bits() != w.to_bits()) {
+            worst = worst.max(worst_error(
+                &b.read(&self.out, row * h, h),
+                &want_y,
+                &x,
+                RTOL,
+            ));
+            if o.sum
+                && b.read(&self.sum, row * h, h)
+                    .iter()
+                    .zip(&want_v)
+                    .any(|(a, w)| a.to_bits() != w.to_bits())
+            {
                 return format!("FAIL: sum of row {row} differs");
             }
         }
@@ -544,7 +672,12 @@ impl Problem {
     }
 
     fn params(&self, v: Variant) -> Params {
-        Params { rows: self.rows as u32, width: self.hidden as u32 / v.lanes, hidden: self.hidden as f32, eps: EPS }
+        Params {
+            rows: self.rows as u32,
+            width: self.hidden as u32 / v.lanes,
+            hidden: self.hidden as f32,
+            eps: EPS,
+        }
     }
 
     fn group(&self, b: &Bench, v: Variant, copy: usize, params: &wgpu::Buffer) -> wgpu::BindGroup {
@@ -564,15 +697,25 @@ impl Problem {
     fn time_kernel(&self, b: &Bench, variant: Variant) -> Result<Stats, String> {
         let pipeline = b.ctx.pipeline(variant);
         let params = b.ctx.params_buffer(self.params(variant));
-        let groups: Vec<_> = (0..self.inputs.len()).map(|c| self.group(b, variant, c, &params)).collect();
-        b.time(&mut |pass, i| b.ctx.dispatch(pass, &pipeline, &groups[i % groups.len()], self.rows as u32))
+        let groups: Vec<_> = (0..self.inputs.len())
+            .map(|c| self.group(b, variant, c, &params))
+            .collect();
+        b.time(&mut |pass, i| {
+            b.ctx
+                .dispatch(pass, &pipeline, &groups[i % groups.len()], self.rows as u32)
+        })
     }
 
     fn time_roofline(&self, b: &Bench, pipeline: &wgpu::ComputePipeline) -> Result<Stats, String> {
         let vec4s = self.elements().div_ceil(4) as u32;
         let count = b.uniform(&[vec4s.to_le_bytes(), [0; 4], [0; 4], [0; 4]].concat());
         let groups: Vec<_> = (0..self.inputs.len())
-            .map(|c| b.bind(pipeline, &[&self.inputs[c], &self.residuals[c], &self.out, &count]))
+            .map(|c| {
+                b.bind(
+                    pipeline,
+                    &[&self.inputs[c], &self.residuals[c], &self.out, &count],
+                )
+            })
             .collect();
         let (x, y) = grid(vec4s.div_ceil(256), b.max_dim);
         b.time(&mut |pass, i| {
@@ -582,13 +725,33 @@ impl Problem {
         })
     }
 
-    fn time_row_per_thread(&self, b: &Bench, pipeline: &wgpu::ComputePipeline) -> Result<Stats, String> {
-        let shape = b.uniform(&[(self.rows as u32).to_le_bytes(), (self.hidden as u32).to_le_bytes(), EPS.to_le_bytes(), [0; 4]].concat());
+    fn time_row_per_thread(
+        &self,
+        b: &Bench,
+        pipeline: &wgpu::ComputePipeline,
+    ) -> Result<Stats, String> {
+        let shape = b.uniform(
+            &[
+                (self.rows as u32).to_le_bytes(),
+                (self.hidden as u32).to_le_bytes(),
+                EPS.to_le_bytes(),
+                [0; 4],
+            ]
+            .concat(),
+        );
         let groups: Vec<_> = (0..self.inputs.len())
             .map(|c| {
                 b.bind(
                     pipeline,
-                    &[&self.inputs[c], &self.residuals[c], &self.gamma_buf, &self.beta_buf, &self.bias_buf, &self.out, &shape],
+                    &[
+                        &self.inputs[c],
+                        &self.residuals[c],
+                        &self.gamma_buf,
+                        &self.beta_buf,
+                        &self.bias_buf,
+                        &self.out,
+                        &shape,
+                    ],
                 )
             })
             .collect();
@@ -634,33 +797,50 @@ fn main() {
         ..Default::default()
     }))
     .unwrap_or_else(|e| {
-        eprintln!("bench: no Vulkan adapter ({e}); on a CPU machine: apt-get install mesa-vulkan-drivers");
+        eprintln!(
+            "bench: no Vulkan adapter ({e}); on a CPU machine: apt-get install mesa-vulkan-drivers"
+        );
         std::process::exit(1)
     });
     let info = adapter.get_info();
-    let ctx = pollster::block_on(GpuContext::from_adapter(&adapter, wgpu::Features::TIMESTAMP_QUERY)).unwrap_or_else(|e| {
+    let ctx = pollster::block_on(GpuContext::from_adapter(
+        &adapter,
+        wgpu::Features::TIMESTAMP_QUERY,
+    ))
+    .unwrap_or_else(|e| {
         eprintln!("bench: {e}");
         std::process::exit(1)
     });
-    let timestamps = ctx.device().features().contains(wgpu::Features::TIMESTAMP_QUERY);
+    let timestamps = ctx
+        .device()
+        .features()
+        .contains(wgpu::Features::TIMESTAMP_QUERY);
     let mut bench = Bench {
         heater: None,
         period_ns: ctx.queue().get_timestamp_period() as f64,
         max_dim: ctx.device().limits().max_compute_workgroups_per_dimension,
         max_wg: {
             let l = ctx.device().limits();
-            l.max_compute_invocations_per_workgroup.min(l.max_compute_workgroup_size_x)
+            l.max_compute_invocations_per_workgroup
+                .min(l.max_compute_workgroup_size_x)
         },
         timestamps,
         warmup: args.warmup,
         reps: args.reps,
         ctx,
     };
-    let adapter_line = format!("{} ({:?}, {:?}; {} {})", info.name, info.backend, info.device_type, info.driver, info.driver_info);
+    let adapter_line = format!(
+        "{} ({:?}, {:?}; {} {})",
+        info.name, info.backend, info.device_type, info.driver, info.driver_info
+    );
     println!("adapter: {adapter_line}");
     println!(
         "timing: {}, median of {} passes after {} warm-up",
-        if timestamps { "GPU timestamps at compute pass begin/end" } else { "host clock per submission (no TIMESTAMP_QUERY)" },
+        if timestamps {
+            "GPU timestamps at compute pass begin/end"
+        } else {
+            "host clock per submission (no TIMESTAMP_QUERY)"
+        },
         bench.reps,
         bench.warmup
     );
@@ -671,7 +851,12 @@ fn main() {
 
     let mut results = Vec::new();
     for &(rows, hidden) in &args.shapes {
-        if rows == 0 || bench.ctx.rows_per_chunk(hidden).map_or(true, |per| per < rows) {
+        if rows == 0
+            || bench
+                .ctx
+                .rows_per_chunk(hidden)
+                .map_or(true, |per| per < rows)
+        {
             println!("{rows}x{hidden}: skipped (empty, or larger than one storage binding here)");
             continue;
         }
@@ -679,14 +864,22 @@ fn main() {
         let p = Problem::new(&bench, rows, hidden);
         let n = p.elements() as f64;
         let roof = p.time_roofline(&bench, &roofline);
-        let seed = args.seed_baseline.then(|| p.time_row_per_thread(&bench, &row_per_thread));
+        let seed = args
+            .seed_baseline
+            .then(|| p.time_row_per_thread(&bench, &row_per_thread));
         let mut kernels = Vec::new();
         for (name, options) in KERNELS {
             let variant = chosen(hidden, options, &args.set, bench.max_wg);
             let stats = p.time_kernel(&bench, variant);
             let check = args.check.then(|| p.check(&bench, variant));
             let bytes = n * if options.sum { 16.0 } else { 12.0 };
-            kernels.push(KernelResult { name: name.into(), variant, stats, bytes, check });
+            kernels.push(KernelResult {
+                name: name.into(),
+                variant,
+                stats,
+                bytes,
+                check,
+            });
         }
         let mut sweep = Vec::new();
         if args.sweep {
@@ -695,13 +888,30 @@ fn main() {
                     let stats = p.time_kernel(&bench, variant);
                     let check = args.check.then(|| p.check(&bench, variant));
                     let bytes = n * if options.sum { 16.0 } else { 12.0 };
-                    sweep.push(KernelResult { name: name.into(), variant, stats, bytes, check });
+                    sweep.push(KernelResult {
+                        name: name.into(),
+                        variant,
+                        stats,
+                        bytes,
+                        check,
+                    });
                 }
             }
             print_sweep(rows, hidden, &roof, &sweep);
         }
-        let r = ShapeResult { rows, hidden, copies: p.inputs.len(), roofline: roof, row_per_thread: seed, kernels, sweep };
-        eprintln!("{rows}x{hidden}: done in {:.1} s", started.elapsed().as_secs_f64());
+        let r = ShapeResult {
+            rows,
+            hidden,
+            copies: p.inputs.len(),
+            roofline: roof,
+            row_per_thread: seed,
+            kernels,
+            sweep,
+        };
+        eprintln!(
+            "{rows}x{hidden}: done in {:.1} s",
+            started.elapsed().as_secs_f64()
+        );
         results.push(r);
         drop(p);
         let _ = bench.ctx.device().poll(wgpu::PollType::wait_indefinitely());
@@ -712,9 +922,10 @@ fn main() {
         std::fs::write(path, json).unwrap_or_else(|e| eprintln!("bench: writing {path}: {e}"));
         println!("wrote {path}");
     }
-    let failed = results.iter().flat_map(|r| r.kernels.iter().chain(&r.sweep)).any(|k| {
-        k.stats.is_err() || k.check.as_deref().is_some_and(|c| c != "ok")
-    });
+    let failed = results
+        .iter()
+        .flat_map(|r| r.kernels.iter().chain(&r.sweep))
+        .any(|k| k.stats.is_err() || k.check.as_deref().is_some_and(|c| c != "ok"));
     if failed {
         eprintln!("bench: some kernels failed (see the table)");
         std::process::exit(1);
@@ -727,11 +938,19 @@ fn settle(b: &mut Bench, roofline: &wgpu::ComputePipeline, ms: f64) {
         return;
     }
     let n = 8usize << 20;
-    let buffers: Vec<wgpu::Buffer> = (0..3).map(|_| storage(b, n, wgpu::BufferUsages::empty())).collect();
+    let buffers: Vec<wgpu::Buffer> = (0..3)
+        .map(|_| storage(b, n, wgpu::BufferUsages::empty()))
+        .collect();
     let count = b.uniform(&[((n / 4) as u32).to_le_bytes(), [0; 4], [0; 4], [0; 4]].concat());
     let group = b.bind(roofline, &[&buffers[0], &buffers[1], &buffers[2], &count]);
     let grid = grid((n as u32 / 4).div_ceil(256), b.max_dim);
-    let mut heater = Heater { pipeline: roofline.clone(), group, grid, passes: 0, _buffers: buffers };
+    let mut heater = Heater {
+        pipeline: roofline.clone(),
+        group,
+        grid,
+        passes: 0,
+        _buffers: buffers,
+    };
     let one = b
         .time(&mut |pass, _| {
             pass.set_pipeline(&heater.pipeline);
@@ -753,7 +972,9 @@ fn fmt_us(s: &Result<Stats, String>) -> String {
 
 /// The kernel's share of the roofline's bandwidth, each counted at its own bytes.
 fn bw_ratio(k: &KernelResult, roof: &Result<Stats, String>, n: f64) -> Option<f64> {
-    let (Ok(s), Ok(r)) = (&k.stats, roof) else { return None };
+    let (Ok(s), Ok(r)) = (&k.stats, roof) else {
+        return None;
+    };
     Some(gbps(k.bytes, s.median_us) / gbps(12.0 * n, r.median_us))
 }
 
@@ -767,9 +988,22 @@ fn print_sweep(rows: usize, hidden: usize, roof: &Result<Stats, String>, sweep: 
     order.sort_by(|a, b| rank(a).cmp(&rank(b)).then(t(a).total_cmp(&t(b))));
     for k in order {
         let ratio = bw_ratio(k, roof, n).map_or("-".into(), |r| format!("{:.1}%", 100.0 * r));
-        let check = k.check.as_deref().map_or(String::new(), |c| format!("  {c}"));
-        let err = k.stats.as_ref().err().map_or(String::new(), |e| format!("  {e}"));
-        println!("  {:<10} {:<44} {:>10} µs {:>7}{check}{err}", k.name, short(&k.variant), fmt_us(&k.stats), ratio);
+        let check = k
+            .check
+            .as_deref()
+            .map_or(String::new(), |c| format!("  {c}"));
+        let err = k
+            .stats
+            .as_ref()
+            .err()
+            .map_or(String::new(), |e| format!("  {e}"));
+        println!(
+            "  {:<10} {:<44} {:>10} µs {:>7}{check}{err}",
+            k.name,
+            short(&k.variant),
+            fmt_us(&k.stats),
+            ratio
+        );
     }
 }
 
@@ -777,19 +1011,42 @@ fn print_table(results: &[ShapeResult]) {
     println!();
     println!(
         "{:>12} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>7} {:>7} {:>7} {:>6} {:>11} {:>9}",
-        "shape", "roof µs", "roof GB/s", "plain µs", "b+b µs", "sum µs", "seed µs", "plain", "b+b", "sum", "t/roof", "plain GB/s", "seed/roof"
+        "shape",
+        "roof µs",
+        "roof GB/s",
+        "plain µs",
+        "b+b µs",
+        "sum µs",
+        "seed µs",
+        "plain",
+        "b+b",
+        "sum",
+        "t/roof",
+        "plain GB/s",
+        "seed/roof"
     );
     for r in results {
         let n = (r.rows * r.hidden) as f64;
-        let k = |name: &str| r.kernels.iter().find(|k| k.name == name).expect("every kernel is timed");
-        let pct = |name: &str| bw_ratio(k(name), &r.roofline, n).map_or("-".into(), |x| format!("{:.1}%", 100.0 * x));
-        let roof_gbps = r.roofline.as_ref().map_or("-".into(), |s| format!("{:.0}", gbps(12.0 * n, s.median_us)));
+        let k = |name: &str| {
+            r.kernels
+                .iter()
+                .find(|k| k.name == name)
+                .expect("every kernel is timed")
+        };
+        let pct = |name: &str| {
+            bw_ratio(k(name), &r.roofline, n).map_or("-".into(), |x| format!("{:.1}%", 100.0 * x))
+        };
+        let roof_gbps = r.roofline.as_ref().map_or("-".into(), |s| {
+            format!("{:.0}", gbps(12.0 * n, s.median_us))
+        });
         let plain = k("plain");
         let t_ratio = match (&plain.stats, &r.roofline) {
             (Ok(a), Ok(b)) => format!("{:.2}x", a.median_us / b.median_us),
             _ => "-".into(),
         };
-        let plain_gbps = plain.stats.as_ref().map_or("-".into(), |s| format!("{:.0}", gbps(plain.bytes, s.median_us)));
+        let plain_gbps = plain.stats.as_ref().map_or("-".into(), |s| {
+            format!("{:.0}", gbps(plain.bytes, s.median_us))
+        });
         let seed_ratio = match (&r.row_per_thread, &r.roofline) {
             (Some(Ok(a)), Ok(b)) => format!("{:.1}x", a.median_us / b.median_us),
             _ => "-".into(),
@@ -817,7 +1074,10 @@ fn print_table(results: &[ShapeResult]) {
     );
     for r in results {
         for k in &r.kernels {
-            let check = k.check.as_deref().map_or(String::new(), |c| format!(", check {c}"));
+            let check = k
+                .check
+                .as_deref()
+                .map_or(String::new(), |c| format!(", check {c}"));
             if let Err(e) = &k.stats {
                 println!("{}x{} {}: {e}", r.rows, r.hidden, k.name);
             } else if !check.is_empty() && check != ", check ok" {
@@ -845,7 +1105,10 @@ fn esc(s: &str) -> String {
 
 fn stats_json(s: &Result<Stats, String>) -> String {
     match s {
-        Ok(s) => format!("{{\"median_us\": {:.3}, \"min_us\": {:.3}, \"max_us\": {:.3}}}", s.median_us, s.min_us, s.max_us),
+        Ok(s) => format!(
+            "{{\"median_us\": {:.3}, \"min_us\": {:.3}, \"max_us\": {:.3}}}",
+            s.median_us, s.min_us, s.max_us
+        ),
         Err(e) => format!("{{\"error\": \"{}\"}}", esc(e)),
     }
 }
@@ -910,15 +1173,32 @@ fn to_json(adapter: &str, args: &Args, b: &Bench, results: &[ShapeResult]) -> St
             stats_json(&r.roofline)
         );
         if let Ok(st) = &r.roofline {
-            let _ = write!(s, ", \"roofline_gbps\": {:.1}", gbps(12.0 * n, st.median_us));
+            let _ = write!(
+                s,
+                ", \"roofline_gbps\": {:.1}",
+                gbps(12.0 * n, st.median_us)
+            );
         }
         if let Some(seed) = &r.row_per_thread {
             let _ = write!(s, ", \"row_per_thread\": {}", stats_json(seed));
         }
-        let list = |ks: &[KernelResult]| ks.iter().map(|k| kernel_json(k, &r.roofline, n)).collect::<Vec<_>>().join(",\n        ");
-        let _ = write!(s, ",\n      \"kernels\": [\n        {}\n      ]", list(&r.kernels));
+        let list = |ks: &[KernelResult]| {
+            ks.iter()
+                .map(|k| kernel_json(k, &r.roofline, n))
+                .collect::<Vec<_>>()
+                .join(",\n        ")
+        };
+        let _ = write!(
+            s,
+            ",\n      \"kernels\": [\n        {}\n      ]",
+            list(&r.kernels)
+        );
         if !r.sweep.is_empty() {
-            let _ = write!(s, ",\n      \"sweep\": [\n        {}\n      ]", list(&r.sweep));
+            let _ = write!(
+                s,
+                ",\n      \"sweep\": [\n        {}\n      ]",
+                list(&r.sweep)
+            );
         }
         s.push('}');
     }
@@ -928,7 +1208,9 @@ fn to_json(adapter: &str, args: &Args, b: &Bench, results: &[ShapeResult]) -> St
 
 /// Today's UTC date, from the system clock (days to civil date, Howard Hinnant's method).
 fn today() -> String {
-    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs()) as i64;
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs()) as i64;
     let z = secs.div_euclid(86_400) + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z - era * 146_097;

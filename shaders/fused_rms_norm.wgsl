@@ -37,14 +37,14 @@ struct Params {
     eps: f32,
 };
 
-@group(0) @binding(0) var<storage, read> input: array<V>;          // (rows, width)
-@group(0) @binding(1) var<storage, read> residual: array<V>;       // (rows, width)
-@group(0) @binding(2) var<storage, read> gamma: array<V>;          // (width)
-@group(0) @binding(3) var<storage, read> beta: array<V>;           // (width), or a stub
-@group(0) @binding(4) var<storage, read> bias: array<V>;           // (width), or a stub
-@group(0) @binding(5) var<storage, read_write> output: array<V>;   // (rows, width)
-@group(0) @binding(6) var<storage, read_write> sum: array<V>;      // (rows, width), or a stub
-@group(0) @binding(7) var<uniform> params: Params;
+// The bindings come from the prelude, since their element type S (f32, f16 or
+// packed f16) and, in place, their access mode vary:
+//   0 input, 1 residual          (rows, width)
+//   2 gamma, 3 beta, 4 bias      (width); beta and bias may be stubs
+//   5 output, 6 sum              (rows, width); absent in place, where y goes
+//                                to input and v to residual
+//   7 params
+// ld(S) -> V and st(V) -> S convert; put_y and put_v store y and v.
 
 // Rows with a sum of squares below this take the rescaled path: squares of
 // values under ~1e-19 are subnormal or zero in f32, so the plain sum would
@@ -109,21 +109,41 @@ fn is_nan(x: f32) -> bool {
 }
 
 fn load_v(base: u32, i: u32) -> V {
-    var v = input[base + i] + residual[base + i];
+    var v = ld(input[base + i]) + ld(residual[base + i]);
     if HAS_BIAS {
-        v += bias[i];
+        v += ld(bias[i]);
     }
     return v;
+}
+
+// v of column i after phase 1: in place, residual already holds it (and the
+// input + residual it came from are gone).
+fn reload_v(base: u32, i: u32) -> V {
+    if IN_PLACE {
+        return ld(residual[base + i]);
+    }
+    return load_v(base, i);
 }
 
 fn fetch(base: u32, i: u32) -> Slot {
     var s: Slot;
     s.v = load_v(base, i);
     if PRELOAD {
-        s.g = gamma[i];
+        s.g = ld(gamma[i]);
         if HAS_BETA {
-            s.b = beta[i];
+            s.b = ld(beta[i]);
         }
+    }
+    return s;
+}
+
+// Column i again in phase 2, when it was not cached.
+fn refetch(base: u32, i: u32) -> Slot {
+    var s: Slot;
+    s.v = reload_v(base, i);
+    s.g = ld(gamma[i]);
+    if HAS_BETA {
+        s.b = ld(beta[i]);
     }
     return s;
 }
@@ -136,9 +156,9 @@ fn tally(acc: ptr<function, vec2<f32>>, v: V) {
 fn with_affine(i: u32, s: Slot) -> Slot {
     var t = s;
     if !PRELOAD {
-        t.g = gamma[i];
+        t.g = ld(gamma[i]);
         if HAS_BETA {
-            t.b = beta[i];
+            t.b = ld(beta[i]);
         }
     }
     return t;
@@ -149,7 +169,7 @@ fn store_y(base: u32, i: u32, s: Slot, pre: f32, post: f32) {
     if HAS_BETA {
         y += s.b;
     }
-    output[base + i] = y;
+    put_y(base + i, y);
 }
 
 @compute @workgroup_size(WG)
@@ -174,7 +194,7 @@ fn main(
         let v = load_v(base, i);
         tally(&acc, v);
         if WRITE_SUM {
-            sum[base + i] = v;
+            put_v(base + i, v);
         }
     }
     let total = reduce_workgroup(lid, acc);
@@ -196,7 +216,7 @@ fn main(
         let scale = ldexp(1.0, clamp(-frexp(total.y).exp, -126, 126));
         var scaled = cached_squares(&cache, lid, width, scale);
         for (var i = lid + SLOTS * WG; i < width; i += WG) {
-            scaled += square_sum(load_v(base, i) * scale);
+            scaled += square_sum(reload_v(base, i) * scale);
         }
         // Every lane has read the first result before `partials` is reused.
         workgroupBarrier();
@@ -214,6 +234,6 @@ fn main(
     // Phase 2: normalize and write.
     drain(&cache, base, lid, width, pre, post);
     for (var i = lid + SLOTS * WG; i < width; i += WG) {
-        store_y(base, i, with_affine(i, fetch(base, i)), pre, post);
+        store_y(base, i, refetch(base, i), pre, post);
     }
 }

@@ -27,7 +27,10 @@ impl Error {
 
     pub fn message(&self) -> &str {
         match self {
-            Error::WebGpuUnavailable(m) | Error::GpuDevice(m) | Error::Shape(m) | Error::Type(m) => m,
+            Error::WebGpuUnavailable(m)
+            | Error::GpuDevice(m)
+            | Error::Shape(m)
+            | Error::Type(m) => m,
         }
     }
 }

@@ -123,7 +123,10 @@ impl FusedRmsNorm {
     pub async fn create(options: Option<CreateOptions>) -> Result<FusedRmsNorm, JsValue> {
         let power = power_preference(options.as_ref().map(|o| o.as_ref())).map_err(to_js)?;
         let ctx = GpuContext::new(power).await.map_err(to_js)?;
-        Ok(FusedRmsNorm { ctx: Rc::new(RefCell::new(Rc::new(ctx))), power })
+        Ok(FusedRmsNorm {
+            ctx: Rc::new(RefCell::new(Rc::new(ctx))),
+            power,
+        })
     }
 
     /// Uploads `data` to the GPU as a tensor this instance's calls accept in place of an
@@ -139,19 +142,31 @@ impl FusedRmsNorm {
         let _ = Reflect::set(&holder, &"data".into(), &data);
         let arg = array_arg(&holder, "data", true).map_err(to_js)?;
         let Some(Arg::Host(a)) = arg else {
-            return Err(to_js(Error::Type(format!("data: expected a typed array, got {}", describe(&data)))));
+            return Err(to_js(Error::Type(format!(
+                "data: expected a typed array, got {}",
+                describe(&data)
+            ))));
         };
         let dtype = get(options.as_ref().unwrap_or(&JsValue::UNDEFINED), "dtype");
         let wanted = match dtype.as_string().as_deref() {
             _ if dtype.is_undefined() => a.dtype,
             Some("f32") => Dtype::F32,
             Some("f16") => Dtype::F16,
-            _ => return Err(to_js(Error::Type(format!("options.dtype: expected \"f32\" or \"f16\", got {}", describe(&dtype))))),
+            _ => {
+                return Err(to_js(Error::Type(format!(
+                    "options.dtype: expected \"f32\" or \"f16\", got {}",
+                    describe(&dtype)
+                ))))
+            }
         };
         if wanted != a.dtype {
             return Err(to_js(Error::Type(format!(
                 "data: expected {} for dtype \"{}\", got {}",
-                if wanted == Dtype::F32 { "a Float32Array" } else { "a Uint16Array or Float16Array" },
+                if wanted == Dtype::F32 {
+                    "a Float32Array"
+                } else {
+                    "a Uint16Array or Float16Array"
+                },
                 wanted.name(),
                 describe(&data)
             ))));
@@ -165,14 +180,20 @@ impl FusedRmsNorm {
     /// fresh `Float32Array` of `input.length`; rejects with `TypeError`, `ShapeError` or
     /// `GpuDeviceError`.
     #[wasm_bindgen(unchecked_return_type = "Promise<Float32Array>")]
-    pub fn run(&self, #[wasm_bindgen(unchecked_param_type = "FusedRmsNormArgs")] args: JsValue) -> Promise {
+    pub fn run(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "FusedRmsNormArgs")] args: JsValue,
+    ) -> Promise {
         self.start(&args, false)
     }
 
     /// As `run`, and also resolves with `sum = input + residual (+ bias)`, the residual
     /// stream the next layer takes.
     #[wasm_bindgen(js_name = runWithSum, unchecked_return_type = "Promise<FusedRmsNormWithSum>")]
-    pub fn run_with_sum(&self, #[wasm_bindgen(unchecked_param_type = "FusedRmsNormArgs")] args: JsValue) -> Promise {
+    pub fn run_with_sum(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "FusedRmsNormArgs")] args: JsValue,
+    ) -> Promise {
         self.start(&args, true)
     }
 
@@ -224,7 +245,12 @@ impl FusedRmsNorm {
         let stats = self.ctx.borrow().buffer_stats();
         let memory = wasm_bindgen::memory()
             .dyn_into::<js_sys::WebAssembly::Memory>()
-            .map(|m| m.buffer().dyn_into::<js_sys::ArrayBuffer>().map(|b| b.byte_length()).unwrap_or(0))
+            .map(|m| {
+                m.buffer()
+                    .dyn_into::<js_sys::ArrayBuffer>()
+                    .map(|b| b.byte_length())
+                    .unwrap_or(0)
+            })
             .unwrap_or(0);
         let o = Object::new();
         let _ = Reflect::set(&o, &"liveBuffers".into(), &(stats.live as f64).into());
@@ -267,7 +293,11 @@ impl GpuTensor {
             h
         });
         TENSORS.with(|t| t.borrow_mut().insert(handle, tensor.clone()));
-        GpuTensor { handle, tensor, ctx }
+        GpuTensor {
+            handle,
+            tensor,
+            ctx,
+        }
     }
 }
 
@@ -307,7 +337,9 @@ impl GpuTensor {
     #[wasm_bindgen(unchecked_return_type = "Promise<Float32Array | Uint16Array>")]
     pub fn read(&self) -> Promise {
         match self.ctx.read_tensor(&self.tensor) {
-            Ok(p) => future_to_promise(async move { p.read().await.map(|o| o.y.into()).map_err(to_js) }),
+            Ok(p) => {
+                future_to_promise(async move { p.read().await.map(|o| o.y.into()).map_err(to_js) })
+            }
             Err(e) => Promise::reject(&to_js(e)),
         }
     }
@@ -335,12 +367,24 @@ impl FusedRmsNorm {
                 Err(e) => Promise::reject(&to_js(e)),
             };
         }
-        let resident = [Some(&x.input), Some(&x.residual), Some(&x.gamma), x.beta.as_ref(), x.bias.as_ref()]
-            .into_iter()
-            .any(|a| matches!(a, Some(Arg::Gpu(_))));
+        let resident = [
+            Some(&x.input),
+            Some(&x.residual),
+            Some(&x.gamma),
+            x.beta.as_ref(),
+            x.bias.as_ref(),
+        ]
+        .into_iter()
+        .any(|a| matches!(a, Some(Arg::Gpu(_))));
         if ctx.lost_reason().is_none() || resident {
             return match ctx.submit(&x, want_sum) {
-                Ok(pending) => future_to_promise(async move { pending.read().await.map(|o| result(o, want_sum)).map_err(to_js) }),
+                Ok(pending) => future_to_promise(async move {
+                    pending
+                        .read()
+                        .await
+                        .map(|o| result(o, want_sum))
+                        .map_err(to_js)
+                }),
                 Err(e) => Promise::reject(&to_js(e)),
             };
         }
@@ -370,7 +414,8 @@ impl FusedRmsNorm {
 
 /// `performance.now()`, in windows and workers alike.
 fn now() -> f64 {
-    let perf = Reflect::get(&js_sys::global(), &JsValue::from_str("performance")).unwrap_or(JsValue::UNDEFINED);
+    let perf = Reflect::get(&js_sys::global(), &JsValue::from_str("performance"))
+        .unwrap_or(JsValue::UNDEFINED);
     Reflect::get(&perf, &JsValue::from_str("now"))
         .ok()
         .and_then(|f| f.dyn_into::<js_sys::Function>().ok())
@@ -385,7 +430,11 @@ fn gpu_result(out: GpuOutput, ctx: &Rc<GpuContext>, want_sum: bool) -> JsValue {
         (true, Some(sum)) => {
             let o = Object::new();
             let _ = Reflect::set(&o, &JsValue::from_str("output"), &y);
-            let _ = Reflect::set(&o, &JsValue::from_str("sum"), &tensor_value(GpuTensor::new(sum, ctx.clone())));
+            let _ = Reflect::set(
+                &o,
+                &JsValue::from_str("sum"),
+                &tensor_value(GpuTensor::new(sum, ctx.clone())),
+            );
             o.into()
         }
         _ => y,
@@ -443,9 +492,15 @@ fn describe(v: &JsValue) -> String {
     if v.is_function() {
         return "a function".into();
     }
-    let name = get(&get(v, "constructor"), "name").as_string().unwrap_or_default();
+    let name = get(&get(v, "constructor"), "name")
+        .as_string()
+        .unwrap_or_default();
     if !name.is_empty() {
-        let article = if name.starts_with(['A', 'E', 'I', 'O', 'U']) { "an" } else { "a" };
+        let article = if name.starts_with(['A', 'E', 'I', 'O', 'U']) {
+            "an"
+        } else {
+            "a"
+        };
         return format!("{article} {name}");
     }
     "an object".into()
@@ -475,7 +530,9 @@ fn typed_array(v: &JsValue) -> Result<Option<JsArray>, String> {
     if !is_view(v).unwrap_or(false) {
         return Ok(None);
     }
-    let kind = Reflect::get(v, &js_sys::Symbol::to_string_tag()).ok().and_then(|k| k.as_string());
+    let kind = Reflect::get(v, &js_sys::Symbol::to_string_tag())
+        .ok()
+        .and_then(|k| k.as_string());
     let dtype = match kind.as_deref() {
         Some("Float32Array") => Dtype::F32,
         Some("Uint16Array") | Some("Float16Array") => Dtype::F16,
@@ -486,7 +543,9 @@ fn typed_array(v: &JsValue) -> Result<Option<JsArray>, String> {
         return Err("a typed array over a live buffer, got one whose ArrayBuffer was transferred (detached)".into());
     }
     let mut array = v.clone();
-    if get(&buffer, "resizable").as_bool() == Some(true) || get(&buffer, "growable").as_bool() == Some(true) {
+    if get(&buffer, "resizable").as_bool() == Some(true)
+        || get(&buffer, "growable").as_bool() == Some(true)
+    {
         // WebGPU's writeBuffer refuses views of resizable buffers; upload a fixed copy.
         array = get(v, "slice")
             .dyn_into::<js_sys::Function>()
@@ -518,7 +577,10 @@ fn array_arg(args: &JsValue, name: &str, required: bool) -> Result<Option<Arg<Js
     } else {
         "a Float32Array (or Uint16Array/Float16Array for f16), a GpuTensor or undefined"
     };
-    Err(Error::Type(format!("{name}: expected {expected}, got {}", describe(&v))))
+    Err(Error::Type(format!(
+        "{name}: expected {expected}, got {}",
+        describe(&v)
+    )))
 }
 
 /// The tensor behind a `GpuTensor` object, `None` for anything else. The brand is the
@@ -529,7 +591,8 @@ fn tensor_arg(v: &JsValue, name: &str) -> Result<Option<Rc<Tensor>>, Error> {
     }
     let ours = TENSOR_PROTOTYPE.with(|p| {
         let p = p.borrow();
-        p.as_ref().is_some_and(|p| prototype_of(v).is_ok_and(|q| &q == p))
+        p.as_ref()
+            .is_some_and(|p| prototype_of(v).is_ok_and(|q| &q == p))
     });
     if !ours {
         return Ok(None);
@@ -542,19 +605,26 @@ fn tensor_arg(v: &JsValue, name: &str) -> Result<Option<Rc<Tensor>>, Error> {
         .and_then(|h| TENSORS.with(|t| t.borrow().get(&(h as u32)).cloned()));
     match tensor {
         Some(t) => Ok(Some(t)),
-        None => Err(Error::GpuDevice(format!("{name}: expected a live GpuTensor, got one that was freed"))),
+        None => Err(Error::GpuDevice(format!(
+            "{name}: expected a live GpuTensor, got one that was freed"
+        ))),
     }
 }
 
 /// The call's inputs, and whether its results stay on the GPU.
 fn parse_args(args: &JsValue) -> Result<(Args, bool), Error> {
-    if !args.is_object() || args.is_function() || is_array(args).unwrap_or(true) || is_view(args).unwrap_or(true) {
+    if !args.is_object()
+        || args.is_function()
+        || is_array(args).unwrap_or(true)
+        || is_view(args).unwrap_or(true)
+    {
         return Err(Error::Type(format!(
             "args: expected an object {{ input, residual, gamma, hidden, beta?, bias?, eps? }}, got {}",
             describe(args)
         )));
     }
-    let required = |name| array_arg(args, name, true)?.ok_or_else(|| Error::Type(format!("{name}: missing")));
+    let required =
+        |name| array_arg(args, name, true)?.ok_or_else(|| Error::Type(format!("{name}: missing")));
     let input = required("input")?;
     let residual = required("residual")?;
     let gamma = required("gamma")?;
@@ -566,30 +636,55 @@ fn parse_args(args: &JsValue) -> Result<(Args, bool), Error> {
         Some("array") => false,
         Some("gpu") => true,
         _ => {
-            return Err(Error::Type(format!("output: expected \"array\", \"gpu\" or undefined, got {}", describe(&o))));
+            return Err(Error::Type(format!(
+                "output: expected \"array\", \"gpu\" or undefined, got {}",
+                describe(&o)
+            )));
         }
     };
 
     let h = get(args, "hidden");
     let Some(hidden) = h.as_f64() else {
-        return Err(Error::Type(format!("hidden: expected a number (an integer >= 1), got {}", describe(&h))));
+        return Err(Error::Type(format!(
+            "hidden: expected a number (an integer >= 1), got {}",
+            describe(&h)
+        )));
     };
     if !(hidden.fract() == 0.0 && hidden >= 1.0 && hidden <= u32::MAX as f64) {
-        return Err(Error::Shape(format!("hidden: expected an integer from 1 to {}, got {hidden}", u32::MAX)));
+        return Err(Error::Shape(format!(
+            "hidden: expected an integer from 1 to {}, got {hidden}",
+            u32::MAX
+        )));
     }
     let e = get(args, "eps");
     let eps = if e.is_undefined() {
         1e-6
     } else {
         let Some(eps) = e.as_f64() else {
-            return Err(Error::Type(format!("eps: expected a number or undefined, got {}", describe(&e))));
+            return Err(Error::Type(format!(
+                "eps: expected a number or undefined, got {}",
+                describe(&e)
+            )));
         };
         if !(eps.is_finite() && eps >= 0.0 && eps <= f32::MAX as f64) {
-            return Err(Error::Shape(format!("eps: expected a finite number >= 0, got {eps}")));
+            return Err(Error::Shape(format!(
+                "eps: expected a finite number >= 0, got {eps}"
+            )));
         }
         eps as f32
     };
-    Ok((Inputs { input, residual, gamma, beta, bias, hidden: hidden as usize, eps }, to_gpu))
+    Ok((
+        Inputs {
+            input,
+            residual,
+            gamma,
+            beta,
+            bias,
+            hidden: hidden as usize,
+            eps,
+        },
+        to_gpu,
+    ))
 }
 
 fn power_preference(options: Option<&JsValue>) -> Result<wgpu::PowerPreference, Error> {

@@ -16,7 +16,7 @@ use futures_channel::oneshot;
 
 use crate::error::Error;
 use crate::host::{new_host_vec, read_mapped, HostArray, HostVec};
-use crate::kernel::{grid, Options, Params, Variant};
+use crate::kernel::{grid, Options, Params, Storage, Variant};
 use crate::pool::{BufferPool, Pooled};
 use crate::shape::{Inputs, Shape};
 use crate::tensor::{next_context_id, ContextId, Dtype, Tensor};
@@ -49,11 +49,26 @@ const BINDINGS: [(u32, bool); 8] = [
     (7, true),  // params (uniform)
 ];
 
+/// In place, `y` goes to `input` and `v` to `residual`, which are therefore writable, and
+/// there are no output bindings.
+const BINDINGS_IN_PLACE: [(u32, bool); 6] = [
+    (0, false),
+    (1, false),
+    (2, true),
+    (3, true),
+    (4, true),
+    (7, true),
+];
+
 pub struct GpuContext {
     device: wgpu::Device,
     queue: wgpu::Queue,
     layout: wgpu::BindGroupLayout,
     pipeline_layout: wgpu::PipelineLayout,
+    layout_in_place: wgpu::BindGroupLayout,
+    pipeline_layout_in_place: wgpu::PipelineLayout,
+    /// f16 data through WGSL `shader-f16`; otherwise packed in u32s.
+    shader_f16: bool,
     pipelines: RefCell<HashMap<Variant, wgpu::ComputePipeline>>,
     /// Bound in place of an absent optional input: WebGPU has no null binding.
     stub_in: wgpu::Buffer,
@@ -91,21 +106,35 @@ impl GpuContext {
                     .into(),
             ));
         }
-        let backends = if cfg!(target_arch = "wasm32") { wgpu::Backends::BROWSER_WEBGPU } else { wgpu::Backends::VULKAN };
+        let backends = if cfg!(target_arch = "wasm32") {
+            wgpu::Backends::BROWSER_WEBGPU
+        } else {
+            wgpu::Backends::VULKAN
+        };
         let instance = wgpu::Instance::new(wgpu::InstanceDescriptor {
             backends,
             ..wgpu::InstanceDescriptor::new_without_display_handle()
         });
         let adapter = instance
-            .request_adapter(&wgpu::RequestAdapterOptions { power_preference, ..Default::default() })
+            .request_adapter(&wgpu::RequestAdapterOptions {
+                power_preference,
+                ..Default::default()
+            })
             .await
-            .map_err(|e| Error::WebGpuUnavailable(format!("requestAdapter: expected an adapter, got none ({e})")))?;
-        Self::from_adapter(&adapter, wgpu::Features::empty()).await
+            .map_err(|e| {
+                Error::WebGpuUnavailable(format!(
+                    "requestAdapter: expected an adapter, got none ({e})"
+                ))
+            })?;
+        Self::from_adapter(&adapter, wgpu::Features::SHADER_F16).await
     }
 
     /// Opens a device on `adapter` with its full limits (the defaults cap a storage binding
     /// at 128 MiB even where the hardware allows more) and any of `wanted` it supports.
-    pub async fn from_adapter(adapter: &wgpu::Adapter, wanted: wgpu::Features) -> Result<GpuContext, Error> {
+    pub async fn from_adapter(
+        adapter: &wgpu::Adapter,
+        wanted: wgpu::Features,
+    ) -> Result<GpuContext, Error> {
         let limits = adapter.limits();
         let (device, queue) = adapter
             .request_device(&wgpu::DeviceDescriptor {
@@ -115,7 +144,11 @@ impl GpuContext {
                 ..Default::default()
             })
             .await
-            .map_err(|e| Error::GpuDevice(format!("requestDevice: expected a device, got an error ({e})")))?;
+            .map_err(|e| {
+                Error::GpuDevice(format!(
+                    "requestDevice: expected a device, got an error ({e})"
+                ))
+            })?;
 
         // Errors outside an error scope would otherwise reach wgpu's default handler, which
         // panics; a panic in wasm kills the instance for good.
@@ -128,32 +161,38 @@ impl GpuContext {
             }
         });
 
-        let entries: Vec<wgpu::BindGroupLayoutEntry> = BINDINGS
-            .iter()
-            .map(|&(binding, read_only)| wgpu::BindGroupLayoutEntry {
-                binding,
-                visibility: wgpu::ShaderStages::COMPUTE,
-                ty: wgpu::BindingType::Buffer {
-                    ty: if binding == 7 {
-                        wgpu::BufferBindingType::Uniform
-                    } else {
-                        wgpu::BufferBindingType::Storage { read_only }
+        let layouts = |bindings: &[(u32, bool)], label| {
+            let entries: Vec<wgpu::BindGroupLayoutEntry> = bindings
+                .iter()
+                .map(|&(binding, read_only)| wgpu::BindGroupLayoutEntry {
+                    binding,
+                    visibility: wgpu::ShaderStages::COMPUTE,
+                    ty: wgpu::BindingType::Buffer {
+                        ty: if binding == 7 {
+                            wgpu::BufferBindingType::Uniform
+                        } else {
+                            wgpu::BufferBindingType::Storage { read_only }
+                        },
+                        has_dynamic_offset: false,
+                        min_binding_size: None,
                     },
-                    has_dynamic_offset: false,
-                    min_binding_size: None,
-                },
-                count: None,
-            })
-            .collect();
-        let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-            label: Some("fused_rms_norm"),
-            entries: &entries,
-        });
-        let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
-            label: Some("fused_rms_norm"),
-            bind_group_layouts: &[Some(&layout)],
-            immediate_size: 0,
-        });
+                    count: None,
+                })
+                .collect();
+            let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+                label: Some(label),
+                entries: &entries,
+            });
+            let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+                label: Some(label),
+                bind_group_layouts: &[Some(&layout)],
+                immediate_size: 0,
+            });
+            (layout, pipeline_layout)
+        };
+        let (layout, pipeline_layout) = layouts(&BINDINGS, "fused_rms_norm");
+        let (layout_in_place, pipeline_layout_in_place) =
+            layouts(&BINDINGS_IN_PLACE, "fused_rms_norm in place");
         let stub = |label| {
             device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some(label),
@@ -163,19 +202,27 @@ impl GpuContext {
             })
         };
         let (stub_in, stub_out) = (stub("absent input"), stub("absent output"));
+        let shader_f16 = device.features().contains(wgpu::Features::SHADER_F16);
         Ok(GpuContext {
             adapter: summarize(adapter, &device),
             device,
             queue,
             layout,
             pipeline_layout,
+            layout_in_place,
+            pipeline_layout_in_place,
+            shader_f16,
             pipelines: RefCell::new(HashMap::new()),
             stub_in,
             stub_out,
             lost,
-            max_binding: limits.max_storage_buffer_binding_size.min(limits.max_buffer_size),
+            max_binding: limits
+                .max_storage_buffer_binding_size
+                .min(limits.max_buffer_size),
             max_groups_per_dim: limits.max_compute_workgroups_per_dimension,
-            max_workgroup: limits.max_compute_invocations_per_workgroup.min(limits.max_compute_workgroup_size_x),
+            max_workgroup: limits
+                .max_compute_invocations_per_workgroup
+                .min(limits.max_compute_workgroup_size_x),
             pool: Rc::new(BufferPool::default()),
             id: next_context_id(),
         })
@@ -204,19 +251,29 @@ impl GpuContext {
             return p.clone();
         }
         let label = variant.label();
-        let module = self.device.create_shader_module(wgpu::ShaderModuleDescriptor {
-            label: Some(&label),
-            source: wgpu::ShaderSource::Wgsl(variant.wgsl().into()),
-        });
-        let pipeline = self.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-            label: Some(&label),
-            layout: Some(&self.pipeline_layout),
-            module: &module,
-            entry_point: Some("main"),
-            compilation_options: Default::default(),
-            cache: None,
-        });
-        self.pipelines.borrow_mut().insert(variant, pipeline.clone());
+        let module = self
+            .device
+            .create_shader_module(wgpu::ShaderModuleDescriptor {
+                label: Some(&label),
+                source: wgpu::ShaderSource::Wgsl(variant.wgsl().into()),
+            });
+        let pipeline = self
+            .device
+            .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                label: Some(&label),
+                layout: Some(if variant.in_place {
+                    &self.pipeline_layout_in_place
+                } else {
+                    &self.pipeline_layout
+                }),
+                module: &module,
+                entry_point: Some("main"),
+                compilation_options: Default::default(),
+                cache: None,
+            });
+        self.pipelines
+            .borrow_mut()
+            .insert(variant, pipeline.clone());
         pipeline
     }
 
@@ -246,13 +303,60 @@ impl GpuContext {
         let entries: Vec<wgpu::BindGroupEntry> = buffers
             .iter()
             .enumerate()
-            .map(|(i, b)| wgpu::BindGroupEntry { binding: i as u32, resource: b.as_entire_binding() })
+            .map(|(i, b)| wgpu::BindGroupEntry {
+                binding: i as u32,
+                resource: b.as_entire_binding(),
+            })
             .collect();
         self.device.create_bind_group(&wgpu::BindGroupDescriptor {
             label: Some("fused_rms_norm"),
             layout: &self.layout,
             entries: &entries,
         })
+    }
+
+    /// Binds an in-place dispatch: `input` receives `y`, `residual` receives `v`.
+    pub fn bind_group_in_place(
+        &self,
+        input: &wgpu::Buffer,
+        residual: &wgpu::Buffer,
+        gamma: &wgpu::Buffer,
+        beta: Option<&wgpu::Buffer>,
+        bias: Option<&wgpu::Buffer>,
+        params: &wgpu::Buffer,
+    ) -> wgpu::BindGroup {
+        let buffers = [
+            input,
+            residual,
+            gamma,
+            beta.unwrap_or(&self.stub_in),
+            bias.unwrap_or(&self.stub_in),
+            params,
+        ];
+        let entries: Vec<wgpu::BindGroupEntry> = BINDINGS_IN_PLACE
+            .iter()
+            .zip(buffers)
+            .map(|(&(binding, _), b)| wgpu::BindGroupEntry {
+                binding,
+                resource: b.as_entire_binding(),
+            })
+            .collect();
+        self.device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some("fused_rms_norm in place"),
+            layout: &self.layout_in_place,
+            entries: &entries,
+        })
+    }
+
+    /// Uses packed u32 storage for f16 even where `shader-f16` is available (to test that
+    /// path, or to work around a driver).
+    pub fn set_shader_f16(&mut self, on: bool) {
+        self.shader_f16 = on && self.device.features().contains(wgpu::Features::SHADER_F16);
+    }
+
+    /// Whether f16 data goes through WGSL `shader-f16` (else packed u32s).
+    pub fn uses_shader_f16(&self) -> bool {
+        self.shader_f16
     }
 
     /// A uniform buffer holding `params`.
@@ -278,14 +382,21 @@ impl GpuContext {
     }
 
     fn pooled_params(&self, params: Params) -> Pooled {
-        let b = self.pool.take(&self.device, wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST, Params::SIZE as u64);
+        let b = self.pool.take(
+            &self.device,
+            wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+            Params::SIZE as u64,
+        );
         self.queue.write_buffer(&b, 0, &params.to_bytes());
         b
     }
 
     /// Live and idle GPU buffers of this context.
     pub fn buffer_stats(&self) -> BufferStats {
-        BufferStats { live: self.pool.live(), idle: self.pool.idle() }
+        BufferStats {
+            live: self.pool.live(),
+            idle: self.pool.idle(),
+        }
     }
 
     /// Caps storage bindings below the device's limit, so tests can reach the row-splitting
@@ -296,11 +407,21 @@ impl GpuContext {
 
     /// A storage buffer of `len` f32.
     fn pooled_storage(&self, len: usize, dtype: Dtype, extra: wgpu::BufferUsages) -> Pooled {
-        self.pool.take(&self.device, wgpu::BufferUsages::STORAGE | extra, (len * dtype.bytes()) as u64)
+        self.pool.take(
+            &self.device,
+            wgpu::BufferUsages::STORAGE | extra,
+            (len * dtype.bytes()) as u64,
+        )
     }
 
     /// Records the dispatch of `rows` rows with `pipeline` into `pass`.
-    pub fn dispatch(&self, pass: &mut wgpu::ComputePass, pipeline: &wgpu::ComputePipeline, group: &wgpu::BindGroup, rows: u32) {
+    pub fn dispatch(
+        &self,
+        pass: &mut wgpu::ComputePass,
+        pipeline: &wgpu::ComputePipeline,
+        group: &wgpu::BindGroup,
+        rows: u32,
+    ) {
         let (x, y) = grid(rows, self.max_groups_per_dim);
         pass.set_pipeline(pipeline);
         pass.set_bind_group(0, group, &[]);
@@ -336,14 +457,29 @@ impl GpuContext {
     /// submission (same result; each dispatch reads the same inputs). The slope of the call's
     /// time over `repeat` is the kernel's cost on GPU-resident buffers, without uploads and
     /// readback: the figure benchmarks compare where timestamp queries are not available.
-    pub fn submit_repeated<A: HostArray>(&self, x: &Inputs<A>, want_sum: bool, repeat: u32) -> Result<Pending, Error> {
-        self.submit_with(x, want_sum, repeat, false)
+    pub fn submit_repeated<A: HostArray>(
+        &self,
+        x: &Inputs<A>,
+        want_sum: bool,
+        repeat: u32,
+    ) -> Result<Pending, Error> {
+        self.submit_with(x, want_sum, repeat, Destination::Host)
+    }
+
+    /// Runs in place on GPU tensors: `residual ← v`, `input ← y`; no new memory.
+    /// `Pending::read_gpu` reports completion (its tensors are the arguments themselves).
+    pub fn submit_in_place<A: HostArray>(&self, x: &Inputs<A>) -> Result<Pending, Error> {
+        self.submit_with(x, true, 1, Destination::InPlace)
     }
 
     /// As [`submit`](Self::submit), leaving the results on the GPU as tensors of this
     /// context: no readback. `Pending::read_gpu` hands them over.
-    pub fn submit_to_gpu<A: HostArray>(&self, x: &Inputs<A>, want_sum: bool) -> Result<Pending, Error> {
-        self.submit_with(x, want_sum, 1, true)
+    pub fn submit_to_gpu<A: HostArray>(
+        &self,
+        x: &Inputs<A>,
+        want_sum: bool,
+    ) -> Result<Pending, Error> {
+        self.submit_with(x, want_sum, 1, Destination::Gpu)
     }
 
     /// Uploads `data` as a tensor of this context.
@@ -360,26 +496,42 @@ impl GpuContext {
             )));
         }
         let t = self.tensor(len, data.dtype());
-        data.upload(&self.queue, &t.buffer, 0, len).map_err(|e| Error::Type(format!("data: the browser refused the array ({e})")))?;
+        data.upload(&self.queue, &t.buffer, 0, len)
+            .map_err(|e| Error::Type(format!("data: the browser refused the array ({e})")))?;
         Ok(t)
     }
 
     /// An uninitialised tensor of `len` f32 on this context.
     fn tensor(&self, len: usize, dtype: Dtype) -> Rc<Tensor> {
-        let usage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::COPY_SRC;
+        let usage = wgpu::BufferUsages::STORAGE
+            | wgpu::BufferUsages::COPY_DST
+            | wgpu::BufferUsages::COPY_SRC;
         let buffer = self.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("tensor"),
             size: (len.max(4) * dtype.bytes()).next_multiple_of(16) as u64,
             usage,
             mapped_at_creation: false,
         });
-        Rc::new(Tensor { buffer, len, dtype, owner: self.id, lost: self.lost.clone() })
+        Rc::new(Tensor {
+            buffer,
+            len,
+            dtype,
+            owner: self.id,
+            lost: self.lost.clone(),
+        })
     }
 
     /// Copies a tensor of this context back to the host.
     pub fn read_tensor(&self, t: &Rc<Tensor>) -> Result<Pending, Error> {
         self.check_tensor("tensor", t)?;
-        let mut pending = self.pending(Shape { rows: usize::from(t.len > 0), hidden: t.len.max(1) }, false, t.dtype);
+        let mut pending = self.pending(
+            Shape {
+                rows: usize::from(t.len > 0),
+                hidden: t.len.max(1),
+            },
+            false,
+            t.dtype,
+        );
         if t.len == 0 {
             return Ok(pending);
         }
@@ -387,7 +539,12 @@ impl GpuContext {
         let y = self.readback(&mut encoder, &t.buffer, t.len, t.dtype);
         self.queue.submit([encoder.finish()]);
         pending.mapped.push(map_read(&y));
-        pending.chunks.push(Chunk { start: 0, len: t.len, y, sum: None });
+        pending.chunks.push(Chunk {
+            start: 0,
+            len: t.len,
+            y,
+            sum: None,
+        });
         pending.holds.push(t.clone());
         Ok(pending)
     }
@@ -398,7 +555,9 @@ impl GpuContext {
             return Err(Error::GpuDevice(format!("{name}: expected a GpuTensor on a live device, got one whose device was lost ({why})")));
         }
         if t.owner != self.id {
-            return Err(Error::Type(format!("{name}: expected a GpuTensor of this FusedRmsNorm, got one of another instance")));
+            return Err(Error::Type(format!(
+                "{name}: expected a GpuTensor of this FusedRmsNorm, got one of another instance"
+            )));
         }
         Ok(())
     }
@@ -420,12 +579,25 @@ impl GpuContext {
         }
     }
 
-    fn submit_with<A: HostArray>(&self, x: &Inputs<A>, want_sum: bool, repeat: u32, to_gpu: bool) -> Result<Pending, Error> {
+    fn submit_with<A: HostArray>(
+        &self,
+        x: &Inputs<A>,
+        want_sum: bool,
+        repeat: u32,
+        to: Destination,
+    ) -> Result<Pending, Error> {
+        let to_gpu = to != Destination::Host;
         let shape = Shape::of(x)?;
         if let Some(why) = self.lost_reason() {
             return Err(lost_error(&why));
         }
-        let named = [("input", Some(&x.input)), ("residual", Some(&x.residual)), ("gamma", Some(&x.gamma)), ("beta", x.beta.as_ref()), ("bias", x.bias.as_ref())];
+        let named = [
+            ("input", Some(&x.input)),
+            ("residual", Some(&x.residual)),
+            ("gamma", Some(&x.gamma)),
+            ("beta", x.beta.as_ref()),
+            ("bias", x.bias.as_ref()),
+        ];
         let mut any_resident = false;
         let dtype = x.input.dtype();
         for (name, a) in named {
@@ -442,9 +614,30 @@ impl GpuContext {
                 )));
             }
         }
+        if to == Destination::InPlace {
+            match (x.input.resident(), x.residual.resident()) {
+                (Some(a), Some(b)) if Rc::ptr_eq(a, b) => {
+                    return Err(Error::Type("residual: expected a GpuTensor other than input (both are written in place)".into()));
+                }
+                (Some(_), Some(_)) => {}
+                (None, _) => {
+                    return Err(Error::Type(
+                        "input: expected a GpuTensor with inPlace: true, got host data".into(),
+                    ))
+                }
+                (_, None) => {
+                    return Err(Error::Type(
+                        "residual: expected a GpuTensor with inPlace: true, got host data".into(),
+                    ))
+                }
+            }
+        }
         if dtype == Dtype::F16 && shape.hidden % 4 != 0 {
             // Halves are moved four at a time (two 32-bit words); a row must not end mid-word.
-            return Err(Error::Shape(format!("hidden: expected a multiple of 4 for f16 data, got {}", shape.hidden)));
+            return Err(Error::Shape(format!(
+                "hidden: expected a multiple of 4 for f16 data, got {}",
+                shape.hidden
+            )));
         }
         let mut per_chunk = self.rows_per_chunk(shape.hidden)?;
         if (to_gpu || any_resident) && shape.rows > per_chunk {
@@ -458,7 +651,7 @@ impl GpuContext {
             per_chunk = shape.rows.max(1);
         }
         let mut pending = self.pending(shape, want_sum, dtype);
-        if to_gpu {
+        if to == Destination::Gpu {
             pending.gpu = Some(GpuOutput {
                 y: self.tensor(shape.len(), dtype),
                 sum: want_sum.then(|| self.tensor(shape.len(), dtype)),
@@ -468,8 +661,21 @@ impl GpuContext {
             return Ok(pending);
         }
         let Shape { rows, hidden } = shape;
-        let options = Options { bias: x.bias.is_some(), beta: x.beta.is_some(), sum: want_sum };
-        let variant = Variant::for_shape(hidden as u32, options).within(hidden as u32, self.max_workgroup);
+        let options = Options {
+            bias: x.bias.is_some(),
+            beta: x.beta.is_some(),
+            sum: want_sum,
+        };
+        let storage = match dtype {
+            Dtype::F32 => Storage::F32,
+            Dtype::F16 if self.shader_f16 => Storage::F16,
+            Dtype::F16 => Storage::F16Packed,
+        };
+        let variant = Variant {
+            storage,
+            in_place: to == Destination::InPlace,
+            ..Variant::for_shape(hidden as u32, options).within(hidden as u32, self.max_workgroup)
+        };
 
         // Everything between the pushes and the pops is synchronous, so calls that interleave
         // at their awaits never share a scope.
@@ -480,14 +686,23 @@ impl GpuContext {
             Some(t) => Ok(Staged::Resident(t.clone())),
             None => {
                 let b = self.pooled_storage(count, dtype, wgpu::BufferUsages::COPY_DST);
-                a.upload(&self.queue, &b, start, count)
-                    .map_err(|e| Error::Type(format!("{name}: the browser refused the array ({e})")))?;
+                a.upload(&self.queue, &b, start, count).map_err(|e| {
+                    Error::Type(format!("{name}: the browser refused the array ({e})"))
+                })?;
                 Ok(Staged::Pooled(b))
             }
         };
         let gamma = stage("gamma", &x.gamma, 0, hidden)?;
-        let beta = x.beta.as_ref().map(|a| stage("beta", a, 0, hidden)).transpose()?;
-        let bias = x.bias.as_ref().map(|a| stage("bias", a, 0, hidden)).transpose()?;
+        let beta = x
+            .beta
+            .as_ref()
+            .map(|a| stage("beta", a, 0, hidden))
+            .transpose()?;
+        let bias = x
+            .bias
+            .as_ref()
+            .map(|a| stage("bias", a, 0, hidden))
+            .transpose()?;
 
         let mut encoder = self.device.create_command_encoder(&Default::default());
         for first in (0..rows).step_by(per_chunk) {
@@ -495,19 +710,41 @@ impl GpuContext {
             let n = n_rows * hidden;
             let input = stage("input", &x.input, first * hidden, n)?;
             let residual = stage("residual", &x.residual, first * hidden, n)?;
-            let (output, sum) = match &pending.gpu {
-                Some(out) => (Staged::Resident(out.y.clone()), out.sum.clone().map(Staged::Resident)),
-                None => (
-                    Staged::Pooled(self.pooled_storage(n, dtype, wgpu::BufferUsages::COPY_SRC)),
-                    want_sum.then(|| Staged::Pooled(self.pooled_storage(n, dtype, wgpu::BufferUsages::COPY_SRC))),
-                ),
-            };
             let params = self.pooled_params(Params {
                 rows: n_rows as u32,
                 width: (hidden as u32) / variant.lanes,
                 hidden: hidden as f32,
                 eps: x.eps,
             });
+            if to == Destination::InPlace {
+                let group = self.bind_group_in_place(
+                    &input,
+                    &residual,
+                    &gamma,
+                    beta.as_deref(),
+                    bias.as_deref(),
+                    &params,
+                );
+                let mut pass = encoder.begin_compute_pass(&Default::default());
+                self.dispatch(&mut pass, &pipeline, &group, n_rows as u32);
+                drop(pass);
+                pending
+                    .kept
+                    .extend([input, residual, Staged::Pooled(params)]);
+                continue;
+            }
+            let (output, sum) = match &pending.gpu {
+                Some(out) => (
+                    Staged::Resident(out.y.clone()),
+                    out.sum.clone().map(Staged::Resident),
+                ),
+                None => (
+                    Staged::Pooled(self.pooled_storage(n, dtype, wgpu::BufferUsages::COPY_SRC)),
+                    want_sum.then(|| {
+                        Staged::Pooled(self.pooled_storage(n, dtype, wgpu::BufferUsages::COPY_SRC))
+                    }),
+                ),
+            };
             let group = self.bind_group(
                 &input,
                 &residual,
@@ -526,17 +763,31 @@ impl GpuContext {
             }
             if !to_gpu {
                 let y = self.readback(&mut encoder, &output, n, dtype);
-                let staged_sum = sum.as_ref().map(|s| self.readback(&mut encoder, s, n, dtype));
-                pending.chunks.push(Chunk { start: first * hidden, len: n, y, sum: staged_sum });
+                let staged_sum = sum
+                    .as_ref()
+                    .map(|s| self.readback(&mut encoder, s, n, dtype));
+                pending.chunks.push(Chunk {
+                    start: first * hidden,
+                    len: n,
+                    y,
+                    sum: staged_sum,
+                });
             }
-            pending.kept.extend([input, residual, output, Staged::Pooled(params)]);
+            pending
+                .kept
+                .extend([input, residual, output, Staged::Pooled(params)]);
             pending.kept.extend(sum);
         }
         pending.kept.push(gamma);
         pending.kept.extend(beta.into_iter().chain(bias));
         self.queue.submit([encoder.finish()]);
-        pending.scopes.push(("the GPU rejected the work", Box::pin(validation_scope.pop())));
-        pending.scopes.push(("the GPU ran out of memory", Box::pin(oom_scope.pop())));
+        pending.scopes.push((
+            "the GPU rejected the work",
+            Box::pin(validation_scope.pop()),
+        ));
+        pending
+            .scopes
+            .push(("the GPU ran out of memory", Box::pin(oom_scope.pop())));
         for chunk in &pending.chunks {
             pending.mapped.push(map_read(&chunk.y));
             if let Some(s) = &chunk.sum {
@@ -547,7 +798,13 @@ impl GpuContext {
     }
 
     /// A mappable copy of the first `n` f32 of `src`, recorded into `encoder`.
-    fn readback(&self, encoder: &mut wgpu::CommandEncoder, src: &wgpu::Buffer, n: usize, dtype: Dtype) -> Pooled {
+    fn readback(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        src: &wgpu::Buffer,
+        n: usize,
+        dtype: Dtype,
+    ) -> Pooled {
         let usage = wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST;
         // Copies move whole 4-byte words: an odd count of halves takes one more.
         let bytes = (n * dtype.bytes()).next_multiple_of(4) as u64;
@@ -563,7 +820,9 @@ impl GpuContext {
 }
 
 fn lost_error(why: &str) -> Error {
-    Error::GpuDevice(format!("device: expected a live GPU device, got a lost one ({why})"))
+    Error::GpuDevice(format!(
+        "device: expected a live GPU device, got a lost one ({why})"
+    ))
 }
 
 type MapResult = Result<(), wgpu::BufferAsyncError>;
@@ -609,6 +868,17 @@ pub struct Pending {
     gpu: Option<GpuOutput>,
 }
 
+/// Where a call's results go.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Destination {
+    /// Read back into host arrays.
+    Host,
+    /// New tensors.
+    Gpu,
+    /// Over the `input` and `residual` tensors.
+    InPlace,
+}
+
 /// Results left on the GPU.
 pub struct GpuOutput {
     pub y: Rc<Tensor>,
@@ -632,13 +902,14 @@ impl std::ops::Deref for Staged {
 }
 
 impl Pending {
-    /// Waits until the GPU has accepted the work and hands over the results left on it
-    /// (for [`GpuContext::submit_to_gpu`]). Later work on the same queue sees them.
-    pub async fn read_gpu(mut self) -> Result<GpuOutput, Error> {
+    /// Waits until the GPU has accepted the work and hands over the results left on it:
+    /// new tensors for [`GpuContext::submit_to_gpu`], none for
+    /// [`GpuContext::submit_in_place`]. Later work on the same queue sees them.
+    pub async fn read_gpu(mut self) -> Result<Option<GpuOutput>, Error> {
         self.check_scopes().await?;
         // The call's pooled buffers may still be in use by the GPU, so they are not pooled
         // again: dropping destroys them, which WebGPU defers until the work is done.
-        self.gpu.take().ok_or_else(|| Error::GpuDevice("results: expected GPU tensors, got host arrays".into()))
+        Ok(self.gpu.take())
     }
 
     async fn check_scopes(&mut self) -> Result<(), Error> {
@@ -672,7 +943,11 @@ impl Pending {
         for ready in std::mem::take(&mut self.mapped) {
             if !matches!(ready.await, Ok(Ok(()))) {
                 return Err(lost().map_or_else(
-                    || Error::GpuDevice("readback: expected the result, the GPU returned none".into()),
+                    || {
+                        Error::GpuDevice(
+                            "readback: expected the result, the GPU returned none".into(),
+                        )
+                    },
                     |w| lost_error(&w),
                 ));
             }
@@ -702,7 +977,10 @@ fn summarize(adapter: &wgpu::Adapter, _device: &wgpu::Device) -> AdapterSummary 
         vendor: format!("0x{:04x}", info.vendor),
         architecture: format!("{:?}", info.device_type),
         device: info.name.clone(),
-        description: format!("{} ({:?}; {} {})", info.name, info.backend, info.driver, info.driver_info),
+        description: format!(
+            "{} ({:?}; {} {})",
+            info.name, info.backend, info.driver, info.driver_info
+        ),
         is_fallback: info.device_type == wgpu::DeviceType::Cpu,
     }
 }

@@ -15,7 +15,13 @@ use crate::tensor::{Dtype, Tensor};
 pub trait HostArray: Len {
     /// Writes elements `start .. start + count` to the beginning of `buffer`; the error says
     /// why the browser refused the array.
-    fn upload(&self, queue: &wgpu::Queue, buffer: &wgpu::Buffer, start: usize, count: usize) -> Result<(), String>;
+    fn upload(
+        &self,
+        queue: &wgpu::Queue,
+        buffer: &wgpu::Buffer,
+        start: usize,
+        count: usize,
+    ) -> Result<(), String>;
 
     fn dtype(&self) -> Dtype {
         Dtype::F32
@@ -44,7 +50,13 @@ impl<H: Len> Len for Arg<H> {
 }
 
 impl<H: HostArray> HostArray for Arg<H> {
-    fn upload(&self, queue: &wgpu::Queue, buffer: &wgpu::Buffer, start: usize, count: usize) -> Result<(), String> {
+    fn upload(
+        &self,
+        queue: &wgpu::Queue,
+        buffer: &wgpu::Buffer,
+        start: usize,
+        count: usize,
+    ) -> Result<(), String> {
         match self {
             Arg::Host(h) => h.upload(queue, buffer, start, count),
             Arg::Gpu(_) => Err("a GpuTensor is bound as it is, never uploaded".into()),
@@ -73,8 +85,17 @@ mod imp {
     use crate::tensor::Dtype;
 
     impl HostArray for &[f32] {
-        fn upload(&self, queue: &wgpu::Queue, buffer: &wgpu::Buffer, start: usize, count: usize) -> Result<(), String> {
-            let bytes: Vec<u8> = self[start..start + count].iter().flat_map(|v| v.to_le_bytes()).collect();
+        fn upload(
+            &self,
+            queue: &wgpu::Queue,
+            buffer: &wgpu::Buffer,
+            start: usize,
+            count: usize,
+        ) -> Result<(), String> {
+            let bytes: Vec<u8> = self[start..start + count]
+                .iter()
+                .flat_map(|v| v.to_le_bytes())
+                .collect();
             queue.write_buffer(buffer, 0, &bytes);
             Ok(())
         }
@@ -88,8 +109,17 @@ mod imp {
 
     /// Half-precision numbers as their bits.
     impl HostArray for &[u16] {
-        fn upload(&self, queue: &wgpu::Queue, buffer: &wgpu::Buffer, start: usize, count: usize) -> Result<(), String> {
-            let mut bytes: Vec<u8> = self[start..start + count].iter().flat_map(|v| v.to_le_bytes()).collect();
+        fn upload(
+            &self,
+            queue: &wgpu::Queue,
+            buffer: &wgpu::Buffer,
+            start: usize,
+            count: usize,
+        ) -> Result<(), String> {
+            let mut bytes: Vec<u8> = self[start..start + count]
+                .iter()
+                .flat_map(|v| v.to_le_bytes())
+                .collect();
             // writeBuffer moves whole 4-byte words.
             bytes.resize(bytes.len().next_multiple_of(4), 0);
             queue.write_buffer(buffer, 0, &bytes);
@@ -110,12 +140,28 @@ mod imp {
     }
 
     /// Appends `count` numbers read from the mapped `buffer` at element `start` of `dst`.
-    pub fn read_mapped(buffer: &wgpu::Buffer, dst: &mut HostVec, _start: usize, count: usize, dtype: Dtype) {
+    pub fn read_mapped(
+        buffer: &wgpu::Buffer,
+        dst: &mut HostVec,
+        _start: usize,
+        count: usize,
+        dtype: Dtype,
+    ) {
         let size = (count * dtype.bytes()).next_multiple_of(4) as u64;
-        let view = buffer.slice(..size).get_mapped_range().expect("buffer was mapped");
+        let view = buffer
+            .slice(..size)
+            .get_mapped_range()
+            .expect("buffer was mapped");
         match dtype {
-            Dtype::F32 => dst.extend(view.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))),
-            Dtype::F16 => dst.extend(view.chunks_exact(2).take(count).map(|b| f16_to_f32(u16::from_le_bytes([b[0], b[1]])))),
+            Dtype::F32 => dst.extend(
+                view.chunks_exact(4)
+                    .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])),
+            ),
+            Dtype::F16 => dst.extend(
+                view.chunks_exact(2)
+                    .take(count)
+                    .map(|b| f16_to_f32(u16::from_le_bytes([b[0], b[1]]))),
+            ),
         }
     }
 
@@ -147,7 +193,14 @@ mod imp {
         type JsQueue;
         // With a TypedArray source, dataOffset and size count elements, not bytes.
         #[wasm_bindgen(catch, method, js_name = writeBuffer)]
-        fn write_buffer(this: &JsQueue, buffer: &JsValue, offset: f64, data: &JsValue, data_offset: f64, size: f64) -> Result<(), JsValue>;
+        fn write_buffer(
+            this: &JsQueue,
+            buffer: &JsValue,
+            offset: f64,
+            data: &JsValue,
+            data_offset: f64,
+            size: f64,
+        ) -> Result<(), JsValue>;
 
         type JsBuffer;
         #[wasm_bindgen(method, js_name = getMappedRange)]
@@ -166,8 +219,12 @@ mod imp {
     impl JsArray {
         /// A private copy, for calls that must wait before uploading.
         pub fn copy(&self) -> JsArray {
-            let slice: js_sys::Function = Reflect::get(&self.array, &"slice".into()).unwrap_or(JsValue::UNDEFINED).unchecked_into();
-            let array = slice.call0(&self.array).unwrap_or_else(|_| self.array.clone());
+            let slice: js_sys::Function = Reflect::get(&self.array, &"slice".into())
+                .unwrap_or(JsValue::UNDEFINED)
+                .unchecked_into();
+            let array = slice
+                .call0(&self.array)
+                .unwrap_or_else(|_| self.array.clone());
             JsArray { array, ..*self }
         }
     }
@@ -179,7 +236,13 @@ mod imp {
     }
 
     impl HostArray for JsArray {
-        fn upload(&self, queue: &wgpu::Queue, buffer: &wgpu::Buffer, start: usize, count: usize) -> Result<(), String> {
+        fn upload(
+            &self,
+            queue: &wgpu::Queue,
+            buffer: &wgpu::Buffer,
+            start: usize,
+            count: usize,
+        ) -> Result<(), String> {
             let (Some(q), Some(b)) = (queue.as_webgpu(), buffer.as_webgpu()) else {
                 return Err("WebGPU objects expected in a wasm build".into());
             };
@@ -190,7 +253,9 @@ mod imp {
                 // writeBuffer moves whole 4-byte words: pad an odd count of halves.
                 let padded = Uint16Array::new_with_length(count as u32 + 1);
                 // A view of the same bits (`new Uint16Array(array)` would convert values).
-                let get = |k: &str| js_sys::Reflect::get(&self.array, &k.into()).unwrap_or(JsValue::UNDEFINED);
+                let get = |k: &str| {
+                    js_sys::Reflect::get(&self.array, &k.into()).unwrap_or(JsValue::UNDEFINED)
+                };
                 let bits = Uint16Array::new_with_byte_offset_and_length(
                     &get("buffer"),
                     get("byteOffset").as_f64().unwrap_or(0.0) as u32,
@@ -200,7 +265,10 @@ mod imp {
                 q.write_buffer(b.as_ref(), 0.0, &padded, 0.0, (count + 1) as f64)
             };
             written.map_err(|e| {
-                js_sys::Reflect::get(&e, &"message".into()).ok().and_then(|m| m.as_string()).unwrap_or_else(|| "writeBuffer failed".into())
+                js_sys::Reflect::get(&e, &"message".into())
+                    .ok()
+                    .and_then(|m| m.as_string())
+                    .unwrap_or_else(|| "writeBuffer failed".into())
             })
         }
 
@@ -233,13 +301,24 @@ mod imp {
         }
     }
 
-    pub fn read_mapped(buffer: &wgpu::Buffer, dst: &mut HostVec, start: usize, count: usize, dtype: Dtype) {
-        let Some(b) = buffer.as_webgpu() else { unreachable!("webgpu backend") };
+    pub fn read_mapped(
+        buffer: &wgpu::Buffer,
+        dst: &mut HostVec,
+        start: usize,
+        count: usize,
+        dtype: Dtype,
+    ) {
+        let Some(b) = buffer.as_webgpu() else {
+            unreachable!("webgpu backend")
+        };
         let b: &JsBuffer = b.unchecked_ref();
         let range = b.get_mapped_range(0.0, (count * dtype.bytes()).next_multiple_of(4) as f64);
         match dst {
             HostVec::F32(d) => d.set(&Float32Array::new(&range), start as u32),
-            HostVec::F16(d) => d.set(&Uint16Array::new_with_byte_offset_and_length(&range, 0, count as u32), start as u32),
+            HostVec::F16(d) => d.set(
+                &Uint16Array::new_with_byte_offset_and_length(&range, 0, count as u32),
+                start as u32,
+            ),
         }
     }
 }

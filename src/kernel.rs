@@ -41,10 +41,25 @@ pub struct Options {
     pub sum: bool,
 }
 
+/// How the kernel's arrays hold their numbers; arithmetic is f32 in every case.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum Storage {
+    #[default]
+    F32,
+    /// `vec4<f16>` through WGSL's `shader-f16` extension.
+    F16,
+    /// Four halves in two `u32`s, through `unpack2x16float` / `pack2x16float`: f16 on
+    /// adapters without `shader-f16`.
+    F16Packed,
+}
+
 /// One compiled form of the kernel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Variant {
     pub options: Options,
+    pub storage: Storage,
+    /// `y` is written over `input` and `v` over `residual` (no separate outputs).
+    pub in_place: bool,
     /// 4 when `hidden % 4 == 0` (vec4 loads), else 1.
     pub lanes: u32,
     /// Workgroup size, a power of two.
@@ -95,6 +110,8 @@ impl Variant {
         let slots = width.div_ceil(workgroup).clamp(1, max_slots(lanes));
         Variant {
             options,
+            storage: Storage::F32,
+            in_place: false,
             lanes,
             workgroup,
             slots,
@@ -116,9 +133,55 @@ impl Variant {
         1 << workgroup.max(1).trailing_zeros().div_ceil(2)
     }
 
+    /// The directive the storage needs, and the bindings and element conversions for it.
+    /// f16 storage needs `hidden % 4 == 0` (the driver checks), so it is always four lanes.
+    fn storage_wgsl(&self) -> (&'static str, String) {
+        let (enable, storage) = match self.storage {
+            Storage::F32 => ("", "alias S = V;\nfn ld(x: S) -> V { return x; }\nfn st(v: V) -> S { return v; }\n"),
+            Storage::F16 => (
+                "enable f16;\n",
+                "alias S = vec4<f16>;\nfn ld(x: S) -> V { return V(x); }\nfn st(v: V) -> S { return S(v); }\n",
+            ),
+            Storage::F16Packed => (
+                "",
+                "alias S = vec2<u32>;\n\
+                 fn ld(x: S) -> V { return V(unpack2x16float(x.x), unpack2x16float(x.y)); }\n\
+                 fn st(v: V) -> S { return S(pack2x16float(v.xy), pack2x16float(v.zw)); }\n",
+            ),
+        };
+        // Read-only where possible: some drivers route read-only storage through a
+        // non-coherent cache.
+        let (io, outputs, put) = if self.in_place {
+            (
+                "read_write",
+                "",
+                "fn put_y(j: u32, y: V) { input[j] = st(y); }\nfn put_v(j: u32, v: V) { residual[j] = st(v); }\n",
+            )
+        } else {
+            (
+                "read",
+                "@group(0) @binding(5) var<storage, read_write> output: array<S>;\n\
+                 @group(0) @binding(6) var<storage, read_write> sum: array<S>;\n",
+                "fn put_y(j: u32, y: V) { output[j] = st(y); }\nfn put_v(j: u32, v: V) { sum[j] = st(v); }\n",
+            )
+        };
+        let body = format!(
+            "{storage}\
+             @group(0) @binding(0) var<storage, {io}> input: array<S>;\n\
+             @group(0) @binding(1) var<storage, {io}> residual: array<S>;\n\
+             @group(0) @binding(2) var<storage, read> gamma: array<S>;\n\
+             @group(0) @binding(3) var<storage, read> beta: array<S>;\n\
+             @group(0) @binding(4) var<storage, read> bias: array<S>;\n\
+             {outputs}@group(0) @binding(7) var<uniform> params: Params;\n{put}"
+        );
+        (enable, body)
+    }
+
     /// The complete WGSL for this variant.
     pub fn wgsl(&self) -> String {
         let Options { bias, beta, sum } = self.options;
+        // `enable` must come before any declaration.
+        let (enable, storage) = self.storage_wgsl();
         let helpers = if self.lanes == 4 {
             "alias V = vec4<f32>;\n\
              fn square_sum(x: V) -> f32 { return dot(x, x); }\n\
@@ -129,10 +192,13 @@ impl Variant {
              fn max_abs(x: V) -> f32 { return abs(x); }\n"
         };
         format!(
-            "const WG: u32 = {wg}u;\nconst SLOTS: u32 = {slots}u;\nconst FAN: u32 = {fan}u;\n\
+            "{enable}const WG: u32 = {wg}u;\nconst SLOTS: u32 = {slots}u;\nconst FAN: u32 = {fan}u;\n\
              const PRELOAD: bool = {preload};\nconst EXACT: bool = {exact};\n\
              const HAS_BIAS: bool = {bias};\nconst HAS_BETA: bool = {beta};\n\
-             const WRITE_SUM: bool = {sum};\n{helpers}{cache}\n{KERNEL_WGSL}",
+             const WRITE_SUM: bool = {sum};\nconst IN_PLACE: bool = {in_place};\n\
+             {helpers}{storage}{cache}\n{KERNEL_WGSL}",
+            sum = sum || self.in_place,
+            in_place = self.in_place,
             wg = self.workgroup,
             slots = self.slots,
             fan = self.fan.min(self.workgroup),
@@ -148,14 +214,17 @@ impl Variant {
     fn cache_wgsl(&self) -> String {
         const SIG_FILL: &str = "fn fill(c: ptr<function, Cache>, base: u32, lid: u32, width: u32, acc: ptr<function, vec2<f32>>)";
         const SIG_DRAIN: &str = "fn drain(c: ptr<function, Cache>, base: u32, lid: u32, width: u32, pre: f32, post: f32)";
-        const SIG_SQUARES: &str = "fn cached_squares(c: ptr<function, Cache>, lid: u32, width: u32, scale: f32) -> f32";
+        const SIG_SQUARES: &str =
+            "fn cached_squares(c: ptr<function, Cache>, lid: u32, width: u32, scale: f32) -> f32";
         if self.slots == 0 {
             return format!(
                 "alias Cache = u32;\n{SIG_FILL} {{}}\n{SIG_DRAIN} {{}}\n{SIG_SQUARES} {{ return 0.0; }}\n"
             );
         }
         if !self.unroll {
-            let each = |body: &str| format!("    for (var k = 0u; k < SLOTS; k++) {{ let i = lid + k * WG; {body} }}\n");
+            let each = |body: &str| {
+                format!("    for (var k = 0u; k < SLOTS; k++) {{ let i = lid + k * WG; {body} }}\n")
+            };
             return format!(
                 "alias Cache = array<Slot, SLOTS>;\n\
                  {SIG_FILL} {{\n{}{}    if WRITE_SUM {{\n{}    }}\n}}\n\
@@ -163,7 +232,7 @@ impl Variant {
                  {SIG_SQUARES} {{\n    var s = 0.0;\n{}    return s;\n}}\n",
                 each("if EXACT || i < width { (*c)[k] = fetch(base, i); }"),
                 each("tally(acc, (*c)[k].v);"),
-                each("if EXACT || i < width { sum[base + i] = (*c)[k].v; }"),
+                each("if EXACT || i < width { put_v(base + i, (*c)[k].v); }"),
                 each("if EXACT || i < width { (*c)[k] = with_affine(i, (*c)[k]); }"),
                 each("if EXACT || i < width { store_y(base, i, (*c)[k], pre, post); }"),
                 each("s += square_sum((*c)[k].v * scale);"),
@@ -172,7 +241,12 @@ impl Variant {
         let fields: String = (0..self.slots).map(|k| format!(" s{k}: Slot,")).collect();
         let each = |body: &str| -> String {
             (0..self.slots)
-                .map(|k| format!("    {{ let i = lid + {k}u * WG; {} }}\n", body.replace("SLOT", &format!("(*c).s{k}"))))
+                .map(|k| {
+                    format!(
+                        "    {{ let i = lid + {k}u * WG; {} }}\n",
+                        body.replace("SLOT", &format!("(*c).s{k}"))
+                    )
+                })
                 .collect()
         };
         format!(
@@ -182,7 +256,7 @@ impl Variant {
              {SIG_SQUARES} {{\n    var s = 0.0;\n{}    return s;\n}}\n",
             each("if EXACT || i < width { SLOT = fetch(base, i); }"),
             each("tally(acc, SLOT.v);"),
-            each("if EXACT || i < width { sum[base + i] = SLOT.v; }"),
+            each("if EXACT || i < width { put_v(base + i, SLOT.v); }"),
             each("if EXACT || i < width { SLOT = with_affine(i, SLOT); }"),
             each("if EXACT || i < width { store_y(base, i, SLOT, pre, post); }"),
             each("s += square_sum(SLOT.v * scale);"),
@@ -191,7 +265,9 @@ impl Variant {
 
     pub fn label(&self) -> String {
         format!(
-            "fused_rms_norm lanes={} wg={} slots={} fan={} preload={} unroll={} exact={} bias={} beta={} sum={}",
+            "fused_rms_norm {:?}{} lanes={} wg={} slots={} fan={} preload={} unroll={} exact={} bias={} beta={} sum={}",
+            self.storage,
+            if self.in_place { " in-place" } else { "" },
             self.lanes,
             self.workgroup,
             self.slots,
@@ -227,13 +303,29 @@ mod tests {
             let (x, y) = grid(rows, 65535);
             assert!(x <= 65535 && y <= 65535, "{rows}: {x}x{y}");
             assert!(x as u64 * y as u64 >= rows as u64, "{rows}: {x}x{y}");
-            assert!((x as u64) * (y as u64 - 1) < rows as u64, "{rows}: a whole idle grid row");
+            assert!(
+                (x as u64) * (y as u64 - 1) < rows as u64,
+                "{rows}: a whole idle grid row"
+            );
         }
     }
 
     #[test]
     fn variants_cover_the_row() {
-        for hidden in [1u32, 3, 4, 5, 768, 769, 896, 4096, 4099, 8192, 16384, 1 << 20] {
+        for hidden in [
+            1u32,
+            3,
+            4,
+            5,
+            768,
+            769,
+            896,
+            4096,
+            4099,
+            8192,
+            16384,
+            1 << 20,
+        ] {
             let v = Variant::for_shape(hidden, Options::default());
             assert_eq!(v.lanes, if hidden % 4 == 0 { 4 } else { 1 });
             assert!(v.workgroup.is_power_of_two());
@@ -250,7 +342,11 @@ mod tests {
                 for slots in [0u32, 1, 3] {
                     for fan in [0u32, Variant::balanced_fan(workgroup), workgroup] {
                         for bits in 0..32u8 {
-                            let options = Options { bias: bits & 1 != 0, beta: bits & 2 != 0, sum: bits & 4 != 0 };
+                            let options = Options {
+                                bias: bits & 1 != 0,
+                                beta: bits & 2 != 0,
+                                sum: bits & 4 != 0,
+                            };
                             let v = Variant {
                                 workgroup,
                                 slots,
@@ -261,11 +357,15 @@ mod tests {
                                 ..Variant::for_shape(hidden, options)
                             };
                             let src = v.wgsl();
-                            let module = naga::front::wgsl::parse_str(&src)
-                                .unwrap_or_else(|e| panic!("{}: {}", v.label(), e.emit_to_string(&src)));
-                            naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::empty())
-                                .validate(&module)
-                                .unwrap_or_else(|e| panic!("{}: {e:?}", v.label()));
+                            let module = naga::front::wgsl::parse_str(&src).unwrap_or_else(|e| {
+                                panic!("{}: {}", v.label(), e.emit_to_string(&src))
+                            });
+                            naga::valid::Validator::new(
+                                naga::valid::ValidationFlags::all(),
+                                naga::valid::Capabilities::empty(),
+                            )
+                            .validate(&module)
+                            .unwrap_or_else(|e| panic!("{}: {e:?}", v.label()));
                         }
                     }
                 }
@@ -275,7 +375,14 @@ mod tests {
 
     #[test]
     fn balanced_fan_splits_the_workgroup_in_two_steps() {
-        for (wg, fan) in [(1u32, 1u32), (64, 8), (128, 16), (256, 16), (512, 32), (1024, 32)] {
+        for (wg, fan) in [
+            (1u32, 1u32),
+            (64, 8),
+            (128, 16),
+            (256, 16),
+            (512, 32),
+            (1024, 32),
+        ] {
             assert_eq!(Variant::balanced_fan(wg), fan, "{wg}");
         }
     }

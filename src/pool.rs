@@ -32,7 +32,9 @@ pub struct Pooled {
 impl std::ops::Deref for Pooled {
     type Target = wgpu::Buffer;
     fn deref(&self) -> &wgpu::Buffer {
-        self.buffer.as_ref().expect("a loaned buffer is present until given back")
+        self.buffer
+            .as_ref()
+            .expect("a loaned buffer is present until given back")
     }
 }
 
@@ -66,16 +68,26 @@ impl BufferPool {
             }
             None => {
                 self.live.set(self.live.get() + 1);
-                device.create_buffer(&wgpu::BufferDescriptor { label: None, size, usage, mapped_at_creation: false })
+                device.create_buffer(&wgpu::BufferDescriptor {
+                    label: None,
+                    size,
+                    usage,
+                    mapped_at_creation: false,
+                })
             }
         };
-        Pooled { buffer: Some(buffer), live: self.live.clone() }
+        Pooled {
+            buffer: Some(buffer),
+            live: self.live.clone(),
+        }
     }
 
     /// Returns `b` for reuse. Only for buffers whose GPU work has finished and which are
     /// unmapped.
     pub fn give_back(&self, mut b: Pooled) {
-        let Some(buffer) = b.buffer.take() else { return };
+        let Some(buffer) = b.buffer.take() else {
+            return;
+        };
         self.idle_bytes.set(self.idle_bytes.get() + buffer.size());
         let mut idle = self.idle.borrow_mut();
         idle.push(buffer);

@@ -45,7 +45,10 @@ pub fn worst_error(got: &[f32], want: &[f64], x: &Inputs, rtol: f64) -> f64 {
     assert_eq!(got.len(), want.len(), "output length");
     let mut worst = 0.0f64;
     let (_, v) = fused_rms_norm(x);
-    for (row_start, row_v) in (0..v.len()).step_by(x.hidden.max(1)).map(|s| (s, &v[s..s + x.hidden])) {
+    for (row_start, row_v) in (0..v.len())
+        .step_by(x.hidden.max(1))
+        .map(|s| (s, &v[s..s + x.hidden]))
+    {
         let mean = row_v.iter().map(|&s| (s as f64).powi(2)).sum::<f64>() / x.hidden as f64;
         let inv = 1.0 / (mean + x.eps as f64).sqrt();
         for i in 0..x.hidden {
@@ -95,7 +98,16 @@ mod tests {
         let run = |k: f32| {
             let input: Vec<f32> = base.iter().map(|b| b * k).collect();
             let zero = [0.0f32; 4];
-            fused_rms_norm(&Inputs { input: &input, residual: &zero, gamma: &gamma, beta: None, bias: None, hidden: 4, eps: 0.0 }).0
+            fused_rms_norm(&Inputs {
+                input: &input,
+                residual: &zero,
+                gamma: &gamma,
+                beta: None,
+                bias: None,
+                hidden: 4,
+                eps: 0.0,
+            })
+            .0
         };
         let one = run(1.0);
         for k in [1e30f32, 1e-30] {
@@ -109,14 +121,30 @@ mod tests {
     fn nan_poisons_only_its_row() {
         let input = [f32::NAN, 1.0, 1.0, 2.0];
         let zero = [0.0f32; 4];
-        let (y, _) = fused_rms_norm(&Inputs { input: &input, residual: &zero, gamma: &[1.0, 1.0], beta: None, bias: None, hidden: 2, eps: 1e-6 });
+        let (y, _) = fused_rms_norm(&Inputs {
+            input: &input,
+            residual: &zero,
+            gamma: &[1.0, 1.0],
+            beta: None,
+            bias: None,
+            hidden: 2,
+            eps: 1e-6,
+        });
         assert!(y[0].is_nan() && y[1].is_nan());
         assert!(y[2].is_finite() && y[3].is_finite());
     }
 
     #[test]
     fn worst_error_flags_a_wrong_value() {
-        let x = Inputs { input: &[1.0, 2.0], residual: &[0.0, 0.0], gamma: &[1.0, 1.0], beta: None, bias: None, hidden: 2, eps: 0.0 };
+        let x = Inputs {
+            input: &[1.0, 2.0],
+            residual: &[0.0, 0.0],
+            gamma: &[1.0, 1.0],
+            beta: None,
+            bias: None,
+            hidden: 2,
+            eps: 0.0,
+        };
         let (want, _) = fused_rms_norm(&x);
         let good: Vec<f32> = want.iter().map(|&w| w as f32).collect();
         assert!(worst_error(&good, &want, &x, 1e-5) <= 1.0);

@@ -41,13 +41,21 @@ impl Shape {
     pub fn of<A: Len>(x: &Inputs<A>) -> Result<Shape, Error> {
         let hidden = x.hidden;
         if hidden == 0 {
-            return Err(Error::Shape("hidden: expected a positive integer, got 0".into()));
+            return Err(Error::Shape(
+                "hidden: expected a positive integer, got 0".into(),
+            ));
         }
         if hidden > u32::MAX as usize {
-            return Err(Error::Shape(format!("hidden: expected at most {}, got {hidden}", u32::MAX)));
+            return Err(Error::Shape(format!(
+                "hidden: expected at most {}, got {hidden}",
+                u32::MAX
+            )));
         }
         if !x.eps.is_finite() || x.eps < 0.0 {
-            return Err(Error::Shape(format!("eps: expected a finite number >= 0, got {}", x.eps)));
+            return Err(Error::Shape(format!(
+                "eps: expected a finite number >= 0, got {}",
+                x.eps
+            )));
         }
         let n = x.input.len();
         if n % hidden != 0 {
@@ -61,7 +69,11 @@ impl Shape {
                 x.residual.len()
             )));
         }
-        let per_row = [("gamma", Some(&x.gamma)), ("beta", x.beta.as_ref()), ("bias", x.bias.as_ref())];
+        let per_row = [
+            ("gamma", Some(&x.gamma)),
+            ("beta", x.beta.as_ref()),
+            ("bias", x.bias.as_ref()),
+        ];
         for (name, array) in per_row {
             if let Some(a) = array {
                 if a.len() != hidden {
@@ -74,7 +86,10 @@ impl Shape {
         }
         let rows = n / hidden;
         if rows > u32::MAX as usize {
-            return Err(Error::Shape(format!("input: expected at most {} rows, got {rows}", u32::MAX)));
+            return Err(Error::Shape(format!(
+                "input: expected at most {} rows, got {rows}",
+                u32::MAX
+            )));
         }
         Ok(Shape { rows, hidden })
     }
@@ -92,15 +107,34 @@ impl Shape {
 mod tests {
     use super::*;
 
-    fn inputs<'a>(input: &'a [f32], residual: &'a [f32], gamma: &'a [f32], hidden: usize) -> Inputs<&'a [f32]> {
-        Inputs { input, residual, gamma, beta: None, bias: None, hidden, eps: 1e-6 }
+    fn inputs<'a>(
+        input: &'a [f32],
+        residual: &'a [f32],
+        gamma: &'a [f32],
+        hidden: usize,
+    ) -> Inputs<&'a [f32]> {
+        Inputs {
+            input,
+            residual,
+            gamma,
+            beta: None,
+            bias: None,
+            hidden,
+            eps: 1e-6,
+        }
     }
 
     #[test]
     fn accepts_a_valid_problem_and_an_empty_one() {
         let a = [0.0f32; 6];
-        assert_eq!(Shape::of(&inputs(&a, &a, &a[..3], 3)).unwrap(), Shape { rows: 2, hidden: 3 });
-        assert_eq!(Shape::of(&inputs(&[], &[], &a[..3], 3)).unwrap(), Shape { rows: 0, hidden: 3 });
+        assert_eq!(
+            Shape::of(&inputs(&a, &a, &a[..3], 3)).unwrap(),
+            Shape { rows: 2, hidden: 3 }
+        );
+        assert_eq!(
+            Shape::of(&inputs(&[], &[], &a[..3], 3)).unwrap(),
+            Shape { rows: 0, hidden: 3 }
+        );
     }
 
     #[test]
@@ -108,9 +142,15 @@ mod tests {
         let a = [0.0f32; 6];
         let e = Shape::of(&inputs(&a[..5], &a[..5], &a[..3], 3)).unwrap_err();
         assert_eq!(e.name(), "ShapeError");
-        assert!(e.message().starts_with("input:") && e.message().contains('5'), "{e}");
+        assert!(
+            e.message().starts_with("input:") && e.message().contains('5'),
+            "{e}"
+        );
         let e = Shape::of(&inputs(&a, &a[..3], &a[..3], 3)).unwrap_err();
-        assert!(e.message().starts_with("residual:") && e.message().contains("6"), "{e}");
+        assert!(
+            e.message().starts_with("residual:") && e.message().contains("6"),
+            "{e}"
+        );
         let e = Shape::of(&inputs(&a, &a, &a[..2], 3)).unwrap_err();
         assert!(e.message().starts_with("gamma:"), "{e}");
         let mut x = inputs(&a, &a, &a[..3], 3);
@@ -124,6 +164,9 @@ mod tests {
             x.eps = eps;
             assert!(Shape::of(&x).unwrap_err().message().starts_with("eps:"));
         }
-        assert!(Shape::of(&inputs(&a, &a, &a[..3], 0)).unwrap_err().message().starts_with("hidden:"));
+        assert!(Shape::of(&inputs(&a, &a, &a[..3], 0))
+            .unwrap_err()
+            .message()
+            .starts_with("hidden:"));
     }
 }

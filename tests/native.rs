@@ -2,7 +2,7 @@
 //! kernel against the f64 reference over the shape matrix, extreme values and random cases.
 #![cfg(not(target_arch = "wasm32"))]
 
-use webgpu_rmsnorm::kernel::{Options, Params, Variant};
+use webgpu_rmsnorm::kernel::{Options, Params, Storage, Variant};
 use webgpu_rmsnorm::reference::{fused_rms_norm, worst_error, Inputs};
 use webgpu_rmsnorm::{Error, GpuContext};
 
@@ -32,7 +32,8 @@ impl Rng {
 }
 
 fn context() -> GpuContext {
-    pollster::block_on(GpuContext::new(wgpu::PowerPreference::HighPerformance)).expect("a Vulkan adapter (lavapipe: apt-get install mesa-vulkan-drivers)")
+    pollster::block_on(GpuContext::new(wgpu::PowerPreference::HighPerformance))
+        .expect("a Vulkan adapter (lavapipe: apt-get install mesa-vulkan-drivers)")
 }
 
 struct Case {
@@ -46,7 +47,15 @@ struct Case {
 }
 
 impl Case {
-    fn random(rng: &mut Rng, rows: usize, hidden: usize, bias: bool, beta: bool, eps: f32, scale: f32) -> Case {
+    fn random(
+        rng: &mut Rng,
+        rows: usize,
+        hidden: usize,
+        bias: bool,
+        beta: bool,
+        eps: f32,
+        scale: f32,
+    ) -> Case {
         Case {
             input: rng.vec(rows * hidden, scale),
             residual: rng.vec(rows * hidden, scale),
@@ -76,10 +85,15 @@ impl Case {
         let out = pollster::block_on(ctx.run(&x, true)).unwrap_or_else(|e| panic!("{what}: {e}"));
         let (want_y, want_v) = fused_rms_norm(&x);
         let err = worst_error(&out.y, &want_y, &x, RTOL);
-        assert!(err <= 1.0, "{what}: y is {err:.2} tolerances off the f64 reference");
+        assert!(
+            err <= 1.0,
+            "{what}: y is {err:.2} tolerances off the f64 reference"
+        );
         let sum = out.sum.expect("sum was asked for");
         assert!(
-            sum.iter().zip(&want_v).all(|(a, b)| a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan())),
+            sum.iter()
+                .zip(&want_v)
+                .all(|(a, b)| a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan())),
             "{what}: sum differs from input + residual (+ bias)"
         );
     }
@@ -90,26 +104,64 @@ fn every_variant_validates_with_naga_and_params_match_the_wgsl() {
     let mut checked = 0;
     for hidden in [1u32, 3, 4, 768, 896, 4096, 16384, 1 << 20] {
         for bits in 0..8u8 {
-            let options = Options { bias: bits & 1 != 0, beta: bits & 2 != 0, sum: bits & 4 != 0 };
-            let v = Variant::for_shape(hidden, options);
-            let module = naga::front::wgsl::parse_str(&v.wgsl()).unwrap_or_else(|e| panic!("{}: {}", v.label(), e.emit_to_string(&v.wgsl())));
-            naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::empty())
-                .validate(&module)
-                .unwrap_or_else(|e| panic!("{}: {e:?}", v.label()));
-            let params = module
-                .types
-                .iter()
-                .find(|(_, t)| t.name.as_deref() == Some("Params"))
-                .expect("struct Params in the WGSL")
-                .1;
-            let naga::TypeInner::Struct { members, span } = &params.inner else { panic!("Params is a struct") };
-            assert_eq!(*span as usize, Params::SIZE, "Params size drifted from the WGSL");
-            let names: Vec<_> = members.iter().map(|m| (m.name.as_deref().unwrap_or(""), m.offset)).collect();
-            assert_eq!(names, [("rows", 0), ("width", 4), ("hidden", 8), ("eps", 12)], "Params fields drifted");
-            checked += 1;
+            let options = Options {
+                bias: bits & 1 != 0,
+                beta: bits & 2 != 0,
+                sum: bits & 4 != 0,
+            };
+            for (storage, in_place) in [
+                (Storage::F32, false),
+                (Storage::F32, true),
+                (Storage::F16, false),
+                (Storage::F16Packed, true),
+            ] {
+                if storage != Storage::F32 && hidden % 4 != 0 {
+                    continue;
+                }
+                let v = Variant {
+                    storage,
+                    in_place,
+                    ..Variant::for_shape(hidden, options)
+                };
+                let module = naga::front::wgsl::parse_str(&v.wgsl())
+                    .unwrap_or_else(|e| panic!("{}: {}", v.label(), e.emit_to_string(&v.wgsl())));
+                let caps = match storage {
+                    Storage::F32 => naga::valid::Capabilities::empty(),
+                    Storage::F16 => naga::valid::Capabilities::SHADER_FLOAT16,
+                    // WebGPU core has (un)pack2x16float; naga calls it a capability.
+                    Storage::F16Packed => naga::valid::Capabilities::SHADER_FLOAT16_IN_FLOAT32,
+                };
+                naga::valid::Validator::new(naga::valid::ValidationFlags::all(), caps)
+                    .validate(&module)
+                    .unwrap_or_else(|e| panic!("{}: {e:?}", v.label()));
+                let params = module
+                    .types
+                    .iter()
+                    .find(|(_, t)| t.name.as_deref() == Some("Params"))
+                    .expect("struct Params in the WGSL")
+                    .1;
+                let naga::TypeInner::Struct { members, span } = &params.inner else {
+                    panic!("Params is a struct")
+                };
+                assert_eq!(
+                    *span as usize,
+                    Params::SIZE,
+                    "Params size drifted from the WGSL"
+                );
+                let names: Vec<_> = members
+                    .iter()
+                    .map(|m| (m.name.as_deref().unwrap_or(""), m.offset))
+                    .collect();
+                assert_eq!(
+                    names,
+                    [("rows", 0), ("width", 4), ("hidden", 8), ("eps", 12)],
+                    "Params fields drifted"
+                );
+                checked += 1;
+            }
         }
     }
-    assert_eq!(checked, 64);
+    assert_eq!(checked, 64 * 2 + 48 * 2);
 }
 
 #[test]
@@ -123,7 +175,10 @@ fn shape_matrix_matches_the_reference() {
                 for eps in [0.0f32, 1e-6, 1e-2] {
                     let (bias, beta) = (bits & 1 != 0, bits & 2 != 0);
                     let case = Case::random(&mut rng, rows, hidden, bias, beta, eps, 1.0);
-                    case.check(&ctx, &format!("{rows}x{hidden} bias={bias} beta={beta} eps={eps}"));
+                    case.check(
+                        &ctx,
+                        &format!("{rows}x{hidden} bias={bias} beta={beta} eps={eps}"),
+                    );
                     runs += 1;
                 }
             }
@@ -167,7 +222,10 @@ fn nan_and_inf_poison_only_their_own_row() {
         case.residual[2 * hidden] = f32::NEG_INFINITY;
         case.check(&ctx, &format!("4x{hidden} with NaN/Inf"));
         let out = pollster::block_on(ctx.run(&case.inputs(), false)).unwrap();
-        assert!(out.y[3 * hidden..].iter().all(|y| y.is_finite()), "clean row stayed clean");
+        assert!(
+            out.y[3 * hidden..].iter().all(|y| y.is_finite()),
+            "clean row stayed clean"
+        );
         assert!(out.y[..hidden].iter().all(|y| y.is_nan()), "NaN row is NaN");
     }
 }
@@ -175,7 +233,10 @@ fn nan_and_inf_poison_only_their_own_row() {
 #[test]
 fn random_shapes_and_options_match_the_reference() {
     let ctx = context();
-    let seed = std::env::var("RMSNORM_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x5EED_0005u64);
+    let seed = std::env::var("RMSNORM_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0x5EED_0005u64);
     let mut rng = Rng(seed);
     for i in 0..1000 {
         let hidden = match rng.below(3) {
@@ -193,7 +254,10 @@ fn random_shapes_and_options_match_the_reference() {
             let at = rng.below((rows * hidden) as u64) as usize;
             case.input[at] = [f32::NAN, f32::INFINITY, f32::NEG_INFINITY][rng.below(3) as usize];
         }
-        case.check(&ctx, &format!("case {i} (RMSNORM_SEED={seed}): {rows}x{hidden} scale {scale:e} eps {eps}"));
+        case.check(
+            &ctx,
+            &format!("case {i} (RMSNORM_SEED={seed}): {rows}x{hidden} scale {scale:e} eps {eps}"),
+        );
     }
 }
 
@@ -201,12 +265,27 @@ fn random_shapes_and_options_match_the_reference() {
 fn bad_shapes_are_named_errors_and_the_context_keeps_working() {
     let ctx = context();
     let a = vec![1.0f32; 12];
-    let mut x = Inputs { input: &a, residual: &a, gamma: &a[..4], beta: None, bias: None, hidden: 5, eps: 1e-6 };
-    let e = pollster::block_on(ctx.run(&x, false)).err().expect("12 is not a multiple of 5");
+    let mut x = Inputs {
+        input: &a,
+        residual: &a,
+        gamma: &a[..4],
+        beta: None,
+        bias: None,
+        hidden: 5,
+        eps: 1e-6,
+    };
+    let e = pollster::block_on(ctx.run(&x, false))
+        .err()
+        .expect("12 is not a multiple of 5");
     assert!(matches!(e, Error::Shape(_)), "{e}");
     x.hidden = 4;
     x.eps = f32::NAN;
-    assert_eq!(pollster::block_on(ctx.run(&x, false)).err().map(|e| e.name()), Some("ShapeError"));
+    assert_eq!(
+        pollster::block_on(ctx.run(&x, false))
+            .err()
+            .map(|e| e.name()),
+        Some("ShapeError")
+    );
     x.eps = 1e-6;
     let out = pollster::block_on(ctx.run(&x, false)).expect("the context survived");
     let (want, _) = fused_rms_norm(&x);
@@ -225,17 +304,32 @@ fn splits_rows_across_bindings_when_one_cannot_hold_them() {
         case.check(&ctx, &format!("83x{hidden} split across 64 KiB bindings"));
     }
     let a = vec![1.0f32; 16385];
-    let x = Inputs { input: &a, residual: &a, gamma: &a, beta: None, bias: None, hidden: 16385, eps: 1e-6 };
-    let e = pollster::block_on(ctx.run(&x, false)).err().expect("a row larger than a binding");
+    let x = Inputs {
+        input: &a,
+        residual: &a,
+        gamma: &a,
+        beta: None,
+        bias: None,
+        hidden: 16385,
+        eps: 1e-6,
+    };
+    let e = pollster::block_on(ctx.run(&x, false))
+        .err()
+        .expect("a row larger than a binding");
     assert_eq!(e.name(), "ShapeError");
-    assert!(e.message().starts_with("hidden:") && e.message().contains("maxStorageBufferBindingSize"), "{e}");
+    assert!(
+        e.message().starts_with("hidden:") && e.message().contains("maxStorageBufferBindingSize"),
+        "{e}"
+    );
 }
 
 #[test]
 fn buffers_are_reused_not_leaked() {
     let ctx = context();
     let mut rng = Rng(0x5EED_0007);
-    let cases: Vec<Case> = (0..4).map(|i| Case::random(&mut rng, 1 + i, 64 << i, i % 2 == 0, true, 1e-6, 1.0)).collect();
+    let cases: Vec<Case> = (0..4)
+        .map(|i| Case::random(&mut rng, 1 + i, 64 << i, i % 2 == 0, true, 1e-6, 1.0))
+        .collect();
     let mut live_after_warmup = 0;
     for round in 0..50 {
         for (i, case) in cases.iter().enumerate() {
@@ -248,8 +342,14 @@ fn buffers_are_reused_not_leaked() {
         }
     }
     let stats = ctx.buffer_stats();
-    assert_eq!(stats.live, live_after_warmup, "live GPU buffers grew: {stats:?}");
-    assert_eq!(stats.idle, stats.live, "every buffer is back in the pool between calls");
+    assert_eq!(
+        stats.live, live_after_warmup,
+        "live GPU buffers grew: {stats:?}"
+    );
+    assert_eq!(
+        stats.idle, stats.live,
+        "every buffer is back in the pool between calls"
+    );
 }
 
 #[test]
@@ -265,7 +365,15 @@ fn gpu_resident_chain_matches_layer_by_layer_reference() {
     // Reference: each layer normalizes (input + residual) and passes v on as the residual.
     let (mut input, mut residual) = (input0.clone(), residual0.clone());
     for g in &gammas {
-        let x = Inputs { input: &input, residual: &residual, gamma: g, beta: None, bias: None, hidden, eps: 1e-6 };
+        let x = Inputs {
+            input: &input,
+            residual: &residual,
+            gamma: g,
+            beta: None,
+            bias: None,
+            hidden,
+            eps: 1e-6,
+        };
         let (y, v) = fused_rms_norm(&x);
         input = y.iter().map(|&y| y as f32).collect();
         residual = v;
@@ -275,15 +383,33 @@ fn gpu_resident_chain_matches_layer_by_layer_reference() {
     let (mut x_in, mut x_res) = (up(&input0), up(&residual0));
     let gamma_tensors: Vec<_> = gammas.iter().map(up).collect();
     for g in &gamma_tensors {
-        let x = webgpu_rmsnorm::Inputs { input: x_in.clone(), residual: x_res.clone(), gamma: g.clone(), beta: None, bias: None, hidden, eps: 1e-6 };
+        let x = webgpu_rmsnorm::Inputs {
+            input: x_in.clone(),
+            residual: x_res.clone(),
+            gamma: g.clone(),
+            beta: None,
+            bias: None,
+            hidden,
+            eps: 1e-6,
+        };
         let out = pollster::block_on(ctx.submit_to_gpu(&x, true).unwrap().read_gpu()).unwrap();
+        let out = out.expect("new tensors");
         x_in = Arg::Gpu(out.y);
         x_res = Arg::Gpu(out.sum.expect("sum"));
     }
     let Arg::Gpu(y) = &x_in else { unreachable!() };
-    let got = pollster::block_on(ctx.read_tensor(y).unwrap().read()).unwrap().y;
-    let worst = got.iter().zip(&input).map(|(a, b)| (a - b).abs() / (b.abs() + 1e-3)).fold(0.0f32, f32::max);
-    assert!(worst < 1e-4, "after {layers} layers, worst relative error {worst}");
+    let got = pollster::block_on(ctx.read_tensor(y).unwrap().read())
+        .unwrap()
+        .y;
+    let worst = got
+        .iter()
+        .zip(&input)
+        .map(|(a, b)| (a - b).abs() / (b.abs() + 1e-3))
+        .fold(0.0f32, f32::max);
+    assert!(
+        worst < 1e-4,
+        "after {layers} layers, worst relative error {worst}"
+    );
 }
 
 #[test]
@@ -293,8 +419,209 @@ fn tensors_of_another_context_are_refused() {
     let data = vec![1.0f32; 8];
     let foreign = Arg::<&[f32]>::Gpu(b.upload(&data.as_slice()).unwrap());
     let own = Arg::Host(data.as_slice());
-    let x = webgpu_rmsnorm::Inputs { input: foreign, residual: own.clone(), gamma: Arg::Host(&data[..4]), beta: None, bias: None, hidden: 4, eps: 1e-6 };
-    let e = pollster::block_on(a.run(&x, false)).err().expect("a foreign tensor");
+    let x = webgpu_rmsnorm::Inputs {
+        input: foreign,
+        residual: own.clone(),
+        gamma: Arg::Host(&data[..4]),
+        beta: None,
+        bias: None,
+        hidden: 4,
+        eps: 1e-6,
+    };
+    let e = pollster::block_on(a.run(&x, false))
+        .err()
+        .expect("a foreign tensor");
     assert_eq!(e.name(), "TypeError");
     assert!(e.message().starts_with("input:"), "{e}");
+}
+
+/// f32 → IEEE half bits, rounding to nearest even (the test's own conversion, independent
+/// of the GPU's).
+fn f16_bits(x: f32) -> u16 {
+    let b = x.to_bits();
+    let sign = ((b >> 16) & 0x8000) as u16;
+    let exp = ((b >> 23) & 0xff) as i32;
+    let mant = b & 0x7f_ffff;
+    if exp == 255 {
+        return sign | 0x7c00 | if mant != 0 { 0x200 } else { 0 };
+    }
+    let e = exp - 127 + 15;
+    if e >= 31 {
+        return sign | 0x7c00;
+    }
+    let (kept, shift) = if e <= 0 {
+        if e < -10 {
+            return sign;
+        }
+        (mant | 0x80_0000, (14 - e) as u32)
+    } else {
+        (((e as u32) << 23) | mant, 13)
+    };
+    let (half, rem, mid) = (kept >> shift, kept & ((1 << shift) - 1), 1 << (shift - 1));
+    let rounded = if rem > mid || (rem == mid && half & 1 == 1) {
+        half + 1
+    } else {
+        half
+    };
+    sign | rounded as u16
+}
+
+fn f16_value(h: u16) -> f32 {
+    webgpu_rmsnorm::host::f16_to_f32(h)
+}
+
+#[test]
+fn f16_conversions_round_trip() {
+    for x in [
+        0.0f32,
+        1.0,
+        -2.5,
+        65504.0,
+        6.1035156e-5,
+        5.9604645e-8,
+        0.333,
+    ] {
+        let h = f16_bits(x);
+        assert!(
+            (f16_value(h) - x).abs() <= x.abs() * 4.9e-4 + 6e-8,
+            "{x} -> {h:#x} -> {}",
+            f16_value(h)
+        );
+    }
+    assert_eq!(f16_bits(1.0), 0x3c00);
+    assert_eq!(f16_bits(-2.0), 0xc000);
+    assert_eq!(f16_bits(1e6), 0x7c00);
+}
+
+/// f16 storage on both paths (WGSL shader-f16 where the device has it, and packed u32
+/// everywhere) against the f64 reference of the same halves.
+#[test]
+fn f16_storage_matches_the_reference_on_both_paths() {
+    let mut native = context();
+    let mut paths = vec![native.uses_shader_f16()];
+    native.set_shader_f16(false);
+    paths.push(native.uses_shader_f16());
+    assert!(!paths[1], "the packed path can always be forced");
+    let mut packed = context();
+    packed.set_shader_f16(false);
+    let mut rng = Rng(0x5EED_0009);
+    for ctx in [&context(), &packed] {
+        for (rows, hidden, bias, beta) in [
+            (3usize, 4usize, false, false),
+            (5, 768, true, true),
+            (2, 4096, true, false),
+            (7, 132, false, true),
+        ] {
+            let case = Case::random(&mut rng, rows, hidden, bias, beta, 1e-6, 1.0);
+            let h = |v: &[f32]| v.iter().map(|&x| f16_bits(x)).collect::<Vec<u16>>();
+            let (hin, hres, hg) = (h(&case.input), h(&case.residual), h(&case.gamma));
+            let (hbeta, hbias) = (case.beta.as_deref().map(h), case.bias.as_deref().map(h));
+            let x = webgpu_rmsnorm::Inputs {
+                input: hin.as_slice(),
+                residual: hres.as_slice(),
+                gamma: hg.as_slice(),
+                beta: hbeta.as_deref(),
+                bias: hbias.as_deref(),
+                hidden,
+                eps: 1e-6,
+            };
+            let out = pollster::block_on(ctx.run(&x, true)).unwrap();
+            // The reference sees exactly the halves the GPU saw, widened to f32.
+            let w = |v: &[u16]| v.iter().map(|&b| f16_value(b)).collect::<Vec<f32>>();
+            let (win, wres, wg) = (w(&hin), w(&hres), w(&hg));
+            let (wbeta, wbias) = (hbeta.as_deref().map(w), hbias.as_deref().map(w));
+            let r = Inputs {
+                input: &win,
+                residual: &wres,
+                gamma: &wg,
+                beta: wbeta.as_deref(),
+                bias: wbias.as_deref(),
+                hidden,
+                eps: 1e-6,
+            };
+            let (want_y, want_v) = fused_rms_norm(&r);
+            // One f16 rounding of the result: 2^-11 relative, and 1e-3 leaves room for f32.
+            let err = worst_error(&out.y, &want_y, &r, 1e-3);
+            let path = if ctx.uses_shader_f16() {
+                "shader-f16"
+            } else {
+                "packed"
+            };
+            eprintln!("f16 {rows}x{hidden} on the {path} path");
+            assert!(
+                err <= 1.0,
+                "{path} {rows}x{hidden}: y is {err:.2} tolerances off"
+            );
+            let sum = out.sum.unwrap();
+            for (got, want) in sum.iter().zip(&want_v) {
+                assert!(
+                    (got - want).abs() <= want.abs() * 4.9e-4 + 6e-8,
+                    "{path}: sum {got} vs {want}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn in_place_overwrites_input_with_y_and_residual_with_v() {
+    use webgpu_rmsnorm::host::Arg;
+    let ctx = context();
+    let mut rng = Rng(0x5EED_000A);
+    for (rows, hidden) in [(3usize, 4096usize), (4, 4099), (2, 20000), (5, 7)] {
+        let case = Case::random(&mut rng, rows, hidden, true, true, 1e-6, 1.0);
+        let up = |a: &[f32]| Arg::<&[f32]>::Gpu(ctx.upload(&a).unwrap());
+        let (input, residual) = (up(&case.input), up(&case.residual));
+        let x = webgpu_rmsnorm::Inputs {
+            input: input.clone(),
+            residual: residual.clone(),
+            gamma: Arg::Host(case.gamma.as_slice()),
+            beta: case.beta.as_deref().map(Arg::Host),
+            bias: case.bias.as_deref().map(Arg::Host),
+            hidden,
+            eps: 1e-6,
+        };
+        let none = pollster::block_on(ctx.submit_in_place(&x).unwrap().read_gpu()).unwrap();
+        assert!(none.is_none(), "in place makes no new tensors");
+        let read = |a: &Arg<&[f32]>| {
+            let Arg::Gpu(t) = a else { unreachable!() };
+            pollster::block_on(ctx.read_tensor(t).unwrap().read())
+                .unwrap()
+                .y
+        };
+        let (y, v) = (read(&input), read(&residual));
+        let r = case.inputs();
+        let (want_y, want_v) = fused_rms_norm(&r);
+        let err = worst_error(&y, &want_y, &r, RTOL);
+        assert!(
+            err <= 1.0,
+            "{rows}x{hidden}: y in input is {err:.2} tolerances off"
+        );
+        assert_eq!(v, want_v, "{rows}x{hidden}: residual holds v");
+    }
+    // Host data cannot be written in place, and input and residual must differ.
+    let a = vec![1.0f32; 8];
+    let t = Arg::<&[f32]>::Gpu(ctx.upload(&a.as_slice()).unwrap());
+    let host = webgpu_rmsnorm::Inputs {
+        input: Arg::Host(a.as_slice()),
+        residual: t.clone(),
+        gamma: Arg::Host(&a[..4]),
+        beta: None,
+        bias: None,
+        hidden: 4,
+        eps: 1e-6,
+    };
+    assert_eq!(
+        ctx.submit_in_place(&host).err().map(|e| e.name()),
+        Some("TypeError")
+    );
+    let same = webgpu_rmsnorm::Inputs {
+        input: t.clone(),
+        residual: t,
+        ..host
+    };
+    assert_eq!(
+        ctx.submit_in_place(&same).err().map(|e| e.name()),
+        Some("TypeError")
+    );
 }

@@ -77,11 +77,17 @@ impl Case {
     }
 
     fn assert_output(&self, got: &JsValue, what: &str) {
-        let got = got.dyn_ref::<Float32Array>().unwrap_or_else(|| panic!("{what}: a Float32Array")).to_vec();
+        let got = got
+            .dyn_ref::<Float32Array>()
+            .unwrap_or_else(|| panic!("{what}: a Float32Array"))
+            .to_vec();
         let x = self.inputs();
         let (want, _) = fused_rms_norm(&x);
         let err = worst_error(&got, &want, &x, RTOL);
-        assert!(err <= 1.0, "{what}: {err:.2} tolerances off the f64 reference");
+        assert!(
+            err <= 1.0,
+            "{what}: {err:.2} tolerances off the f64 reference"
+        );
     }
 }
 
@@ -90,15 +96,23 @@ async fn resolve(p: Promise) -> Result<JsValue, JsValue> {
 }
 
 async fn norm() -> FusedRmsNorm {
-    FusedRmsNorm::create(None).await.expect("WebGPU adapter (headless Chromium needs --enable-unsafe-webgpu)")
+    FusedRmsNorm::create(None)
+        .await
+        .expect("WebGPU adapter (headless Chromium needs --enable-unsafe-webgpu)")
 }
 
 fn error_name(e: &JsValue) -> String {
-    Reflect::get(e, &"name".into()).ok().and_then(|n| n.as_string()).unwrap_or_default()
+    Reflect::get(e, &"name".into())
+        .ok()
+        .and_then(|n| n.as_string())
+        .unwrap_or_default()
 }
 
 fn error_message(e: &JsValue) -> String {
-    Reflect::get(e, &"message".into()).ok().and_then(|n| n.as_string()).unwrap_or_default()
+    Reflect::get(e, &"message".into())
+        .ok()
+        .and_then(|n| n.as_string())
+        .unwrap_or_default()
 }
 
 #[wasm_bindgen_test]
@@ -107,11 +121,18 @@ async fn matrix_subset_matches_the_reference() {
     let mut seed = 1;
     for hidden in [1usize, 3, 4, 5, 769, 4096] {
         for rows in [0usize, 1, 7] {
-            for (bias, beta, eps) in [(false, false, 1e-6f32), (true, true, 0.0), (true, false, 1e-2), (false, true, 1e-6)] {
+            for (bias, beta, eps) in [
+                (false, false, 1e-6f32),
+                (true, true, 0.0),
+                (true, false, 1e-2),
+                (false, true, 1e-6),
+            ] {
                 seed += 10;
                 let case = Case::new(rows, hidden, bias, beta, eps, seed);
                 let what = format!("{rows}x{hidden} bias={bias} beta={beta} eps={eps}");
-                let y = resolve(norm.run(case.args())).await.unwrap_or_else(|e| panic!("{what}: {}", error_message(&e)));
+                let y = resolve(norm.run(case.args()))
+                    .await
+                    .unwrap_or_else(|e| panic!("{what}: {}", error_message(&e)));
                 case.assert_output(&y, &what);
             }
         }
@@ -123,8 +144,15 @@ async fn run_with_sum_returns_the_residual_stream() {
     let norm = norm().await;
     let case = Case::new(5, 768, true, true, 1e-6, 77);
     let r = resolve(norm.run_with_sum(case.args())).await.unwrap();
-    case.assert_output(&Reflect::get(&r, &"output".into()).unwrap(), "runWithSum output");
-    let sum = Reflect::get(&r, &"sum".into()).unwrap().dyn_into::<Float32Array>().unwrap().to_vec();
+    case.assert_output(
+        &Reflect::get(&r, &"output".into()).unwrap(),
+        "runWithSum output",
+    );
+    let sum = Reflect::get(&r, &"sum".into())
+        .unwrap()
+        .dyn_into::<Float32Array>()
+        .unwrap()
+        .to_vec();
     let (_, want) = fused_rms_norm(&case.inputs());
     assert_eq!(sum, want, "sum is input + residual + bias in f32");
 }
@@ -132,10 +160,23 @@ async fn run_with_sum_returns_the_residual_stream() {
 #[wasm_bindgen_test]
 async fn sixty_four_concurrent_calls_of_different_shapes() {
     let norm = norm().await;
-    let cases: Vec<Case> = (0..64).map(|i| Case::new(1 + i % 9, 1 + (i * 37) % 700, i % 2 == 0, i % 3 == 0, 1e-6, 1000 + i as u32)).collect();
+    let cases: Vec<Case> = (0..64)
+        .map(|i| {
+            Case::new(
+                1 + i % 9,
+                1 + (i * 37) % 700,
+                i % 2 == 0,
+                i % 3 == 0,
+                1e-6,
+                1000 + i as u32,
+            )
+        })
+        .collect();
     let promises: Vec<Promise> = cases.iter().map(|c| norm.run(c.args())).collect();
     for (i, (case, p)) in cases.iter().zip(promises).enumerate() {
-        let y = resolve(p).await.unwrap_or_else(|e| panic!("call {i}: {}", error_message(&e)));
+        let y = resolve(p)
+            .await
+            .unwrap_or_else(|e| panic!("call {i}: {}", error_message(&e)));
         case.assert_output(&y, &format!("concurrent call {i}"));
     }
 }
@@ -152,30 +193,88 @@ async fn bad_arguments_reject_with_named_errors_and_the_instance_keeps_working()
     let cases: Vec<(JsValue, &str, &str)> = vec![
         (JsValue::NULL, "TypeError", "args"),
         (JsValue::from_str("x"), "TypeError", "args"),
-        (with("input", js_sys::Array::new().into()), "TypeError", "input"),
-        (with("input", js_sys::Float64Array::new_with_length(8).into()), "TypeError", "input"),
-        (with("residual", JsValue::UNDEFINED), "TypeError", "residual"),
+        (
+            with("input", js_sys::Array::new().into()),
+            "TypeError",
+            "input",
+        ),
+        (
+            with("input", js_sys::Float64Array::new_with_length(8).into()),
+            "TypeError",
+            "input",
+        ),
+        (
+            with("residual", JsValue::UNDEFINED),
+            "TypeError",
+            "residual",
+        ),
         (with("gamma", JsValue::NULL), "TypeError", "gamma"),
         (with("beta", JsValue::from_f64(1.0)), "TypeError", "beta"),
-        (with("hidden", JsValue::from_str("4")), "TypeError", "hidden"),
+        (
+            with("hidden", JsValue::from_str("4")),
+            "TypeError",
+            "hidden",
+        ),
         (with("eps", JsValue::from_str("small")), "TypeError", "eps"),
-        (with("hidden", JsValue::from_f64(3.0)), "ShapeError", "input"),
-        (with("hidden", JsValue::from_f64(0.0)), "ShapeError", "hidden"),
-        (with("hidden", JsValue::from_f64(2.5)), "ShapeError", "hidden"),
-        (with("hidden", JsValue::from_f64(f64::NAN)), "ShapeError", "hidden"),
-        (with("hidden", JsValue::from_f64(-4.0)), "ShapeError", "hidden"),
+        (
+            with("hidden", JsValue::from_f64(3.0)),
+            "ShapeError",
+            "input",
+        ),
+        (
+            with("hidden", JsValue::from_f64(0.0)),
+            "ShapeError",
+            "hidden",
+        ),
+        (
+            with("hidden", JsValue::from_f64(2.5)),
+            "ShapeError",
+            "hidden",
+        ),
+        (
+            with("hidden", JsValue::from_f64(f64::NAN)),
+            "ShapeError",
+            "hidden",
+        ),
+        (
+            with("hidden", JsValue::from_f64(-4.0)),
+            "ShapeError",
+            "hidden",
+        ),
         (with("eps", JsValue::from_f64(-1.0)), "ShapeError", "eps"),
-        (with("eps", JsValue::from_f64(f64::INFINITY)), "ShapeError", "eps"),
-        (with("residual", Float32Array::new_with_length(7).into()), "ShapeError", "residual"),
-        (with("gamma", Float32Array::new_with_length(3).into()), "ShapeError", "gamma"),
-        (with("bias", Float32Array::new_with_length(5).into()), "ShapeError", "bias"),
+        (
+            with("eps", JsValue::from_f64(f64::INFINITY)),
+            "ShapeError",
+            "eps",
+        ),
+        (
+            with("residual", Float32Array::new_with_length(7).into()),
+            "ShapeError",
+            "residual",
+        ),
+        (
+            with("gamma", Float32Array::new_with_length(3).into()),
+            "ShapeError",
+            "gamma",
+        ),
+        (
+            with("bias", Float32Array::new_with_length(5).into()),
+            "ShapeError",
+            "bias",
+        ),
     ];
     for (args, name, arg) in cases {
         let e = resolve(norm.run(args)).await.expect_err("a rejection");
         assert!(e.is_instance_of::<js_sys::Error>(), "{name}: a real Error");
         assert_eq!(error_name(&e), name, "{}", error_message(&e));
-        assert!(error_message(&e).starts_with(arg), "message names {arg}: {}", error_message(&e));
-        let y = resolve(norm.run(good.args())).await.expect("the instance still works");
+        assert!(
+            error_message(&e).starts_with(arg),
+            "message names {arg}: {}",
+            error_message(&e)
+        );
+        let y = resolve(norm.run(good.args()))
+            .await
+            .expect("the instance still works");
         good.assert_output(&y, "after a rejection");
     }
 }
@@ -185,9 +284,20 @@ async fn inputs_are_left_untouched_and_outputs_are_fresh() {
     let norm = norm().await;
     let case = Case::new(3, 8, true, true, 1e-6, 9);
     let args = case.args();
-    let input = Reflect::get(&args, &"input".into()).unwrap().dyn_into::<Float32Array>().unwrap();
-    let a = resolve(norm.run(args.clone())).await.unwrap().dyn_into::<Float32Array>().unwrap();
-    let b = resolve(norm.run(args)).await.unwrap().dyn_into::<Float32Array>().unwrap();
+    let input = Reflect::get(&args, &"input".into())
+        .unwrap()
+        .dyn_into::<Float32Array>()
+        .unwrap();
+    let a = resolve(norm.run(args.clone()))
+        .await
+        .unwrap()
+        .dyn_into::<Float32Array>()
+        .unwrap();
+    let b = resolve(norm.run(args))
+        .await
+        .unwrap()
+        .dyn_into::<Float32Array>()
+        .unwrap();
     assert_eq!(input.to_vec(), case.input);
     assert!(a.buffer() != b.buffer(), "each call has its own buffer");
     assert_eq!(a.to_vec(), b.to_vec());
@@ -209,12 +319,18 @@ async fn device_loss_rejects_then_recovers() {
             break;
         }
     }
-    assert!(recovered, "a call after device loss succeeds on a new device");
+    assert!(
+        recovered,
+        "a call after device loss succeeds on a new device"
+    );
 }
 
 /// Calls a method of a JS object by name (for objects the tests hold as `JsValue`).
 fn call(obj: &JsValue, method: &str, args: &[JsValue]) -> JsValue {
-    let f: js_sys::Function = Reflect::get(obj, &method.into()).unwrap().dyn_into().unwrap();
+    let f: js_sys::Function = Reflect::get(obj, &method.into())
+        .unwrap()
+        .dyn_into()
+        .unwrap();
     f.apply(obj, &args.iter().collect()).unwrap()
 }
 
@@ -227,7 +343,15 @@ async fn gpu_resident_chain_runs_without_readback_and_matches_the_reference() {
 
     let (mut input, mut residual) = (first.input.clone(), first.residual.clone());
     for g in &gammas {
-        let x = Inputs { input: &input, residual: &residual, gamma: g, beta: None, bias: None, hidden, eps: 1e-6 };
+        let x = Inputs {
+            input: &input,
+            residual: &residual,
+            gamma: g,
+            beta: None,
+            bias: None,
+            hidden,
+            eps: 1e-6,
+        };
         let (y, v) = fused_rms_norm(&x);
         input = y.iter().map(|&y| y as f32).collect();
         residual = v;
@@ -242,19 +366,48 @@ async fn gpu_resident_chain_runs_without_readback_and_matches_the_reference() {
         Reflect::set(&args, &"gamma".into(), &up(g)).unwrap();
         Reflect::set(&args, &"hidden".into(), &(hidden as f64).into()).unwrap();
         Reflect::set(&args, &"output".into(), &"gpu".into()).unwrap();
-        let r = resolve(norm.run_with_sum(args.into())).await.unwrap_or_else(|e| panic!("{}", error_message(&e)));
+        let r = resolve(norm.run_with_sum(args.into()))
+            .await
+            .unwrap_or_else(|e| panic!("{}", error_message(&e)));
         x_in = Reflect::get(&r, &"output".into()).unwrap();
         x_res = Reflect::get(&r, &"sum".into()).unwrap();
-        assert_eq!(Reflect::get(&x_in, &"length".into()).unwrap().as_f64(), Some((rows * hidden) as f64));
+        assert_eq!(
+            Reflect::get(&x_in, &"length".into()).unwrap().as_f64(),
+            Some((rows * hidden) as f64)
+        );
     }
-    let got = resolve(call(&x_in, "read", &[]).into()).await.unwrap().dyn_into::<Float32Array>().unwrap().to_vec();
-    let worst = got.iter().zip(&input).map(|(a, b)| (a - b).abs() / (b.abs() + 1e-3)).fold(0.0f32, f32::max);
-    assert!(worst < 1e-4, "after {layers} layers: worst relative error {worst}");
-    let sum = resolve(call(&x_res, "read", &[]).into()).await.unwrap().dyn_into::<Float32Array>().unwrap().to_vec();
+    let got = resolve(call(&x_in, "read", &[]).into())
+        .await
+        .unwrap()
+        .dyn_into::<Float32Array>()
+        .unwrap()
+        .to_vec();
+    let worst = got
+        .iter()
+        .zip(&input)
+        .map(|(a, b)| (a - b).abs() / (b.abs() + 1e-3))
+        .fold(0.0f32, f32::max);
+    assert!(
+        worst < 1e-4,
+        "after {layers} layers: worst relative error {worst}"
+    );
+    let sum = resolve(call(&x_res, "read", &[]).into())
+        .await
+        .unwrap()
+        .dyn_into::<Float32Array>()
+        .unwrap()
+        .to_vec();
     // Not bit-exact: each layer's v includes the previous layer's y, itself within f32
     // rounding of the reference.
-    let worst = sum.iter().zip(&residual).map(|(a, b)| (a - b).abs() / (b.abs() + 1e-3)).fold(0.0f32, f32::max);
-    assert!(worst < 1e-4, "the sum tensor is the last layer's v: worst relative error {worst}");
+    let worst = sum
+        .iter()
+        .zip(&residual)
+        .map(|(a, b)| (a - b).abs() / (b.abs() + 1e-3))
+        .fold(0.0f32, f32::max);
+    assert!(
+        worst < 1e-4,
+        "the sum tensor is the last layer's v: worst relative error {worst}"
+    );
 }
 
 #[wasm_bindgen_test]
@@ -262,15 +415,22 @@ async fn freed_and_foreign_tensors_are_named_errors() {
     let (a, b) = (norm().await, norm().await);
     let case = Case::new(2, 8, false, false, 1e-6, 400);
     let args = case.args();
-    let foreign = JsValue::from(b.upload(Float32Array::from(&case.input[..]).into(), None).unwrap());
+    let foreign = JsValue::from(
+        b.upload(Float32Array::from(&case.input[..]).into(), None)
+            .unwrap(),
+    );
     Reflect::set(&args, &"input".into(), &foreign).unwrap();
-    let e = resolve(a.run(args.clone())).await.expect_err("a tensor of another instance");
+    let e = resolve(a.run(args.clone()))
+        .await
+        .expect_err("a tensor of another instance");
     assert_eq!(error_name(&e), "TypeError", "{}", error_message(&e));
     assert!(error_message(&e).starts_with("input:"));
 
     call(&foreign, "free", &[]);
     let e = resolve(b.run(args)).await.expect_err("a freed tensor");
     assert_eq!(error_name(&e), "GpuDeviceError", "{}", error_message(&e));
-    let y = resolve(b.run(case.args())).await.expect("the instance still works");
+    let y = resolve(b.run(case.args()))
+        .await
+        .expect("the instance still works");
     case.assert_output(&y, "after a freed tensor");
 }
