@@ -90,7 +90,8 @@ async function provenance() {
   } catch {}
   const wasm = join(PKG, "webgpu_rmsnorm_bg.wasm");
   return {
-    commit,
+    // The checkout the benchmark ran from; with --pkg, the package may come from elsewhere.
+    benchCommit: commit,
     pkg: PKG,
     wasmSha256: createHash("sha256").update(await readFile(wasm)).digest("hex").slice(0, 16),
     wasmBuilt: (await stat(wasm)).mtime.toISOString(),
@@ -128,7 +129,7 @@ try {
   const env = await page.evaluate(() => window.bench.setup());
   console.log(`adapter: ${JSON.stringify(env.ours)}`);
   console.log(`cross-origin isolated: ${env.crossOriginIsolated}; onnxruntime-web ${env.ort?.web ?? "?"}`);
-  console.log(`tree ${build.commit}; ${build.pkg}: wasm ${build.wasmSha256} built ${build.wasmBuilt}`);
+  console.log(`bench from ${build.benchCommit}; package ${build.pkg}: wasm ${build.wasmSha256} built ${build.wasmBuilt}`);
   console.log(`load average before: ${loadavgBefore.map((x) => x.toFixed(2)).join(" ")} on ${cpus().length} cores`);
   console.log(`per-op: slope of time over repeat ${K1} → K; medians; budget ${BUDGET_MS} ms per measurement\n`);
 
