@@ -44,7 +44,32 @@ export interface FusedRmsNormArgs {
   eps?: number;
   /** Where results go: `"array"` (default) resolves with `Float32Array`s. */
   output?: "array";
+  /** See `FusedRmsNormInPlaceArgs`. */
+  inPlace?: false;
 }
+
+/**
+ * f16 data: half-precision bits in `Uint16Array`s (a `Float16Array` is accepted too where the
+ * browser has one) or f16 `GpuTensor`s; results are `Uint16Array`s of f16 bits. Math is f32.
+ * `hidden` must be a multiple of 4.
+ */
+export type FusedRmsNormF16Args = Omit<FusedRmsNormArgs, "input" | "residual" | "gamma" | "beta" | "bias"> & {
+  input: Uint16Array;
+  residual: Uint16Array | GpuTensor;
+  gamma: Uint16Array | GpuTensor;
+  beta?: Uint16Array | GpuTensor;
+  bias?: Uint16Array | GpuTensor;
+};
+
+/**
+ * In place on GPU tensors: `residual` receives `input + residual (+ bias)` and `input` the
+ * normalized output; nothing new is allocated. Resolves when the GPU has the work.
+ */
+export type FusedRmsNormInPlaceArgs = Omit<FusedRmsNormArgs, "input" | "residual" | "output" | "inPlace"> & {
+  input: GpuTensor;
+  residual: GpuTensor;
+  inPlace: true;
+};
 
 /** `FusedRmsNormArgs` whose results stay on the GPU as `GpuTensor`s (no readback). */
 export type FusedRmsNormGpuArgs = Omit<FusedRmsNormArgs, "output"> & { output: "gpu" };
@@ -55,10 +80,15 @@ export interface FusedRmsNormGpuWithSum {
   sum: GpuTensor;
 }
 
-// Overloads of the class's methods for GPU-resident results (declaration merging).
+// Overloads of the class's methods (declaration merging) for GPU-resident results, in-place
+// updates and f16 arrays.
 export interface FusedRmsNorm {
   run(args: FusedRmsNormGpuArgs): Promise<GpuTensor>;
+  run(args: FusedRmsNormInPlaceArgs): Promise<void>;
+  run(args: FusedRmsNormF16Args): Promise<Uint16Array>;
   runWithSum(args: FusedRmsNormGpuArgs): Promise<FusedRmsNormGpuWithSum>;
+  runWithSum(args: FusedRmsNormInPlaceArgs): Promise<void>;
+  runWithSum(args: FusedRmsNormF16Args): Promise<{ output: Uint16Array; sum: Uint16Array }>;
 }
 
 /** Options of `FusedRmsNorm.upload`: `dtype` must match the array (f16: Uint16Array/Float16Array). */
@@ -69,6 +99,8 @@ export interface GpuTensorOptions {
 /** Options of `FusedRmsNorm.create`. */
 export interface FusedRmsNormOptions {
   powerPreference?: "low-power" | "high-performance";
+  /** f16 data through WGSL `shader-f16` where the adapter has it (default true); false packs halves in u32s. */
+  shaderF16?: boolean;
 }
 
 /** The WebGPU adapter the instance runs on (WebGPU's `GPUAdapterInfo`). */
@@ -88,6 +120,8 @@ export interface FusedRmsNormDebugStats {
   readonly idleBuffers: number;
   /** Size of the WebAssembly memory in bytes. */
   readonly wasmMemoryBytes: number;
+  /** Whether f16 data goes through WGSL `shader-f16` (else halves packed in u32s). */
+  readonly shaderF16: boolean;
 }
 
 /** Result of `runWithSum`: the normalized output and `input + residual (+ bias)`. */
@@ -112,7 +146,30 @@ extern "C" {
 pub struct FusedRmsNorm {
     /// Replaced by a fresh context when the device is lost.
     ctx: Rc<RefCell<Rc<GpuContext>>>,
+    settings: Settings,
+}
+
+/// What `create` was asked for, kept to open an equal device after a loss.
+#[derive(Clone, Copy)]
+struct Settings {
     power: wgpu::PowerPreference,
+    shader_f16: bool,
+}
+
+impl Settings {
+    async fn open(self) -> Result<GpuContext, Error> {
+        let mut ctx = GpuContext::new(self.power).await?;
+        ctx.set_shader_f16(self.shader_f16);
+        Ok(ctx)
+    }
+}
+
+/// Where a call's results go.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Array,
+    Gpu,
+    InPlace,
 }
 
 #[wasm_bindgen]
@@ -121,11 +178,11 @@ impl FusedRmsNorm {
     /// WebGPU or no adapter, `GpuDeviceError` where the device cannot be created, and
     /// `TypeError` for malformed options.
     pub async fn create(options: Option<CreateOptions>) -> Result<FusedRmsNorm, JsValue> {
-        let power = power_preference(options.as_ref().map(|o| o.as_ref())).map_err(to_js)?;
-        let ctx = GpuContext::new(power).await.map_err(to_js)?;
+        let settings = settings(options.as_ref().map(|o| o.as_ref())).map_err(to_js)?;
+        let ctx = settings.open().await.map_err(to_js)?;
         Ok(FusedRmsNorm {
             ctx: Rc::new(RefCell::new(Rc::new(ctx))),
-            power,
+            settings,
         })
     }
 
@@ -242,7 +299,8 @@ impl FusedRmsNorm {
     /// pooled for reuse), those idle in the pool, and the wasm memory's size in bytes.
     #[wasm_bindgen(js_name = debugStats, unchecked_return_type = "FusedRmsNormDebugStats")]
     pub fn debug_stats(&self) -> JsValue {
-        let stats = self.ctx.borrow().buffer_stats();
+        let ctx = self.ctx.borrow();
+        let stats = ctx.buffer_stats();
         let memory = wasm_bindgen::memory()
             .dyn_into::<js_sys::WebAssembly::Memory>()
             .map(|m| {
@@ -256,6 +314,7 @@ impl FusedRmsNorm {
         let _ = Reflect::set(&o, &"liveBuffers".into(), &(stats.live as f64).into());
         let _ = Reflect::set(&o, &"idleBuffers".into(), &(stats.idle as f64).into());
         let _ = Reflect::set(&o, &"wasmMemoryBytes".into(), &(memory as f64).into());
+        let _ = Reflect::set(&o, &"shaderF16".into(), &ctx.uses_shader_f16().into());
         o.into()
     }
 
@@ -353,16 +412,20 @@ impl GpuTensor {
 
 impl FusedRmsNorm {
     fn start(&self, args: &JsValue, want_sum: bool) -> Promise {
-        let (x, to_gpu) = match parse_args(args) {
+        let (x, mode) = match parse_args(args) {
             Ok(x) => x,
             Err(e) => return Promise::reject(&to_js(e)),
         };
         let ctx = self.ctx.borrow().clone();
-        if to_gpu {
-            return match ctx.submit_to_gpu(&x, want_sum) {
+        if mode != Mode::Array {
+            let submitted = match mode {
+                Mode::InPlace => ctx.submit_in_place(&x),
+                _ => ctx.submit_to_gpu(&x, want_sum),
+            };
+            return match submitted {
                 Ok(pending) => future_to_promise(async move {
                     let out = pending.read_gpu().await.map_err(to_js)?;
-                    Ok(gpu_result(out, &ctx, want_sum))
+                    Ok(out.map_or(JsValue::UNDEFINED, |out| gpu_result(out, &ctx, want_sum)))
                 }),
                 Err(e) => Promise::reject(&to_js(e)),
             };
@@ -402,9 +465,9 @@ impl FusedRmsNorm {
             bias: x.bias.map(copy),
             ..x
         };
-        let (slot, power) = (self.ctx.clone(), self.power);
+        let (slot, settings) = (self.ctx.clone(), self.settings);
         future_to_promise(async move {
-            let fresh = Rc::new(GpuContext::new(power).await.map_err(to_js)?);
+            let fresh = Rc::new(settings.open().await.map_err(to_js)?);
             *slot.borrow_mut() = fresh.clone();
             let out = fresh.run(&x, want_sum).await.map_err(to_js)?;
             Ok(result(out, want_sum))
@@ -612,7 +675,7 @@ fn tensor_arg(v: &JsValue, name: &str) -> Result<Option<Rc<Tensor>>, Error> {
 }
 
 /// The call's inputs, and whether its results stay on the GPU.
-fn parse_args(args: &JsValue) -> Result<(Args, bool), Error> {
+fn parse_args(args: &JsValue) -> Result<(Args, Mode), Error> {
     if !args.is_object()
         || args.is_function()
         || is_array(args).unwrap_or(true)
@@ -631,10 +694,10 @@ fn parse_args(args: &JsValue) -> Result<(Args, bool), Error> {
     let beta = array_arg(args, "beta", false)?;
     let bias = array_arg(args, "bias", false)?;
     let o = get(args, "output");
-    let to_gpu = match o.as_string().as_deref() {
-        _ if o.is_undefined() => false,
-        Some("array") => false,
-        Some("gpu") => true,
+    let mut mode = match o.as_string().as_deref() {
+        _ if o.is_undefined() => Mode::Array,
+        Some("array") => Mode::Array,
+        Some("gpu") => Mode::Gpu,
         _ => {
             return Err(Error::Type(format!(
                 "output: expected \"array\", \"gpu\" or undefined, got {}",
@@ -642,6 +705,24 @@ fn parse_args(args: &JsValue) -> Result<(Args, bool), Error> {
             )));
         }
     };
+    let p = get(args, "inPlace");
+    match p.as_bool() {
+        _ if p.is_undefined() => {}
+        Some(false) => {}
+        Some(true) if o.is_undefined() => mode = Mode::InPlace,
+        Some(true) => {
+            return Err(Error::Type(format!(
+                "output: expected undefined with inPlace: true (the results overwrite input and residual), got {}",
+                describe(&o)
+            )));
+        }
+        None => {
+            return Err(Error::Type(format!(
+                "inPlace: expected a boolean or undefined, got {}",
+                describe(&p)
+            )));
+        }
+    }
 
     let h = get(args, "hidden");
     let Some(hidden) = h.as_f64() else {
@@ -683,28 +764,46 @@ fn parse_args(args: &JsValue) -> Result<(Args, bool), Error> {
             hidden: hidden as usize,
             eps,
         },
-        to_gpu,
+        mode,
     ))
 }
 
-fn power_preference(options: Option<&JsValue>) -> Result<wgpu::PowerPreference, Error> {
-    let Some(o) = options.filter(|o| !o.is_undefined()) else {
-        return Ok(wgpu::PowerPreference::default());
+fn settings(options: Option<&JsValue>) -> Result<Settings, Error> {
+    let mut settings = Settings {
+        power: wgpu::PowerPreference::default(),
+        shader_f16: true,
+    };
+    let Some(o) = options.filter(|o| !o.is_undefined() && !o.is_null()) else {
+        return Ok(settings);
     };
     if !o.is_object() {
         return Err(Error::Type(format!(
-            "options: expected an object {{ powerPreference? }} or undefined, got {}",
+            "options: expected an object {{ powerPreference?, shaderF16? }} or undefined, got {}",
             describe(o)
         )));
     }
     let p = get(o, "powerPreference");
-    match p.as_string().as_deref() {
-        _ if p.is_undefined() => Ok(wgpu::PowerPreference::default()),
-        Some("low-power") => Ok(wgpu::PowerPreference::LowPower),
-        Some("high-performance") => Ok(wgpu::PowerPreference::HighPerformance),
-        _ => Err(Error::Type(format!(
-            "options.powerPreference: expected \"low-power\" or \"high-performance\", got {}",
-            describe(&p)
-        ))),
-    }
+    settings.power = match p.as_string().as_deref() {
+        _ if p.is_undefined() => wgpu::PowerPreference::default(),
+        Some("low-power") => wgpu::PowerPreference::LowPower,
+        Some("high-performance") => wgpu::PowerPreference::HighPerformance,
+        _ => {
+            return Err(Error::Type(format!(
+                "options.powerPreference: expected \"low-power\" or \"high-performance\", got {}",
+                describe(&p)
+            )))
+        }
+    };
+    let f = get(o, "shaderF16");
+    settings.shader_f16 = match f.as_bool() {
+        _ if f.is_undefined() => true,
+        Some(on) => on,
+        None => {
+            return Err(Error::Type(format!(
+                "options.shaderF16: expected a boolean or undefined, got {}",
+                describe(&f)
+            )));
+        }
+    };
+    Ok(settings)
 }

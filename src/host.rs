@@ -160,21 +160,8 @@ mod imp {
             Dtype::F16 => dst.extend(
                 view.chunks_exact(2)
                     .take(count)
-                    .map(|b| f16_to_f32(u16::from_le_bytes([b[0], b[1]]))),
+                    .map(|b| crate::reference::f16_value(u16::from_le_bytes([b[0], b[1]]))),
             ),
-        }
-    }
-
-    /// Exact widening of an IEEE half's bits.
-    pub fn f16_to_f32(h: u16) -> f32 {
-        let sign = if h & 0x8000 != 0 { -1.0 } else { 1.0 };
-        let exp = (h >> 10) & 0x1f;
-        let frac = (h & 0x3ff) as f32;
-        sign * match exp {
-            0 => frac * 2f32.powi(-24),
-            31 if frac == 0.0 => f32::INFINITY,
-            31 => f32::NAN,
-            e => (1.0 + frac / 1024.0) * 2f32.powi(e as i32 - 15),
         }
     }
 }

@@ -3,7 +3,7 @@
 #![cfg(not(target_arch = "wasm32"))]
 
 use webgpu_rmsnorm::kernel::{Options, Params, Storage, Variant};
-use webgpu_rmsnorm::reference::{fused_rms_norm, worst_error, Inputs};
+use webgpu_rmsnorm::reference::{f16_bits, f16_value, fused_rms_norm, worst_error, Inputs};
 use webgpu_rmsnorm::{Error, GpuContext};
 
 /// Relative tolerance against the f64 reference (f32 math; see `worst_error`).
@@ -433,41 +433,6 @@ fn tensors_of_another_context_are_refused() {
         .expect("a foreign tensor");
     assert_eq!(e.name(), "TypeError");
     assert!(e.message().starts_with("input:"), "{e}");
-}
-
-/// f32 → IEEE half bits, rounding to nearest even (the test's own conversion, independent
-/// of the GPU's).
-fn f16_bits(x: f32) -> u16 {
-    let b = x.to_bits();
-    let sign = ((b >> 16) & 0x8000) as u16;
-    let exp = ((b >> 23) & 0xff) as i32;
-    let mant = b & 0x7f_ffff;
-    if exp == 255 {
-        return sign | 0x7c00 | if mant != 0 { 0x200 } else { 0 };
-    }
-    let e = exp - 127 + 15;
-    if e >= 31 {
-        return sign | 0x7c00;
-    }
-    let (kept, shift) = if e <= 0 {
-        if e < -10 {
-            return sign;
-        }
-        (mant | 0x80_0000, (14 - e) as u32)
-    } else {
-        (((e as u32) << 23) | mant, 13)
-    };
-    let (half, rem, mid) = (kept >> shift, kept & ((1 << shift) - 1), 1 << (shift - 1));
-    let rounded = if rem > mid || (rem == mid && half & 1 == 1) {
-        half + 1
-    } else {
-        half
-    };
-    sign | rounded as u16
-}
-
-fn f16_value(h: u16) -> f32 {
-    webgpu_rmsnorm::host::f16_to_f32(h)
 }
 
 #[test]

@@ -325,6 +325,10 @@ async fn device_loss_rejects_then_recovers() {
     );
 }
 
+fn web_sys_log(message: &str) {
+    wasm_bindgen_test::console_log!("{message}");
+}
+
 /// Calls a method of a JS object by name (for objects the tests hold as `JsValue`).
 fn call(obj: &JsValue, method: &str, args: &[JsValue]) -> JsValue {
     let f: js_sys::Function = Reflect::get(obj, &method.into())
@@ -433,4 +437,135 @@ async fn freed_and_foreign_tensors_are_named_errors() {
         .await
         .expect("the instance still works");
     case.assert_output(&y, "after a freed tensor");
+}
+
+#[wasm_bindgen_test]
+async fn f16_arrays_on_both_paths_match_the_reference() {
+    use webgpu_rmsnorm::reference::{f16_bits, f16_value};
+    let packed_options = Object::new();
+    Reflect::set(&packed_options, &"shaderF16".into(), &false.into()).unwrap();
+    let packed = FusedRmsNorm::create(Some(JsValue::from(packed_options).unchecked_into()))
+        .await
+        .unwrap();
+    let stats = |n: &FusedRmsNorm| {
+        Reflect::get(&n.debug_stats(), &"shaderF16".into())
+            .unwrap()
+            .as_bool()
+    };
+    assert_eq!(
+        stats(&packed),
+        Some(false),
+        "shaderF16: false forces the packed path"
+    );
+    let default = norm().await;
+    web_sys_log(&format!(
+        "default f16 path on this adapter: shader-f16 = {:?}",
+        stats(&default)
+    ));
+    for (path, norm) in [("default", default), ("packed", packed)] {
+        for (rows, hidden, bias, beta) in [
+            (3usize, 4usize, false, false),
+            (4, 768, true, true),
+            (2, 4096, false, true),
+        ] {
+            let case = Case::new(rows, hidden, bias, beta, 1e-6, 500 + hidden as u32);
+            let h = |v: &[f32]| v.iter().map(|&x| f16_bits(x)).collect::<Vec<u16>>();
+            let w = |v: &[u16]| v.iter().map(|&b| f16_value(b)).collect::<Vec<f32>>();
+            let (hin, hres, hg) = (h(&case.input), h(&case.residual), h(&case.gamma));
+            let (hbeta, hbias) = (case.beta.as_deref().map(h), case.bias.as_deref().map(h));
+            let args = Object::new();
+            let set = |k: &str, v: &[u16]| {
+                Reflect::set(&args, &k.into(), &js_sys::Uint16Array::from(v)).unwrap()
+            };
+            set("input", &hin);
+            set("residual", &hres);
+            set("gamma", &hg);
+            if let Some(b) = &hbeta {
+                set("beta", b);
+            }
+            if let Some(b) = &hbias {
+                set("bias", b);
+            }
+            Reflect::set(&args, &"hidden".into(), &(hidden as f64).into()).unwrap();
+            let r = resolve(norm.run_with_sum(args.into()))
+                .await
+                .unwrap_or_else(|e| panic!("{path}: {}", error_message(&e)));
+            let out: js_sys::Uint16Array = Reflect::get(&r, &"output".into())
+                .unwrap()
+                .dyn_into()
+                .expect("f16 results are Uint16Array bits");
+            let (win, wres, wg) = (w(&hin), w(&hres), w(&hg));
+            let (wbeta, wbias) = (hbeta.as_deref().map(w), hbias.as_deref().map(w));
+            let x = Inputs {
+                input: &win,
+                residual: &wres,
+                gamma: &wg,
+                beta: wbeta.as_deref(),
+                bias: wbias.as_deref(),
+                hidden,
+                eps: 1e-6,
+            };
+            let (want, _) = fused_rms_norm(&x);
+            let err = worst_error(&w(&out.to_vec()), &want, &x, 1e-3);
+            assert!(
+                err <= 1.0,
+                "{path} {rows}x{hidden}: {err:.2} f16 tolerances off the f64 reference"
+            );
+        }
+        // hidden must be a multiple of 4 for f16.
+        let odd = js_sys::Uint16Array::new_with_length(6);
+        let args = Object::new();
+        for k in ["input", "residual"] {
+            Reflect::set(&args, &k.into(), &odd).unwrap();
+        }
+        Reflect::set(
+            &args,
+            &"gamma".into(),
+            &js_sys::Uint16Array::new_with_length(3),
+        )
+        .unwrap();
+        Reflect::set(&args, &"hidden".into(), &3.0.into()).unwrap();
+        let e = resolve(norm.run(args.into()))
+            .await
+            .expect_err("f16 with hidden 3");
+        assert_eq!(error_name(&e), "ShapeError", "{}", error_message(&e));
+    }
+}
+
+#[wasm_bindgen_test]
+async fn in_place_update_writes_y_into_input_and_v_into_residual() {
+    let norm = norm().await;
+    let case = Case::new(3, 4096, true, true, 1e-6, 600);
+    let input = JsValue::from(
+        norm.upload(Float32Array::from(&case.input[..]).into(), None)
+            .unwrap(),
+    );
+    let residual = JsValue::from(
+        norm.upload(Float32Array::from(&case.residual[..]).into(), None)
+            .unwrap(),
+    );
+    let args = case.args();
+    Reflect::set(&args, &"input".into(), &input).unwrap();
+    Reflect::set(&args, &"residual".into(), &residual).unwrap();
+    Reflect::set(&args, &"inPlace".into(), &true.into()).unwrap();
+    let r = resolve(norm.run(args))
+        .await
+        .unwrap_or_else(|e| panic!("{}", error_message(&e)));
+    assert!(r.is_undefined(), "in place resolves with nothing");
+    let y = resolve(call(&input, "read", &[]).into()).await.unwrap();
+    case.assert_output(&y, "input after the in-place update");
+    let v = resolve(call(&residual, "read", &[]).into())
+        .await
+        .unwrap()
+        .dyn_into::<Float32Array>()
+        .unwrap()
+        .to_vec();
+    assert_eq!(v, fused_rms_norm(&case.inputs()).1, "residual holds v");
+    // Host arrays cannot be updated in place.
+    let bad = case.args();
+    Reflect::set(&bad, &"inPlace".into(), &true.into()).unwrap();
+    let e = resolve(norm.run(bad))
+        .await
+        .expect_err("in place on host arrays");
+    assert_eq!(error_name(&e), "TypeError");
 }
