@@ -203,8 +203,20 @@ impl GpuContext {
         };
         let (stub_in, stub_out) = (stub("absent input"), stub("absent output"));
         let shader_f16 = device.features().contains(wgpu::Features::SHADER_F16);
+        let summary = summarize(adapter, &device);
+        let mut max_workgroup = limits
+            .max_compute_invocations_per_workgroup
+            .min(limits.max_compute_workgroup_size_x);
+        // A CPU adapter in the browser (SwiftShader) runs a workgroup as 4-wide SIMD groups
+        // that switch at every barrier, so each extra group costs a switch per barrier. One
+        // group of 4 with many columns each measured 3-8x faster than 256 threads
+        // (docs/PERFORMANCE.md). Natively, lavapipe keeps the GPU tiling so that the tests
+        // there cover what GPUs run.
+        if cfg!(target_arch = "wasm32") && summary.is_fallback {
+            max_workgroup = max_workgroup.min(CPU_WORKGROUP);
+        }
         Ok(GpuContext {
-            adapter: summarize(adapter, &device),
+            adapter: summary,
             device,
             queue,
             layout,
@@ -220,9 +232,7 @@ impl GpuContext {
                 .max_storage_buffer_binding_size
                 .min(limits.max_buffer_size),
             max_groups_per_dim: limits.max_compute_workgroups_per_dimension,
-            max_workgroup: limits
-                .max_compute_invocations_per_workgroup
-                .min(limits.max_compute_workgroup_size_x),
+            max_workgroup,
             pool: Rc::new(BufferPool::default()),
             id: next_context_id(),
         })
@@ -397,6 +407,12 @@ impl GpuContext {
             live: self.pool.live(),
             idle: self.pool.idle(),
         }
+    }
+
+    /// Caps the workgroup size below the device's limit, as the browser does on CPU adapters,
+    /// so native tests cover those variants too.
+    pub fn set_max_workgroup(&mut self, invocations: u32) {
+        self.max_workgroup = self.max_workgroup.min(invocations.max(1));
     }
 
     /// Caps storage bindings below the device's limit, so tests can reach the row-splitting
@@ -824,6 +840,9 @@ fn lost_error(why: &str) -> Error {
         "device: expected a live GPU device, got a lost one ({why})"
     ))
 }
+
+/// Workgroup size on CPU adapters in the browser; see `from_adapter`.
+const CPU_WORKGROUP: u32 = 4;
 
 type MapResult = Result<(), wgpu::BufferAsyncError>;
 

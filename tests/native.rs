@@ -590,3 +590,23 @@ fn in_place_overwrites_input_with_y_and_residual_with_v() {
         Some("TypeError")
     );
 }
+
+#[test]
+fn small_workgroups_as_on_cpu_adapters_match_the_reference() {
+    let mut ctx = context();
+    ctx.set_max_workgroup(4);
+    let mut rng = Rng(0x5EED_000B);
+    for hidden in [1usize, 5, 768, 896, 4096, 4099, 16384] {
+        for (bias, beta, sum_scale) in [
+            (false, false, 1.0f32),
+            (true, true, 1e30),
+            (true, false, 1e-30),
+        ] {
+            let case = Case::random(&mut rng, 3, hidden, bias, beta, 0.0, sum_scale);
+            case.check(
+                &ctx,
+                &format!("workgroup 4: 3x{hidden} bias={bias} beta={beta} scale {sum_scale:e}"),
+            );
+        }
+    }
+}
