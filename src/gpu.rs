@@ -687,11 +687,17 @@ impl GpuContext {
             Dtype::F16 if self.shader_f16 => Storage::F16,
             Dtype::F16 => Storage::F16Packed,
         };
-        let variant = Variant {
+        let mut variant = Variant {
             storage,
             in_place: to == Destination::InPlace,
             ..Variant::for_shape(hidden as u32, options).within(hidden as u32, self.max_workgroup)
         };
+        if self.max_workgroup <= CPU_WORKGROUP {
+            // A CPU re-reads from its own cache, while every cached column is unrolled code
+            // that SwiftShader takes long to compile.
+            variant.slots = variant.slots.min(CPU_SLOTS);
+            variant.exact = variant.slots * variant.workgroup == hidden as u32 / variant.lanes;
+        }
 
         // Everything between the pushes and the pops is synchronous, so calls that interleave
         // at their awaits never share a scope.
@@ -843,6 +849,8 @@ fn lost_error(why: &str) -> Error {
 
 /// Workgroup size on CPU adapters in the browser; see `from_adapter`.
 const CPU_WORKGROUP: u32 = 4;
+/// Columns per thread held in registers there.
+const CPU_SLOTS: u32 = 4;
 
 type MapResult = Result<(), wgpu::BufferAsyncError>;
 
