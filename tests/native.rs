@@ -9,76 +9,20 @@ use webgpu_rmsnorm::{Error, GpuContext};
 /// Relative tolerance against the f64 reference (f32 math; see `worst_error`).
 const RTOL: f64 = 1e-5;
 
-/// SplitMix64: tiny, seedable, and the same on every machine.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    /// Uniform in [-1, 1).
-    fn unit(&mut self) -> f32 {
-        (self.next() >> 40) as f32 / (1u64 << 23) as f32 - 1.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    fn vec(&mut self, n: usize, scale: f32) -> Vec<f32> {
-        (0..n).map(|_| self.unit() * scale).collect()
-    }
-}
+mod common;
+use common::{Case, Rng};
 
 fn context() -> GpuContext {
     pollster::block_on(GpuContext::new(wgpu::PowerPreference::HighPerformance))
         .expect("a Vulkan adapter (lavapipe: apt-get install mesa-vulkan-drivers)")
 }
 
-struct Case {
-    input: Vec<f32>,
-    residual: Vec<f32>,
-    gamma: Vec<f32>,
-    beta: Option<Vec<f32>>,
-    bias: Option<Vec<f32>>,
-    hidden: usize,
-    eps: f32,
+/// The native side of a case: a run on the GPU checked against the reference.
+trait Check {
+    fn check(&self, ctx: &GpuContext, what: &str);
 }
 
-impl Case {
-    fn random(
-        rng: &mut Rng,
-        rows: usize,
-        hidden: usize,
-        bias: bool,
-        beta: bool,
-        eps: f32,
-        scale: f32,
-    ) -> Case {
-        Case {
-            input: rng.vec(rows * hidden, scale),
-            residual: rng.vec(rows * hidden, scale),
-            gamma: rng.vec(hidden, 2.0),
-            beta: beta.then(|| rng.vec(hidden, 1.0)),
-            bias: bias.then(|| rng.vec(hidden, scale)),
-            hidden,
-            eps,
-        }
-    }
-
-    fn inputs(&self) -> Inputs<'_> {
-        Inputs {
-            input: &self.input,
-            residual: &self.residual,
-            gamma: &self.gamma,
-            beta: self.beta.as_deref(),
-            bias: self.bias.as_deref(),
-            hidden: self.hidden,
-            eps: self.eps,
-        }
-    }
-
+impl Check for Case {
     /// Runs on the GPU with the `sum` output and checks `y` and `v` against the reference.
     fn check(&self, ctx: &GpuContext, what: &str) {
         let x = self.inputs();

@@ -13,52 +13,21 @@ wasm_bindgen_test_configure!(run_in_browser);
 
 const RTOL: f64 = 1e-5;
 
-/// A fixed pseudo-random sequence in [-1, 1) (an LCG is plenty for test data).
+mod common;
+use common::{Case, Rng};
+
+/// Fixed pseudo-random test data in [-1, 1).
 fn data(n: usize, seed: u32) -> Vec<f32> {
-    let mut s = seed.wrapping_mul(2_654_435_761).wrapping_add(1);
-    (0..n)
-        .map(|_| {
-            s = s.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
-            (s >> 8) as f32 / (1u32 << 23) as f32 - 1.0
-        })
-        .collect()
+    Rng(seed as u64).vec(n, 1.0)
 }
 
-struct Case {
-    input: Vec<f32>,
-    residual: Vec<f32>,
-    gamma: Vec<f32>,
-    beta: Option<Vec<f32>>,
-    bias: Option<Vec<f32>>,
-    hidden: usize,
-    eps: f32,
+/// The JavaScript side of a case: its argument object and the check of a result.
+trait JsCase {
+    fn args(&self) -> JsValue;
+    fn assert_output(&self, got: &JsValue, what: &str);
 }
 
-impl Case {
-    fn new(rows: usize, hidden: usize, bias: bool, beta: bool, eps: f32, seed: u32) -> Case {
-        Case {
-            input: data(rows * hidden, seed),
-            residual: data(rows * hidden, seed + 1),
-            gamma: data(hidden, seed + 2),
-            beta: beta.then(|| data(hidden, seed + 3)),
-            bias: bias.then(|| data(hidden, seed + 4)),
-            hidden,
-            eps,
-        }
-    }
-
-    fn inputs(&self) -> Inputs<'_> {
-        Inputs {
-            input: &self.input,
-            residual: &self.residual,
-            gamma: &self.gamma,
-            beta: self.beta.as_deref(),
-            bias: self.bias.as_deref(),
-            hidden: self.hidden,
-            eps: self.eps,
-        }
-    }
-
+impl JsCase for Case {
     fn args(&self) -> JsValue {
         let o = Object::new();
         let set = |k: &str, v: &JsValue| Reflect::set(&o, &k.into(), v).unwrap();
@@ -128,7 +97,7 @@ async fn matrix_subset_matches_the_reference() {
                 (false, true, 1e-6),
             ] {
                 seed += 10;
-                let case = Case::new(rows, hidden, bias, beta, eps, seed);
+                let case = Case::new(rows, hidden, bias, beta, eps, seed as u64);
                 let what = format!("{rows}x{hidden} bias={bias} beta={beta} eps={eps}");
                 let y = resolve(norm.run(case.args()))
                     .await
@@ -168,7 +137,7 @@ async fn sixty_four_concurrent_calls_of_different_shapes() {
                 i % 2 == 0,
                 i % 3 == 0,
                 1e-6,
-                1000 + i as u32,
+                1000 + i as u64,
             )
         })
         .collect();
@@ -468,7 +437,7 @@ async fn f16_arrays_on_both_paths_match_the_reference() {
             (4, 768, true, true),
             (2, 4096, false, true),
         ] {
-            let case = Case::new(rows, hidden, bias, beta, 1e-6, 500 + hidden as u32);
+            let case = Case::new(rows, hidden, bias, beta, 1e-6, 500 + hidden as u64);
             let h = |v: &[f32]| v.iter().map(|&x| f16_bits(x)).collect::<Vec<u16>>();
             let w = |v: &[u16]| v.iter().map(|&b| f16_value(b)).collect::<Vec<f32>>();
             let (hin, hres, hg) = (h(&case.input), h(&case.residual), h(&case.gamma));
