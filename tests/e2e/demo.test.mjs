@@ -42,13 +42,21 @@ async function settle(action) {
   return { state: await page.getAttribute("#status", "data-state"), text: (await page.textContent("#status")).trim() };
 }
 
-async function setProblem({ rows, hidden, eps = "1e-6", seed = "1", bias = true, beta = true }) {
+async function setProblem({ rows, hidden, eps = "1e-6", seed = "1", bias = true, beta = true, dtype = "f32" }) {
   await page.fill("#rows", String(rows));
   await page.fill("#hidden", String(hidden));
   await page.fill("#eps", eps);
   await page.fill("#seed", seed);
   await page.setChecked("#bias", bias);
   await page.setChecked("#beta", beta);
+  await page.check(`#dtype-${dtype}`);
+}
+
+/** "12.3 µs" / "1.20 ms" as milliseconds; NaN when it is not a time. */
+function parseMs(text) {
+  const m = /^\s*([\d.]+(?:e[-+]?\d+)?)\s*(µs|ms|s)\s*$/.exec(text);
+  if (!m) return NaN;
+  return Number(m[1]) * { "µs": 1e-3, ms: 1, s: 1e3 }[m[2]];
 }
 
 test("demo shows the adapter: vendor, architecture and whether it is a fallback", async () => {
@@ -67,9 +75,13 @@ test("demo: rows/hidden set through the controls, #run clicked: #max-error < 1e-
   const maxError = Number.parseFloat(await page.textContent("#max-error"));
   assert.ok(Number.isFinite(maxError) && maxError < 1e-4, `#max-error is ${maxError}`);
   assert.match(await page.textContent("#time"), /\d/, "end-to-end time shown");
+  const kernelText = await page.textContent("#kernel-time");
+  const kernelMs = parseMs(kernelText);
+  assert.ok(Number.isFinite(kernelMs) && kernelMs > 0, `#kernel-time is a positive time, got ${JSON.stringify(kernelText)}`);
+  assert.match(await page.textContent("#kernel-note"), /timeDispatches, K = 1 → \d+, median of 3; wall clock/);
   const cells = await page.$$eval("#output tbody tr", (trs) => trs.map((tr) => tr.cells.length));
   assert.deepEqual(cells, [9, 9, 9, 9], "4 rows × (header + 8 values) previewed");
-  t.diagnostic(`6 × 1000: max error ${maxError}, ${await page.textContent("#time")} end to end`);
+  t.diagnostic(`6 × 1000: max error ${maxError}, ${await page.textContent("#time")} end to end, kernel ${kernelText} (${await page.getAttribute("#kernel-note", "title")})`);
 });
 
 test("demo is keyboard usable: Enter in a field runs, with bias and beta off", async () => {
@@ -79,10 +91,32 @@ test("demo is keyboard usable: Enter in a field runs, with bias and beta off", a
   assert.equal(status.state, "done", status.text);
   assert.ok(Number.parseFloat(await page.textContent("#max-error")) < 1e-4);
   // Every control is reachable: each has a label the accessibility tree names it by.
-  for (const id of ["rows", "hidden", "eps", "seed", "bias", "beta"]) {
+  for (const id of ["rows", "hidden", "eps", "seed", "bias", "beta", "dtype-f32", "dtype-f16", "pipeline-rows"]) {
     const label = await page.$eval(`#${id}`, (el) => el.labels?.[0]?.textContent.trim() ?? "");
     assert.ok(label.length > 0, `#${id} has a label`);
   }
+});
+
+test("demo in f16: halves in Uint16Arrays, max error < 5e-3 against the f64 reference of the same halves", async (t) => {
+  await setProblem({ rows: 8, hidden: 768, dtype: "f16" });
+  const status = await settle(() => page.click("#run"));
+  assert.equal(status.state, "done", status.text);
+  assert.match(status.text, /8 × 768 rows in f16/);
+  assert.equal((await page.textContent("#result-dtype")).trim(), "f16");
+  assert.match(await page.textContent("#error-note"), /^f16 output/);
+  const maxError = Number.parseFloat(await page.textContent("#max-error"));
+  const maxRel = Number.parseFloat(await page.textContent("#max-rel"));
+  assert.ok(Number.isFinite(maxError) && maxError < 5e-3, `#max-error is ${maxError}`);
+  // One f16 rounding of each result: not f32-exact (the halves really went through), ≤ 1e-3.
+  assert.ok(maxRel > 1e-5 && maxRel <= 1e-3, `#max-rel is ${maxRel}`);
+  assert.ok(parseMs(await page.textContent("#kernel-time")) > 0, "kernel time in f16 too");
+  t.diagnostic(`f16 8 × 768: max error ${maxError}, max rel ${maxRel}`);
+  // hidden not a multiple of 4 is the library's ShapeError, shown by name.
+  await setProblem({ rows: 2, hidden: 6, dtype: "f16" });
+  const bad = await settle(() => page.click("#run"));
+  assert.equal(bad.state, "error", bad.text);
+  assert.match(bad.text, /^ShapeError: /);
+  await page.check("#dtype-f32");
 });
 
 test("demo shows library errors by name and message, then recovers", async () => {
@@ -128,6 +162,38 @@ test("demo size sweep (#sweep) shows progress and draws both series", async (t) 
   ]);
   assert.equal(await page.$$eval("#sweep-table tbody tr", (rows) => rows.length), sizes);
   t.diagnostic(`sweep: ${await page.textContent("#chart-desc")}`);
+});
+
+test("demo pipeline (#pipeline): 32 layers three ways, progress shown, the final outputs agree", async (t) => {
+  await setProblem({ rows: 4, hidden: 256 });
+  await page.fill("#pipeline-rows", "1");
+  await page.click("#pipeline");
+  await page.waitForFunction(() => document.getElementById("pipeline-progress").value > 0, null, { timeout: 30_000 });
+  await page.waitForFunction(
+    () => {
+      const p = document.getElementById("pipeline-progress");
+      return p.value === p.max && !document.getElementById("pipeline").disabled;
+    },
+    null,
+    { timeout: 45_000 },
+  );
+  const state = await page.getAttribute("#status", "data-state");
+  assert.equal(state, "done", await page.textContent("#status"));
+  const rows = await page.$$eval("#pipeline-results tbody tr", (trs) =>
+    trs.map((tr) => ({ way: tr.dataset.way, cells: [...tr.cells].map((c) => c.textContent.trim()) })),
+  );
+  assert.deepEqual(rows.map((r) => r.way), ["resident", "inplace", "roundtrip"]);
+  for (const { way, cells } of rows) {
+    const [chain, layer, ratio] = cells.slice(1, 4).map((c) => Number.parseFloat(c));
+    assert.ok(chain > 0 && layer > 0 && Math.abs(chain / 32 - layer) < 1e-3, `${way}: ${cells}`);
+    assert.ok(ratio > 0, `${way}: ratio ${cells[3]}`);
+  }
+  assert.equal(rows[0].cells[3], "1.00×");
+  const rel = Number.parseFloat(await page.textContent("#pipeline-max-rel"));
+  assert.ok(Number.isFinite(rel) && rel < 1e-4, `#pipeline-max-rel is ${rel}`);
+  assert.match(await page.textContent("#pipeline-results"), /The three final outputs agree/);
+  t.diagnostic(`pipeline 1 × 256: ${rows.map((r) => r.cells.join(" | ")).join("; ")}; agreement ${rel}`);
+  t.diagnostic(await page.textContent("#pipeline-results .aside"));
 });
 
 test("demo screenshot after a run is saved to test-results/demo.png", async (t) => {
