@@ -9,10 +9,10 @@
 const WIRE_VARINT = 0;
 const WIRE_LEN = 2;
 const WIRE_I32 = 5;
-const FLOAT = 1; // TensorProto.DataType.FLOAT and AttributeProto.AttributeType.FLOAT
+export const FLOAT = 1; // TensorProto.DataType.FLOAT and AttributeProto.AttributeType.FLOAT
 const utf8 = new TextEncoder();
 
-class Writer {
+export class Writer {
   constructor() {
     this.parts = [];
   }
@@ -72,11 +72,11 @@ function tensorType(dims) {
   return new Writer().message(1, tensor); // TypeProto.tensor_type
 }
 
-function valueInfo(name, dims) {
+export function valueInfo(name, dims) {
   return new Writer().string(1, name).message(2, tensorType(dims));
 }
 
-function initializer(name, values) {
+export function initializer(name, values) {
   const raw = new Uint8Array(values.buffer, values.byteOffset, values.byteLength);
   const t = new Writer();
   t.int(1, values.length); // dims

@@ -17,7 +17,7 @@ function median(xs) {
 // that all of them see the same machine: on a CPU adapter a build running next to the
 // benchmark changes every timing, and interleaving keeps the ratios fair. Takes between `min`
 // and `max` rounds, stopping early once `budgetMs` is spent.
-async function sampleTogether(fns, { min = 5, max = 25, budgetMs = 4000 } = {}) {
+export async function sampleTogether(fns, { min = 5, max = 25, budgetMs = 4000 } = {}) {
   const names = Object.keys(fns);
   const xs = Object.fromEntries(names.map((n) => [n, []]));
   const t0 = performance.now();
@@ -32,7 +32,7 @@ async function sampleTogether(fns, { min = 5, max = 25, budgetMs = 4000 } = {}) 
   );
 }
 
-const elapsed = async (fn) => {
+export const elapsed = async (fn) => {
   const t = performance.now();
   await fn();
   return performance.now() - t;
@@ -56,7 +56,7 @@ function jsLoop({ input, residual, gamma, bias, hidden, eps }) {
 }
 
 // Largest absolute difference, and the same scaled by the reference's largest magnitude.
-function compare(got, want) {
+export function compare(got, want) {
   let maxAbs = 0;
   let scale = 0;
   for (let i = 0; i < want.length; i++) {
@@ -68,7 +68,7 @@ function compare(got, want) {
   return { maxAbs, maxRel: maxAbs / (scale || 1) };
 }
 
-function deviceInfo(info) {
+export function deviceInfo(info) {
   return info && {
     vendor: info.vendor, architecture: info.architecture, device: info.device,
     description: info.description, isFallbackAdapter: info.isFallbackAdapter,
@@ -90,7 +90,7 @@ async function setup() {
   };
 }
 
-function sessionOptions(location) {
+export function sessionOptions(location) {
   return {
     executionProviders: ["webgpu"],
     preferredOutputLocation: location,

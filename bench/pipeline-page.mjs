@@ -1,0 +1,266 @@
+// The in-browser half of `npm run bench:pipeline`: a chain of L fused add+RMSNorm layers, the
+// way a transformer's residual stream goes through them, run four ways on the same data in the
+// same page. Layer l takes x_l and r_l and gives x_{l+1} = norm(x_l + r_l) · gamma_l and
+// r_{l+1} = x_l + r_l.
+//
+//   gpu     our runWithSum({ output: "gpu" }) on GpuTensors, one read() at the end
+//   inPlace our runWithSum({ inPlace: true }) on two GpuTensors, one read() at the end
+//   arrays  our runWithSum on Float32Arrays: every layer's output and sum come back to JS
+//   ort     onnxruntime-web WebGPU: one model of L SkipSimplifiedLayerNormalization nodes,
+//           each node's input_skip_bias_sum (output 3) the next node's skip
+//
+// The Node driver (bench/pipeline.mjs) calls `window.pipeline.*` through Playwright.
+import init, { FusedRmsNorm } from "/pkg/webgpu_rmsnorm.js";
+import * as ort from "/ort/ort.webgpu.min.mjs";
+import { EPS, activations, weights } from "./data.mjs";
+import { FLOAT, Writer, initializer, valueInfo } from "./onnx-model.mjs";
+import { compare, deviceInfo, elapsed, sampleTogether, sessionOptions } from "./page.mjs";
+
+let norm;
+
+/** Layer l's gamma: the benchmark's gamma (values in [0.5, 1.5)) rotated by 97·l places. */
+function layerGammas(hidden, layers) {
+  const { gamma } = weights(hidden);
+  return Array.from({ length: layers }, (_, l) => {
+    const s = (97 * l) % hidden;
+    const g = new Float32Array(hidden);
+    g.set(gamma.subarray(s));
+    g.set(gamma.subarray(0, s), hidden - s);
+    return g;
+  });
+}
+
+/**
+ * The chain in f64 from the same f32 inputs. With `sum` false, the variant ORT falls back to
+ * if it lacks output 3: every layer adds the same skip r_0 (x_{l+1} = norm(x_l + r_0)).
+ */
+function reference({ input, residual, gammas, hidden, sum = true }) {
+  const x = Float64Array.from(input);
+  const r = Float64Array.from(residual);
+  const r0 = Float64Array.from(residual);
+  for (const g of gammas) {
+    for (let o = 0; o < x.length; o += hidden) {
+      let ss = 0;
+      for (let i = o; i < o + hidden; i++) {
+        const v = x[i] + (sum ? r[i] : r0[i]);
+        r[i] = v;
+        ss += v * v;
+      }
+      const inv = 1 / Math.sqrt(ss / hidden + EPS);
+      for (let i = 0; i < hidden; i++) x[o + i] = r[o + i] * inv * g[i];
+    }
+  }
+  return { output: x, sum: sum ? r : null };
+}
+
+/**
+ * ONNX model: `layers` chained com.microsoft SkipSimplifiedLayerNormalization nodes on
+ * [1, rows, hidden], per-layer gammas as initializers, graph inputs `input` and `skip`.
+ * With `sum`, node l's output 3 (input_skip_bias_sum) is node l+1's skip and the graph
+ * outputs are `output` and `sum`; without, every node takes the graph's `skip`.
+ */
+function chainModel({ rows, hidden, gammas, sum = true }) {
+  const dims = [1, rows, hidden];
+  const layers = gammas.length;
+  const graph = new Writer();
+  for (let l = 0; l < layers; l++) {
+    const last = l === layers - 1;
+    const node = new Writer();
+    node.string(1, l === 0 ? "input" : `x${l}`);
+    node.string(1, sum && l > 0 ? `r${l}` : "skip");
+    node.string(1, `gamma${l}`);
+    node.string(2, last ? "output" : `x${l + 1}`);
+    if (sum) {
+      node.string(2, ""); // mean: not produced
+      node.string(2, ""); // inv_std_var: not produced
+      node.string(2, last ? "sum" : `r${l + 1}`); // input_skip_bias_sum
+    }
+    node.string(3, `norm${l}`);
+    node.string(4, "SkipSimplifiedLayerNormalization");
+    node.message(5, new Writer().string(1, "epsilon").float(2, EPS).int(20, FLOAT));
+    node.string(7, "com.microsoft");
+    graph.message(1, node);
+  }
+  graph.string(2, `residual_chain_x${layers}`);
+  gammas.forEach((g, l) => graph.message(5, initializer(`gamma${l}`, g)));
+  graph.message(11, valueInfo("input", dims));
+  graph.message(11, valueInfo("skip", dims));
+  graph.message(12, valueInfo("output", dims));
+  if (sum) graph.message(12, valueInfo("sum", dims));
+  const model = new Writer();
+  model.int(1, 8);
+  model.string(2, "webgpu-rmsnorm pipeline bench");
+  model.message(7, graph);
+  model.message(8, new Writer().string(1, "").int(2, 17));
+  model.message(8, new Writer().string(1, "com.microsoft").int(2, 1));
+  return model.finish();
+}
+
+async function setup() {
+  await init();
+  norm = await FusedRmsNorm.create();
+  ort.env.wasm.wasmPaths = "/ort/";
+  ort.env.wasm.numThreads = 1; // see page.mjs: no CPU workers competing with a CPU adapter
+  return {
+    ours: deviceInfo(norm.adapterInfo),
+    crossOriginIsolated: self.crossOriginIsolated,
+    userAgent: navigator.userAgent,
+    ort: ort.env.versions,
+  };
+}
+
+/** One row count: checks, warm-up, then every variant timed in alternation. */
+async function chain({ rows, hidden, layers, sampling }) {
+  const { input, residual } = activations(rows, hidden);
+  const gammas = layerGammas(hidden, layers);
+  const dims = [1, rows, hidden];
+  const res = { rows, hidden, layers };
+
+  // Weights live on the GPU for every variant, as a model's weights would.
+  const gpuGammas = gammas.map((g) => norm.upload(g));
+  const call = (x, r, l, extra) => ({ input: x, residual: r, gamma: gpuGammas[l], hidden, eps: EPS, ...extra });
+
+  // Each variant starts from x_0 and r_0 in Float32Arrays and ends with x_L in a Float32Array;
+  // `full` also returns r_L (for the checks; not timed).
+  const variants = {
+    gpu: async (full) => {
+      let x = norm.upload(input);
+      let r = norm.upload(residual);
+      for (let l = 0; l < layers; l++) {
+        const next = await norm.runWithSum(call(x, r, l, { output: "gpu" }));
+        x.free();
+        r.free();
+        x = next.output;
+        r = next.sum;
+      }
+      try {
+        return { output: await x.read(), sum: full ? await r.read() : null };
+      } finally {
+        x.free();
+        r.free();
+      }
+    },
+    inPlace: async (full) => {
+      const x = norm.upload(input);
+      const r = norm.upload(residual);
+      try {
+        for (let l = 0; l < layers; l++) await norm.runWithSum(call(x, r, l, { inPlace: true }));
+        return { output: await x.read(), sum: full ? await r.read() : null };
+      } finally {
+        x.free();
+        r.free();
+      }
+    },
+    arrays: async () => {
+      let x = input;
+      let r = residual;
+      for (let l = 0; l < layers; l++) ({ output: x, sum: r } = await norm.runWithSum(call(x, r, l)));
+      return { output: x, sum: r };
+    },
+  };
+
+  // ORT: output 3 if the WebGPU EP takes it; otherwise the constant-skip chain.
+  let session;
+  res.ortSumOutput = true;
+  try {
+    session = await ort.InferenceSession.create(chainModel({ rows, hidden, gammas }), sessionOptions("gpu-buffer"));
+  } catch (e) {
+    res.ortSumOutput = false;
+    res.ortSumError = String(e.message ?? e);
+    session = await ort.InferenceSession.create(
+      chainModel({ rows, hidden, gammas, sum: false }),
+      sessionOptions("gpu-buffer"),
+    );
+  }
+  const device = ort.env.webgpu.device;
+  res.ortAdapter = deviceInfo(device.adapterInfo);
+  const gpuBuffer = () =>
+    device.createBuffer({
+      size: input.byteLength,
+      usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST,
+    });
+  const bx = gpuBuffer();
+  const br = gpuBuffer();
+  const feeds = {
+    input: ort.Tensor.fromGpuBuffer(bx, { dataType: "float32", dims }),
+    skip: ort.Tensor.fromGpuBuffer(br, { dataType: "float32", dims }),
+  };
+  variants.ort = async (full) => {
+    device.queue.writeBuffer(bx, 0, input);
+    device.queue.writeBuffer(br, 0, residual);
+    const out = await session.run(feeds);
+    for (const t of Object.values(out)) {
+      if (t.location !== "gpu-buffer") throw new Error(`ORT output on ${t.location}, not gpu-buffer`);
+    }
+    try {
+      return {
+        output: await out.output.getData(true),
+        sum: full && out.sum ? await out.sum.getData(true) : null,
+      };
+    } finally {
+      for (const t of Object.values(out)) t.dispose();
+    }
+  };
+
+  try {
+    // Checks (also the first warm-up): every variant against the f64 chain, ours against
+    // each other element by element.
+    const want = reference({ input, residual, gammas, hidden });
+    const got = {};
+    for (const [name, run] of Object.entries(variants)) got[name] = await run(true);
+    const wantOrt = res.ortSumOutput ? want : reference({ input, residual, gammas, hidden, sum: false });
+    res.checks = {};
+    for (const name of Object.keys(variants)) {
+      const w = name === "ort" ? wantOrt : want;
+      res.checks[name] = {
+        output: compare(got[name].output, w.output),
+        sum: got[name].sum && w.sum ? compare(got[name].sum, w.sum) : null,
+      };
+    }
+    for (const name of ["inPlace", "arrays"]) {
+      res.checks[`${name}VsGpu`] = {
+        output: compare(got[name].output, got.gpu.output),
+        sum: compare(got[name].sum, got.gpu.sum),
+      };
+    }
+    if (res.ortSumOutput) {
+      res.checks.ortVsGpu = { output: compare(got.ort.output, got.gpu.output), sum: compare(got.ort.sum, got.gpu.sum) };
+    }
+    const maxAbs = (xs) => xs.reduce((m, v) => Math.max(m, Math.abs(v)), 0);
+    res.scale = { output: maxAbs(want.output), sum: maxAbs(want.sum) };
+
+    // One more untimed round, then the timed rounds, variants in rotating order.
+    for (const run of Object.values(variants)) await run(false);
+    const stats = () => {
+      const { liveBuffers, idleBuffers, wasmMemoryBytes } = norm.debugStats();
+      return { liveBuffers, idleBuffers, wasmMemoryBytes };
+    };
+    const before = stats();
+    const samples = Object.fromEntries(Object.keys(variants).map((name) => [name, []]));
+    const timed = await sampleTogether(
+      Object.fromEntries(
+        Object.entries(variants).map(([name, run]) => [
+          name,
+          async () => {
+            const ms = await elapsed(() => run(false));
+            samples[name].push(ms);
+            return ms;
+          },
+        ]),
+      ),
+      sampling,
+    );
+    for (const name of Object.keys(timed)) timed[name].samples = samples[name];
+    res.debugStats = { before, after: stats() };
+    res.ms = timed;
+  } finally {
+    await session.release();
+    bx.destroy();
+    br.destroy();
+    for (const g of gpuGammas) g.free();
+  }
+  return res;
+}
+
+window.pipeline = { setup, chain };
+window.pipelineReady = true;
