@@ -213,7 +213,8 @@ fn main(
     if needs_scaling {
         // frexp(m).exp puts m * 2^-exp in [0.5, 1); clamping keeps the scale a
         // normal f32 (subnormals may be flushed to zero on GPUs).
-        let scale = ldexp(1.0, clamp(-frexp(total.y).exp, -126, 126));
+        let k = clamp(-frexp(total.y).exp, -126, 126);
+        let scale = ldexp(1.0, k);
         var scaled = cached_squares(&cache, lid, width, scale);
         for (var i = lid + SLOTS * WG; i < width; i += WG) {
             scaled += square_sum(reload_v(base, i) * scale);
@@ -221,7 +222,9 @@ fn main(
         // Every lane has read the first result before `partials` is reused.
         workgroupBarrier();
         let mean = reduce_workgroup(lid, vec2(scaled, 0.0)).x / params.hidden;
-        let eps_scaled = params.eps * scale * scale;
+        // eps * scale², as two exact steps: written as a product, a compiler may form
+        // scale * scale first (NVIDIA's does), which overflows to Inf, and 0 * Inf is NaN.
+        let eps_scaled = ldexp(ldexp(params.eps, k), k);
         if is_finite(eps_scaled) {
             pre = scale;
             post = inverseSqrt(mean + eps_scaled);
