@@ -243,7 +243,7 @@ function showUnavailable(reason) {
   $("no-webgpu").hidden = false;
   $("no-webgpu-reason").textContent = reason;
   setStatus("unavailable", "WebGPU is not available in this browser: see the panel above.");
-  for (const f of ["vendor", "architecture", "device", "fallback"]) field(f).textContent = "—";
+  for (const f of ["vendor", "architecture", "device", "fallback", "limits", "features"]) field(f).textContent = "—";
   $("adapter").removeAttribute("aria-busy");
 }
 
@@ -260,6 +260,18 @@ function showAdapter(info) {
   badge.textContent = info.isFallbackAdapter ? "Fallback (software / CPU)" : "Hardware GPU";
   field("fallback").replaceChildren(badge);
   $("adapter").removeAttribute("aria-busy");
+}
+
+/** The limits that decide what the package can do here: the largest row and call, the tiling. */
+function showLimits(adapter) {
+  if (!adapter) return;
+  const l = adapter.limits;
+  const mib = (b) => `${Math.round(b / 2 ** 20)} MiB`;
+  field("limits").textContent =
+    `storage binding ${mib(l.maxStorageBufferBindingSize)} · buffer ${mib(l.maxBufferSize)} · ` +
+    `workgroup ${l.maxComputeInvocationsPerWorkgroup} invocations · ${l.maxComputeWorkgroupsPerDimension} workgroups per dimension`;
+  const wanted = ["shader-f16", "subgroups", "timestamp-query"];
+  field("features").textContent = wanted.map((f) => `${f} ${adapter.features.has(f) ? "yes" : "no"}`).join(" · ");
 }
 
 function setBusy(on) {
@@ -919,8 +931,9 @@ async function describeTimestamps() {
   try {
     const adapter = await navigator.gpu.requestAdapter();
     offered = Boolean(adapter?.features.has("timestamp-query"));
+    showLimits(adapter);
   } catch {
-    // Only a note depends on it.
+    // Only a note and the limits panel depend on it.
   }
   return offered
     ? "This adapter has timestamp-query, but the package opens its device without it and gives the page no GPU timestamps: the kernel time is the wall-clock slope over K dispatches in one submission."

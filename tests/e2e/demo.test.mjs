@@ -65,6 +65,11 @@ test("demo shows the adapter: vendor, architecture and whether it is a fallback"
   assert.doesNotMatch(text, /…/, "adapter fields are filled in");
   const kind = await page.textContent('#adapter [data-field="fallback"]');
   assert.match(kind, /Fallback|Hardware/);
+  await page.waitForFunction(() => !document.querySelector('#adapter [data-field="limits"]').textContent.includes("…"));
+  const limits = await page.textContent('#adapter [data-field="limits"]');
+  assert.match(limits, /storage binding \d+ MiB .* workgroup \d+ invocations/);
+  const features = await page.textContent('#adapter [data-field="features"]');
+  assert.match(features, /shader-f16 (yes|no) · subgroups (yes|no) · timestamp-query (yes|no)/);
 });
 
 test("demo: rows/hidden set through the controls, #run clicked: #max-error < 1e-4 and an output preview", async (t) => {
