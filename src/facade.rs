@@ -318,6 +318,28 @@ impl FusedRmsNorm {
         o.into()
     }
 
+    /// Runs `args` with the kernel dispatched `repeat` times in one compute pass and resolves
+    /// with the pass's GPU time in milliseconds, from timestamp queries, or `undefined` where
+    /// the adapter has no `timestamp-query`.
+    #[wasm_bindgen(js_name = gpuTime, unchecked_return_type = "Promise<number | undefined>")]
+    pub fn gpu_time(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "FusedRmsNormArgs")] args: JsValue,
+        repeat: u32,
+    ) -> Promise {
+        let x = match parse_args(&args) {
+            Ok((x, _)) => x,
+            Err(e) => return Promise::reject(&to_js(e)),
+        };
+        match self.ctx.borrow().submit_timed(&x, repeat) {
+            Ok(pending) => future_to_promise(async move {
+                let (_, ns) = pending.read_timed().await.map_err(to_js)?;
+                Ok(ns.map_or(JsValue::UNDEFINED, |ns| JsValue::from_f64(ns / 1e6)))
+            }),
+            Err(e) => Promise::reject(&to_js(e)),
+        }
+    }
+
     /// Destroys the GPU device, as a driver reset would. Calls in flight reject with
     /// `GpuDeviceError`; the next call opens a new device. For testing recovery.
     #[wasm_bindgen(js_name = simulateDeviceLoss)]

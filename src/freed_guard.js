@@ -4,7 +4,7 @@
 // rejection, so the Promise-returning methods check the handle first, and a second free()
 // (a `using` block after an explicit free, say) does nothing.
 for (const [Class, methods] of [
-  [FusedRmsNorm, ["run", "runWithSum", "timeDispatches"]],
+  [FusedRmsNorm, ["run", "runWithSum", "timeDispatches", "gpuTime"]],
   [GpuTensor, ["read"]],
 ]) {
   for (const name of methods) {

@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 use futures_channel::oneshot;
 
 use crate::error::Error;
-use crate::host::{new_host_vec, read_mapped, HostArray, HostVec};
+use crate::host::{host_f32_bits, new_host_vec, read_mapped, HostArray, HostVec};
 use crate::kernel::{grid, Options, Params, Storage, Variant};
 use crate::pool::{BufferPool, Pooled};
 use crate::shape::{Inputs, Shape};
@@ -126,7 +126,12 @@ impl GpuContext {
                     "requestAdapter: expected an adapter, got none ({e})"
                 ))
             })?;
-        Self::from_adapter(&adapter, wgpu::Features::SHADER_F16).await
+        // Timestamps only for `submit_timed`; both features are taken only where offered.
+        Self::from_adapter(
+            &adapter,
+            wgpu::Features::SHADER_F16 | wgpu::Features::TIMESTAMP_QUERY,
+        )
+        .await
     }
 
     /// Opens a device on `adapter` with its full limits (the defaults cap a storage binding
@@ -479,13 +484,13 @@ impl GpuContext {
         want_sum: bool,
         repeat: u32,
     ) -> Result<Pending, Error> {
-        self.submit_with(x, want_sum, repeat, Destination::Host)
+        self.submit_with(x, want_sum, repeat, Destination::Host, false)
     }
 
     /// Runs in place on GPU tensors: `residual ← v`, `input ← y`; no new memory.
     /// `Pending::read_gpu` reports completion (its tensors are the arguments themselves).
     pub fn submit_in_place<A: HostArray>(&self, x: &Inputs<A>) -> Result<Pending, Error> {
-        self.submit_with(x, true, 1, Destination::InPlace)
+        self.submit_with(x, true, 1, Destination::InPlace, false)
     }
 
     /// As [`submit`](Self::submit), leaving the results on the GPU as tensors of this
@@ -495,7 +500,7 @@ impl GpuContext {
         x: &Inputs<A>,
         want_sum: bool,
     ) -> Result<Pending, Error> {
-        self.submit_with(x, want_sum, 1, Destination::Gpu)
+        self.submit_with(x, want_sum, 1, Destination::Gpu, false)
     }
 
     /// Uploads `data` as a tensor of this context.
@@ -592,7 +597,18 @@ impl GpuContext {
             kept: Vec::new(),
             holds: Vec::new(),
             gpu: None,
+            timestamps: None,
         }
+    }
+
+    /// As [`submit_repeated`](Self::submit_repeated), also timing the dispatches with GPU
+    /// timestamps where the device has them: [`Pending::read_timed`] gives the nanoseconds.
+    pub fn submit_timed<A: HostArray>(&self, x: &Inputs<A>, repeat: u32) -> Result<Pending, Error> {
+        let timed = self
+            .device
+            .features()
+            .contains(wgpu::Features::TIMESTAMP_QUERY);
+        self.submit_with(x, false, repeat, Destination::Host, timed)
     }
 
     fn submit_with<A: HostArray>(
@@ -601,6 +617,7 @@ impl GpuContext {
         want_sum: bool,
         repeat: u32,
         to: Destination,
+        timed: bool,
     ) -> Result<Pending, Error> {
         let to_gpu = to != Destination::Host;
         let shape = Shape::of(x)?;
@@ -777,11 +794,39 @@ impl GpuContext {
                 sum.as_deref(),
                 &params,
             );
+            // The first chunk's pass is the one timed (a timed call is one chunk in practice).
+            let query = (timed && first == 0).then(|| {
+                self.device.create_query_set(&wgpu::QuerySetDescriptor {
+                    label: Some("pass time"),
+                    ty: wgpu::QueryType::Timestamp,
+                    count: 2,
+                })
+            });
             {
-                let mut pass = encoder.begin_compute_pass(&Default::default());
+                let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                    label: None,
+                    timestamp_writes: query.as_ref().map(|query_set| {
+                        wgpu::ComputePassTimestampWrites {
+                            query_set,
+                            beginning_of_pass_write_index: Some(0),
+                            end_of_pass_write_index: Some(1),
+                        }
+                    }),
+                });
                 for _ in 0..repeat.max(1) {
                     self.dispatch(&mut pass, &pipeline, &group, n_rows as u32);
                 }
+            }
+            if let Some(query) = query {
+                let resolved = self.device.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some("pass time"),
+                    size: 16,
+                    usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
+                    mapped_at_creation: false,
+                });
+                encoder.resolve_query_set(&query, 0..2, &resolved, 0);
+                let staging = self.readback(&mut encoder, &resolved, 4, Dtype::F32);
+                pending.timestamps = Some((staging, self.queue.get_timestamp_period()));
             }
             if !to_gpu {
                 let y = self.readback(&mut encoder, &output, n, dtype);
@@ -810,6 +855,9 @@ impl GpuContext {
         pending
             .scopes
             .push(("the GPU ran out of memory", Box::pin(oom_scope.pop())));
+        if let Some((staging, _)) = &pending.timestamps {
+            pending.mapped.push(map_read(staging));
+        }
         for chunk in &pending.chunks {
             pending.mapped.push(map_read(&chunk.y));
             if let Some(s) = &chunk.sum {
@@ -893,6 +941,17 @@ pub struct Pending {
     holds: Vec<Rc<Tensor>>,
     /// Where results stay on the GPU.
     gpu: Option<GpuOutput>,
+    /// The timed pass's two timestamps (mapped with the results), and ns per tick.
+    timestamps: Option<(Pooled, f32)>,
+}
+
+/// The two u64 timestamps at the start of a mapped buffer.
+fn read_u64_pair(buffer: &wgpu::Buffer) -> (u64, u64) {
+    let mut words = new_host_vec(4, Dtype::F32);
+    read_mapped(buffer, &mut words, 0, 4, Dtype::F32);
+    let bits: Vec<u32> = host_f32_bits(words);
+    let at = |i: usize| bits[i] as u64 | (bits[i + 1] as u64) << 32;
+    (at(0), at(2))
 }
 
 /// Where a call's results go.
@@ -937,6 +996,21 @@ impl Pending {
         // The call's pooled buffers may still be in use by the GPU, so they are not pooled
         // again: dropping destroys them, which WebGPU defers until the work is done.
         Ok(self.gpu.take())
+    }
+
+    /// As [`read`](Self::read), with the GPU time of the timed pass in nanoseconds where the
+    /// device has timestamps (see [`GpuContext::submit_timed`]).
+    pub async fn read_timed(mut self) -> Result<(Output, Option<f64>), Error> {
+        let timestamps = self.timestamps.take();
+        let pool = self.pool.clone();
+        let out = self.read().await?;
+        let ns = timestamps.map(|(staging, period)| {
+            let ticks = read_u64_pair(&staging);
+            staging.unmap();
+            pool.give_back(staging);
+            ticks.1.saturating_sub(ticks.0) as f64 * period as f64
+        });
+        Ok((out, ns))
     }
 
     async fn check_scopes(&mut self) -> Result<(), Error> {

@@ -135,6 +135,11 @@ mod imp {
     /// f32, which is exact.
     pub type HostVec = Vec<f32>;
 
+    /// The bits of an f32 result (for words that are not numbers, like timestamps).
+    pub fn host_f32_bits(v: HostVec) -> Vec<u32> {
+        v.into_iter().map(f32::to_bits).collect()
+    }
+
     pub fn new_host_vec(len: usize, _dtype: Dtype) -> HostVec {
         Vec::with_capacity(len)
     }
@@ -278,6 +283,15 @@ mod imp {
                 // types it (`new Float16Array(bits.buffer)` views it where that exists).
                 HostVec::F16(a) => a.into(),
             }
+        }
+    }
+
+    /// The bits of an f32 result (for words that are not numbers, like timestamps). Typed
+    /// array copies move bytes, so no NaN pattern is canonicalized on the way.
+    pub fn host_f32_bits(v: HostVec) -> Vec<u32> {
+        match v {
+            HostVec::F32(a) => js_sys::Uint32Array::new(&a.buffer()).to_vec(),
+            HostVec::F16(a) => a.to_vec().into_iter().map(u32::from).collect(),
         }
     }
 

@@ -573,3 +573,26 @@ fn small_workgroups_as_on_cpu_adapters_match_the_reference() {
         }
     }
 }
+
+#[test]
+fn timed_dispatches_report_gpu_time_where_the_device_has_timestamps() {
+    let ctx = context();
+    let case = Case::new(16, 1024, true, true, 1e-6, 701);
+    let x = case.inputs();
+    let (out, ns) = pollster::block_on(ctx.submit_timed(&x, 4).unwrap().read_timed()).unwrap();
+    let (want, _) = fused_rms_norm(&x);
+    assert!(
+        worst_error(&out.y, &want, &x, RTOL) <= 1.0,
+        "a timed call computes the same result"
+    );
+    if ctx
+        .device()
+        .features()
+        .contains(wgpu::Features::TIMESTAMP_QUERY)
+    {
+        let ns = ns.expect("timestamps on a device that has them");
+        assert!(ns > 0.0 && ns < 1e10, "{ns} ns");
+    } else {
+        assert!(ns.is_none());
+    }
+}

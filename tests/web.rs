@@ -538,3 +538,47 @@ async fn in_place_update_writes_y_into_input_and_v_into_residual() {
         .expect_err("in place on host arrays");
     assert_eq!(error_name(&e), "TypeError");
 }
+
+#[wasm_bindgen_test]
+async fn gpu_time_comes_from_timestamps_where_the_adapter_has_them() {
+    let norm = norm().await;
+    let case = Case::new(16, 1024, true, true, 1e-6, 700);
+    let t = resolve(norm.gpu_time(case.args(), 8))
+        .await
+        .unwrap_or_else(|e| panic!("{}", error_message(&e)));
+    // SwiftShader offers timestamp-query; an adapter without it answers undefined.
+    let adapter_has = {
+        let gpu = Reflect::get(&js_sys::global(), &"navigator".into())
+            .and_then(|n| Reflect::get(&n, &"gpu".into()))
+            .unwrap();
+        let request: js_sys::Function = Reflect::get(&gpu, &"requestAdapter".into())
+            .unwrap()
+            .dyn_into()
+            .unwrap();
+        let adapter = resolve(request.call0(&gpu).unwrap().dyn_into().unwrap())
+            .await
+            .unwrap();
+        let features = Reflect::get(&adapter, &"features".into()).unwrap();
+        let has: js_sys::Function = Reflect::get(&features, &"has".into())
+            .unwrap()
+            .dyn_into()
+            .unwrap();
+        has.call1(&features, &"timestamp-query".into())
+            .unwrap()
+            .as_bool()
+            .unwrap_or(false)
+    };
+    if adapter_has {
+        let ms = t.as_f64().expect("a number of milliseconds");
+        assert!(
+            ms > 0.0 && ms < 10_000.0,
+            "GPU time of 8 dispatches: {ms} ms"
+        );
+    } else {
+        assert!(t.is_undefined());
+    }
+    let e = resolve(norm.gpu_time(JsValue::NULL, 1))
+        .await
+        .expect_err("bad args");
+    assert_eq!(error_name(&e), "TypeError");
+}

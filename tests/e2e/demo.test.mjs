@@ -83,7 +83,11 @@ test("demo: rows/hidden set through the controls, #run clicked: #max-error < 1e-
   const kernelText = await page.textContent("#kernel-time");
   const kernelMs = parseMs(kernelText);
   assert.ok(Number.isFinite(kernelMs) && kernelMs > 0, `#kernel-time is a positive time, got ${JSON.stringify(kernelText)}`);
-  assert.match(await page.textContent("#kernel-note"), /timeDispatches, K = 1 → \d+, median of 3; wall clock/);
+  // GPU timestamps where the adapter has timestamp-query (SwiftShader does), else the slope.
+  assert.match(
+    await page.textContent("#kernel-note"),
+    /GPU timestamps \(gpuTime, \d+ dispatches, median of 3\); wall-clock slope|timeDispatches, K = 1 → \d+, median of 3; wall clock/,
+  );
   const cells = await page.$$eval("#output tbody tr", (trs) => trs.map((tr) => tr.cells.length));
   assert.deepEqual(cells, [9, 9, 9, 9], "4 rows × (header + 8 values) previewed");
   t.diagnostic(`6 × 1000: max error ${maxError}, ${await page.textContent("#time")} end to end, kernel ${kernelText} (${await page.getAttribute("#kernel-note", "title")})`);
