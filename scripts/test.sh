@@ -9,7 +9,7 @@ echo "== native: cargo test (Vulkan on lavapipe) =="
 cargo test --release 2>&1 | grep -v XDG_RUNTIME_DIR
 
 echo "== browser: wasm-pack test --headless --chrome =="
-wasm-pack test --headless --chrome --release --mode no-install -- --test web
+wasm-pack test --headless --chrome --release --mode no-install
 
 echo "== end-to-end: packed package in headless Chromium =="
 bash scripts/build.sh

@@ -83,6 +83,8 @@ pub struct GpuContext {
     max_groups_per_dim: u32,
     /// Largest workgroup the device runs (invocations, and the x dimension).
     max_workgroup: u32,
+    /// Kernels tiled for a CPU adapter.
+    cpu_tiling: bool,
     pool: Rc<BufferPool>,
     /// Which context a tensor belongs to.
     id: ContextId,
@@ -209,17 +211,9 @@ impl GpuContext {
         let (stub_in, stub_out) = (stub("absent input"), stub("absent output"));
         let shader_f16 = device.features().contains(wgpu::Features::SHADER_F16);
         let summary = summarize(adapter, &device);
-        let mut max_workgroup = limits
-            .max_compute_invocations_per_workgroup
-            .min(limits.max_compute_workgroup_size_x);
-        // A CPU adapter in the browser (SwiftShader) runs a workgroup as 4-wide SIMD groups
-        // that switch at every barrier, so each extra group costs a switch per barrier. One
-        // group of 4 with many columns each measured 3-8x faster than 256 threads
-        // (docs/PERFORMANCE.md). Natively, lavapipe keeps the GPU tiling so that the tests
-        // there cover what GPUs run.
-        if cfg!(target_arch = "wasm32") && summary.is_fallback {
-            max_workgroup = max_workgroup.min(CPU_WORKGROUP);
-        }
+        // CPU adapters in the browser (SwiftShader) get their own tiling (`Variant::for_cpu`).
+        // Natively, lavapipe keeps the GPU tiling so that the tests there cover what GPUs run.
+        let cpu_tiling = cfg!(target_arch = "wasm32") && summary.is_fallback;
         Ok(GpuContext {
             adapter: summary,
             device,
@@ -237,7 +231,10 @@ impl GpuContext {
                 .max_storage_buffer_binding_size
                 .min(limits.max_buffer_size),
             max_groups_per_dim: limits.max_compute_workgroups_per_dimension,
-            max_workgroup,
+            max_workgroup: limits
+                .max_compute_invocations_per_workgroup
+                .min(limits.max_compute_workgroup_size_x),
+            cpu_tiling,
             pool: Rc::new(BufferPool::default()),
             id: next_context_id(),
         })
@@ -414,10 +411,9 @@ impl GpuContext {
         }
     }
 
-    /// Caps the workgroup size below the device's limit, as the browser does on CPU adapters,
-    /// so native tests cover those variants too.
-    pub fn set_max_workgroup(&mut self, invocations: u32) {
-        self.max_workgroup = self.max_workgroup.min(invocations.max(1));
+    /// Tiles kernels as for a CPU adapter in the browser, so native tests cover that tiling.
+    pub fn set_cpu_tiling(&mut self, on: bool) {
+        self.cpu_tiling = on;
     }
 
     /// Caps storage bindings below the device's limit, so tests can reach the row-splitting
@@ -704,17 +700,17 @@ impl GpuContext {
             Dtype::F16 if self.shader_f16 => Storage::F16,
             Dtype::F16 => Storage::F16Packed,
         };
-        let mut variant = Variant {
+        let tiled =
+            Variant::for_shape(hidden as u32, options).within(hidden as u32, self.max_workgroup);
+        let variant = Variant {
             storage,
             in_place: to == Destination::InPlace,
-            ..Variant::for_shape(hidden as u32, options).within(hidden as u32, self.max_workgroup)
+            ..if self.cpu_tiling {
+                tiled.for_cpu(hidden as u32)
+            } else {
+                tiled
+            }
         };
-        if self.max_workgroup <= CPU_WORKGROUP {
-            // A CPU re-reads from its own cache, while every cached column is unrolled code
-            // that SwiftShader takes long to compile.
-            variant.slots = variant.slots.min(CPU_SLOTS);
-            variant.exact = variant.slots * variant.workgroup == hidden as u32 / variant.lanes;
-        }
 
         // Everything between the pushes and the pops is synchronous, so calls that interleave
         // at their awaits never share a scope.
@@ -894,11 +890,6 @@ fn lost_error(why: &str) -> Error {
         "device: expected a live GPU device, got a lost one ({why})"
     ))
 }
-
-/// Workgroup size on CPU adapters in the browser; see `from_adapter`.
-const CPU_WORKGROUP: u32 = 4;
-/// Columns per thread held in registers there.
-const CPU_SLOTS: u32 = 4;
 
 type MapResult = Result<(), wgpu::BufferAsyncError>;
 

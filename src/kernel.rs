@@ -282,6 +282,43 @@ impl Variant {
     }
 }
 
+impl Variant {
+    /// This variant with its workgroup no larger than the device allows: WebGPU's default
+    /// `maxComputeInvocationsPerWorkgroup`, and SwiftShader's, is 256, while the best size
+    /// on a large GPU can be more. Threads lost become columns per thread.
+    pub fn within(mut self, hidden: u32, max_workgroup: u32) -> Variant {
+        if self.workgroup <= max_workgroup {
+            return self;
+        }
+        let workgroup = 1 << (31 - max_workgroup.max(1).leading_zeros());
+        let width = hidden / self.lanes;
+        self.slots = width.div_ceil(workgroup).clamp(1, max_slots(self.lanes));
+        self.exact = self.slots * workgroup == width;
+        if self.fan != 0 {
+            self.fan = Self::balanced_fan(workgroup);
+        }
+        self.workgroup = workgroup;
+        self
+    }
+
+    /// This variant as a CPU adapter runs it best. SwiftShader runs a workgroup as 4-wide
+    /// SIMD groups that switch at every barrier, so each group beyond the first costs a
+    /// switch per barrier: one group per row measured 3-8x faster than 256 threads
+    /// (docs/PERFORMANCE.md). Few cached columns, because a CPU re-reads from its own cache
+    /// while every cached column is unrolled code that SwiftShader compiles slowly.
+    pub fn for_cpu(self, hidden: u32) -> Variant {
+        let mut v = self.within(hidden, CPU_WORKGROUP);
+        v.slots = v.slots.min(CPU_SLOTS);
+        v.exact = v.slots * v.workgroup == hidden / v.lanes;
+        v
+    }
+}
+
+/// Invocations per workgroup on CPU adapters: one SwiftShader SIMD group.
+const CPU_WORKGROUP: u32 = 4;
+/// Columns per thread held in registers there.
+const CPU_SLOTS: u32 = 4;
+
 /// The dispatch grid for `rows` workgroups: WebGPU caps each dimension at 65535, so
 /// larger counts fold into a second dimension (the kernel unfolds `x + y * groups.x`).
 pub fn grid(rows: u32, max_per_dim: u32) -> (u32, u32) {
@@ -385,25 +422,5 @@ mod tests {
         ] {
             assert_eq!(Variant::balanced_fan(wg), fan, "{wg}");
         }
-    }
-}
-
-impl Variant {
-    /// This variant with its workgroup no larger than the device allows: WebGPU's default
-    /// `maxComputeInvocationsPerWorkgroup`, and SwiftShader's, is 256, while the best size
-    /// on a large GPU can be more. Threads lost become columns per thread.
-    pub fn within(mut self, hidden: u32, max_workgroup: u32) -> Variant {
-        if self.workgroup <= max_workgroup {
-            return self;
-        }
-        let workgroup = 1 << (31 - max_workgroup.max(1).leading_zeros());
-        let width = hidden / self.lanes;
-        self.slots = width.div_ceil(workgroup).clamp(1, max_slots(self.lanes));
-        self.exact = self.slots * workgroup == width;
-        if self.fan != 0 {
-            self.fan = Self::balanced_fan(workgroup);
-        }
-        self.workgroup = workgroup;
-        self
     }
 }

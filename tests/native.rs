@@ -557,7 +557,7 @@ fn in_place_overwrites_input_with_y_and_residual_with_v() {
 #[test]
 fn small_workgroups_as_on_cpu_adapters_match_the_reference() {
     let mut ctx = context();
-    ctx.set_max_workgroup(4);
+    ctx.set_cpu_tiling(true);
     let mut rng = Rng(0x5EED_000B);
     for hidden in [1usize, 5, 768, 896, 4096, 4099, 16384] {
         for (bias, beta, sum_scale) in [
