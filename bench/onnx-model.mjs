@@ -87,6 +87,32 @@ export function initializer(name, values) {
 }
 
 /**
+ * One com.microsoft SkipSimplifiedLayerNormalization node: `inputs` (input, skip, gamma[,
+ * bias]) and `outputs` by name ("" for an output not produced).
+ */
+export function skipNormNode({ name, inputs, outputs, eps }) {
+  const node = new Writer();
+  for (const x of inputs) node.string(1, x);
+  for (const y of outputs) node.string(2, y);
+  node.string(3, name);
+  node.string(4, "SkipSimplifiedLayerNormalization");
+  node.message(5, new Writer().string(1, "epsilon").float(2, eps).int(20, FLOAT));
+  node.string(7, "com.microsoft");
+  return node;
+}
+
+/** A ModelProto around `graph`, with the opsets the nodes above need. */
+export function modelBytes(graph, producer) {
+  const model = new Writer();
+  model.int(1, 8); // ir_version 8 (ONNX 1.10+): every 1.30 runtime reads it
+  model.string(2, producer);
+  model.message(7, graph);
+  model.message(8, new Writer().string(1, "").int(2, 17));
+  model.message(8, new Writer().string(1, "com.microsoft").int(2, 1));
+  return model.finish();
+}
+
+/**
  * Model bytes for `k` chained SkipSimplifiedLayerNormalization nodes on [1, rows, hidden]
  * float32, graph inputs `input` and `skip`, graph output `output`, gamma and bias baked in as
  * initializers (as a real transformer's weights would be).
@@ -96,17 +122,9 @@ export function skipSimplifiedLayerNormChain({ rows, hidden, k, eps, gamma, bias
   const dims = [1, rows, hidden];
   const graph = new Writer();
   for (let i = 0; i < k; i++) {
-    const node = new Writer();
-    node.string(1, i === 0 ? "input" : `h${i}`);
-    node.string(1, "skip");
-    node.string(1, "gamma");
-    node.string(1, "bias");
-    node.string(2, i === k - 1 ? "output" : `h${i + 1}`);
-    node.string(3, `norm${i}`);
-    node.string(4, "SkipSimplifiedLayerNormalization");
-    node.message(5, new Writer().string(1, "epsilon").float(2, eps).int(20, FLOAT));
-    node.string(7, "com.microsoft");
-    graph.message(1, node);
+    const inputs = [i === 0 ? "input" : `h${i}`, "skip", "gamma", "bias"];
+    const outputs = [i === k - 1 ? "output" : `h${i + 1}`];
+    graph.message(1, skipNormNode({ name: `norm${i}`, inputs, outputs, eps }));
   }
   graph.string(2, `skip_simplified_layer_norm_x${k}`);
   graph.message(5, initializer("gamma", gamma));
@@ -114,12 +132,5 @@ export function skipSimplifiedLayerNormChain({ rows, hidden, k, eps, gamma, bias
   graph.message(11, valueInfo("input", dims));
   graph.message(11, valueInfo("skip", dims));
   graph.message(12, valueInfo("output", dims));
-
-  const model = new Writer();
-  model.int(1, 8); // ir_version 8 (ONNX 1.10+): every 1.30 runtime reads it
-  model.string(2, "webgpu-rmsnorm bench");
-  model.message(7, graph);
-  model.message(8, new Writer().string(1, "").int(2, 17));
-  model.message(8, new Writer().string(1, "com.microsoft").int(2, 1));
-  return model.finish();
+  return modelBytes(graph, "webgpu-rmsnorm bench");
 }

@@ -1,103 +1,17 @@
 // The in-browser half of `npm run bench`: our kernel, onnxruntime-web's WebGPU
 // SkipSimplifiedLayerNormalization and a plain JS loop, on the same data in the same page.
-// The Node driver calls `window.bench.*` through Playwright and prints the results.
-import init, { FusedRmsNorm } from "/pkg/webgpu_rmsnorm.js";
-import * as ort from "/ort/ort.webgpu.min.mjs";
+// The Node driver (bench/browser.mjs) calls `window.bench.*` through Playwright.
+import { plainLoop } from "../www/lib/plain-loop.js";
+import { reference } from "../www/lib/reference.js";
 import { EPS, activations, weights } from "./data.mjs";
+import { compare, deviceInfo, elapsed, openBoth, ort, sampleTogether, sessionOptions } from "./side-by-side.mjs";
 
 let norm;
 
-function median(xs) {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-}
-
-// Samples every function of `fns` once per round, in an order that rotates each round, so
-// that all of them see the same machine: on a CPU adapter a build running next to the
-// benchmark changes every timing, and interleaving keeps the ratios fair. Takes between `min`
-// and `max` rounds, stopping early once `budgetMs` is spent.
-export async function sampleTogether(fns, { min = 5, max = 25, budgetMs = 4000 } = {}) {
-  const names = Object.keys(fns);
-  const xs = Object.fromEntries(names.map((n) => [n, []]));
-  const t0 = performance.now();
-  for (let round = 0; round < max && (round < min || performance.now() - t0 < budgetMs); round++) {
-    for (let j = 0; j < names.length; j++) {
-      const name = names[(round + j) % names.length];
-      xs[name].push(await fns[name]());
-    }
-  }
-  return Object.fromEntries(
-    names.map((n) => [n, { median: median(xs[n]), n: xs[n].length, min: Math.min(...xs[n]), max: Math.max(...xs[n]) }]),
-  );
-}
-
-export const elapsed = async (fn) => {
-  const t = performance.now();
-  await fn();
-  return performance.now() - t;
-};
-
-// Same formula as the kernel, f32 in and out, accumulated in JS doubles.
-function jsLoop({ input, residual, gamma, bias, hidden, eps }) {
-  const out = new Float32Array(input.length);
-  const v = new Float64Array(hidden);
-  for (let o = 0; o < input.length; o += hidden) {
-    let ss = 0;
-    for (let i = 0; i < hidden; i++) {
-      const x = input[o + i] + residual[o + i] + bias[i];
-      v[i] = x;
-      ss += x * x;
-    }
-    const inv = 1 / Math.sqrt(ss / hidden + eps);
-    for (let i = 0; i < hidden; i++) out[o + i] = v[i] * inv * gamma[i];
-  }
-  return out;
-}
-
-// Largest absolute difference, and the same scaled by the reference's largest magnitude.
-export function compare(got, want) {
-  let maxAbs = 0;
-  let scale = 0;
-  for (let i = 0; i < want.length; i++) {
-    const d = Math.abs(got[i] - want[i]);
-    if (Number.isNaN(d)) return { maxAbs: NaN, maxRel: NaN };
-    if (d > maxAbs) maxAbs = d;
-    scale = Math.max(scale, Math.abs(want[i]));
-  }
-  return { maxAbs, maxRel: maxAbs / (scale || 1) };
-}
-
-export function deviceInfo(info) {
-  return info && {
-    vendor: info.vendor, architecture: info.architecture, device: info.device,
-    description: info.description, isFallbackAdapter: info.isFallbackAdapter,
-  };
-}
-
 async function setup() {
-  await init();
-  norm = await FusedRmsNorm.create();
-  ort.env.wasm.wasmPaths = "/ort/";
-  // Extra wasm threads would only be CPU workers competing with a CPU adapter (SwiftShader)
-  // for the same cores; none of the measured work is ORT's CPU code.
-  ort.env.wasm.numThreads = 1;
-  return {
-    ours: deviceInfo(norm.adapterInfo),
-    crossOriginIsolated: self.crossOriginIsolated,
-    userAgent: navigator.userAgent,
-    ort: ort.env.versions,
-  };
-}
-
-export function sessionOptions(location) {
-  return {
-    executionProviders: ["webgpu"],
-    preferredOutputLocation: location,
-    // Any node the WebGPU EP cannot take would make session creation fail instead of
-    // silently running on the CPU: the ORT numbers are WebGPU numbers.
-    extra: { session: { disable_cpu_ep_fallback: "1" } },
-  };
+  const opened = await openBoth();
+  norm = opened.norm;
+  return opened.env;
 }
 
 async function fetchModel(name) {
@@ -106,7 +20,7 @@ async function fetchModel(name) {
   return new Uint8Array(await r.arrayBuffer());
 }
 
-/** One shape: every measurement, plus output checks against the JS loop. */
+/** One shape: every measurement, plus output checks against the f64 reference. */
 async function shape({ rows, hidden, k1, k2, budgetMs, models }) {
   const { gamma, bias } = weights(hidden);
   const { input, residual } = activations(rows, hidden);
@@ -146,12 +60,12 @@ async function shape({ rows, hidden, k1, k2, budgetMs, models }) {
     });
 
   try {
-    // Checks: the JS loop (f64 accumulation) is the reference for both GPU outputs.
-    const reference = jsLoop(args);
+    // Checks: both GPU outputs against the f64 reference, and against each other.
+    const want = reference(args).y;
     const ours = await norm.run(args);
     const ortOut = (await e2e.run(feedsCpu())).output.data;
-    res.oursCheck = compare(ours, reference);
-    res.ortCheck = compare(ortOut, reference);
+    res.oursCheck = compare(ours, want);
+    res.ortCheck = compare(ortOut, want);
     res.oursVsOrt = compare(ours, ortOut);
 
     // Warm-up: pipelines compiled, buffers allocated, at both repeat counts.
@@ -184,7 +98,7 @@ async function shape({ rows, hidden, k1, k2, budgetMs, models }) {
       {
         ours: () => elapsed(() => norm.run(args)),
         ort: () => elapsed(async () => (await e2e.run(feedsCpu())).output.dispose()),
-        js: () => elapsed(() => jsLoop(args)),
+        js: () => elapsed(() => plainLoop(args)),
       },
       { budgetMs },
     );

@@ -9,12 +9,11 @@
 //   ort     onnxruntime-web WebGPU: one model of L SkipSimplifiedLayerNormalization nodes,
 //           each node's input_skip_bias_sum (output 3) the next node's skip
 //
-// The Node driver (bench/pipeline.mjs) calls `window.pipeline.*` through Playwright.
-import init, { FusedRmsNorm } from "/pkg/webgpu_rmsnorm.js";
-import * as ort from "/ort/ort.webgpu.min.mjs";
+// The Node driver (bench/pipeline.mjs) calls `window.bench.*` through Playwright.
+import { chainReference } from "../www/lib/reference.js";
 import { EPS, activations, weights } from "./data.mjs";
-import { FLOAT, Writer, initializer, valueInfo } from "./onnx-model.mjs";
-import { compare, deviceInfo, elapsed, sampleTogether, sessionOptions } from "./page.mjs";
+import { Writer, initializer, modelBytes, skipNormNode, valueInfo } from "./onnx-model.mjs";
+import { compare, deviceInfo, elapsed, openBoth, ort, sampleTogether, sessionOptions } from "./side-by-side.mjs";
 
 let norm;
 
@@ -31,26 +30,12 @@ function layerGammas(hidden, layers) {
 }
 
 /**
- * The chain in f64 from the same f32 inputs. With `sum` false, the variant ORT falls back to
- * if it lacks output 3: every layer adds the same skip r_0 (x_{l+1} = norm(x_l + r_0)).
+ * The chain as the f64 reference computes it (www/lib/reference.js). With `sum` false, the
+ * variant ORT falls back to if it lacks output 3: every layer adds the same skip r_0.
  */
-function reference({ input, residual, gammas, hidden, sum = true }) {
-  const x = Float64Array.from(input);
-  const r = Float64Array.from(residual);
-  const r0 = Float64Array.from(residual);
-  for (const g of gammas) {
-    for (let o = 0; o < x.length; o += hidden) {
-      let ss = 0;
-      for (let i = o; i < o + hidden; i++) {
-        const v = x[i] + (sum ? r[i] : r0[i]);
-        r[i] = v;
-        ss += v * v;
-      }
-      const inv = 1 / Math.sqrt(ss / hidden + EPS);
-      for (let i = 0; i < hidden; i++) x[o + i] = r[o + i] * inv * g[i];
-    }
-  }
-  return { output: x, sum: sum ? r : null };
+function referenceChain({ input, residual, gammas, hidden, sum = true }) {
+  const layers = gammas.map((gamma) => ({ gamma }));
+  return chainReference({ input, residual, layers, hidden, eps: EPS }, { constantSkip: !sum });
 }
 
 /**
@@ -65,21 +50,11 @@ function chainModel({ rows, hidden, gammas, sum = true }) {
   const graph = new Writer();
   for (let l = 0; l < layers; l++) {
     const last = l === layers - 1;
-    const node = new Writer();
-    node.string(1, l === 0 ? "input" : `x${l}`);
-    node.string(1, sum && l > 0 ? `r${l}` : "skip");
-    node.string(1, `gamma${l}`);
-    node.string(2, last ? "output" : `x${l + 1}`);
-    if (sum) {
-      node.string(2, ""); // mean: not produced
-      node.string(2, ""); // inv_std_var: not produced
-      node.string(2, last ? "sum" : `r${l + 1}`); // input_skip_bias_sum
-    }
-    node.string(3, `norm${l}`);
-    node.string(4, "SkipSimplifiedLayerNormalization");
-    node.message(5, new Writer().string(1, "epsilon").float(2, EPS).int(20, FLOAT));
-    node.string(7, "com.microsoft");
-    graph.message(1, node);
+    const inputs = [l === 0 ? "input" : `x${l}`, sum && l > 0 ? `r${l}` : "skip", `gamma${l}`];
+    const outputs = [last ? "output" : `x${l + 1}`];
+    // Outputs 1 and 2 (mean, inv_std_var) not produced; 3 is input_skip_bias_sum.
+    if (sum) outputs.push("", "", last ? "sum" : `r${l + 1}`);
+    graph.message(1, skipNormNode({ name: `norm${l}`, inputs, outputs, eps: EPS }));
   }
   graph.string(2, `residual_chain_x${layers}`);
   gammas.forEach((g, l) => graph.message(5, initializer(`gamma${l}`, g)));
@@ -87,26 +62,13 @@ function chainModel({ rows, hidden, gammas, sum = true }) {
   graph.message(11, valueInfo("skip", dims));
   graph.message(12, valueInfo("output", dims));
   if (sum) graph.message(12, valueInfo("sum", dims));
-  const model = new Writer();
-  model.int(1, 8);
-  model.string(2, "webgpu-rmsnorm pipeline bench");
-  model.message(7, graph);
-  model.message(8, new Writer().string(1, "").int(2, 17));
-  model.message(8, new Writer().string(1, "com.microsoft").int(2, 1));
-  return model.finish();
+  return modelBytes(graph, "webgpu-rmsnorm pipeline bench");
 }
 
 async function setup() {
-  await init();
-  norm = await FusedRmsNorm.create();
-  ort.env.wasm.wasmPaths = "/ort/";
-  ort.env.wasm.numThreads = 1; // see page.mjs: no CPU workers competing with a CPU adapter
-  return {
-    ours: deviceInfo(norm.adapterInfo),
-    crossOriginIsolated: self.crossOriginIsolated,
-    userAgent: navigator.userAgent,
-    ort: ort.env.versions,
-  };
+  const opened = await openBoth();
+  norm = opened.norm;
+  return opened.env;
 }
 
 /** One row count: checks, warm-up, then every variant timed in alternation. */
@@ -203,12 +165,12 @@ async function chain({ rows, hidden, layers, sampling }) {
   };
 
   try {
-    // Checks (also the first warm-up): every variant against the f64 chain, ours against
-    // each other element by element.
-    const want = reference({ input, residual, gammas, hidden });
+    // Checks (also the first warm-up): every variant against the reference chain, ours
+    // against each other element by element.
+    const want = referenceChain({ input, residual, gammas, hidden });
     const got = {};
     for (const [name, run] of Object.entries(variants)) got[name] = await run(true);
-    const wantOrt = res.ortSumOutput ? want : reference({ input, residual, gammas, hidden, sum: false });
+    const wantOrt = res.ortSumOutput ? want : referenceChain({ input, residual, gammas, hidden, sum: false });
     res.checks = {};
     for (const name of Object.keys(variants)) {
       const w = name === "ort" ? wantOrt : want;
@@ -262,5 +224,5 @@ async function chain({ rows, hidden, layers, sampling }) {
   return res;
 }
 
-window.pipeline = { setup, chain };
-window.pipelineReady = true;
+window.bench = { setup, chain };
+window.benchReady = true;

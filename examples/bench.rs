@@ -17,6 +17,7 @@ use std::fmt::Write as _;
 use std::time::Instant;
 
 use webgpu_rmsnorm::kernel::{grid, max_slots, Options, Params, Variant};
+use webgpu_rmsnorm::pipelines::{slot, Bound, BINDINGS};
 use webgpu_rmsnorm::reference::{fused_rms_norm, worst_error, Inputs};
 use webgpu_rmsnorm::GpuContext;
 use wgpu::util::DeviceExt;
@@ -682,16 +683,16 @@ impl Problem {
 
     fn group(&self, b: &Bench, v: Variant, copy: usize, params: &wgpu::Buffer) -> wgpu::BindGroup {
         let o = v.options;
-        b.ctx.bind_group(
-            &self.inputs[copy],
-            &self.residuals[copy],
-            &self.gamma_buf,
-            o.beta.then_some(&self.beta_buf),
-            o.bias.then_some(&self.bias_buf),
-            &self.out,
-            o.sum.then_some(&self.sum),
-            params,
-        )
+        let mut bound: Bound = [None; BINDINGS.len()];
+        bound[slot::INPUT] = Some(&self.inputs[copy]);
+        bound[slot::RESIDUAL] = Some(&self.residuals[copy]);
+        bound[slot::GAMMA] = Some(&self.gamma_buf);
+        bound[slot::BETA] = o.beta.then_some(&self.beta_buf);
+        bound[slot::BIAS] = o.bias.then_some(&self.bias_buf);
+        bound[slot::OUTPUT] = Some(&self.out);
+        bound[slot::SUM] = o.sum.then_some(&self.sum);
+        bound[slot::PARAMS] = Some(params);
+        b.ctx.bind_group(false, &bound)
     }
 
     fn time_kernel(&self, b: &Bench, variant: Variant) -> Result<Stats, String> {
@@ -851,12 +852,7 @@ fn main() {
 
     let mut results = Vec::new();
     for &(rows, hidden) in &args.shapes {
-        if rows == 0
-            || bench
-                .ctx
-                .rows_per_chunk(hidden)
-                .map_or(true, |per| per < rows)
-        {
+        if rows == 0 || (rows * hidden * 4) as u64 > bench.ctx.caps().max_binding {
             println!("{rows}x{hidden}: skipped (empty, or larger than one storage binding here)");
             continue;
         }

@@ -37,13 +37,10 @@ struct Params {
     eps: f32,
 };
 
-// The bindings come from the prelude, since their element type S (f32, f16 or
-// packed f16) and, in place, their access mode vary:
-//   0 input, 1 residual          (rows, width)
-//   2 gamma, 3 beta, 4 bias      (width); beta and bias may be stubs
-//   5 output, 6 sum              (rows, width); absent in place, where y goes
-//                                to input and v to residual
-//   7 params
+// The bindings come from the prelude, generated from the one binding table
+// (BINDINGS in src/pipelines.rs), since their element type S (f32, f16 or
+// packed f16) and, in place, their access mode vary. In place there is no
+// output or sum: y goes to input and v to residual.
 // ld(S) -> V and st(V) -> S convert; put_y and put_v store y and v.
 
 // Rows with a sum of squares below this take the rescaled path: squares of

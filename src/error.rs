@@ -7,8 +7,11 @@ use std::fmt;
 pub enum Error {
     /// No WebGPU in this browser, or no adapter.
     WebGpuUnavailable(String),
-    /// The device could not be created, was lost, ran out of memory, or was freed.
+    /// The device could not be created, was lost, or ran out of memory: worth a retry.
     GpuDevice(String),
+    /// A freed instance or tensor, or a call before `init()`: a bug in the caller, never
+    /// worth a retry (which is why it is not `GpuDevice`).
+    InvalidState(String),
     /// Lengths that do not fit `hidden`, a bad `hidden` or `eps`, a row too large.
     Shape(String),
     /// An argument of the wrong type.
@@ -20,6 +23,7 @@ impl Error {
         match self {
             Error::WebGpuUnavailable(_) => "WebGpuUnavailableError",
             Error::GpuDevice(_) => "GpuDeviceError",
+            Error::InvalidState(_) => "InvalidStateError",
             Error::Shape(_) => "ShapeError",
             Error::Type(_) => "TypeError",
         }
@@ -29,6 +33,7 @@ impl Error {
         match self {
             Error::WebGpuUnavailable(m)
             | Error::GpuDevice(m)
+            | Error::InvalidState(m)
             | Error::Shape(m)
             | Error::Type(m) => m,
         }

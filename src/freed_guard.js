@@ -1,30 +1,51 @@
 
-// Appended to wasm-bindgen's glue by scripts/build.sh. After free() the glue would pass a
-// null pointer to Rust, which throws synchronously; the contract is a GpuDeviceError
-// rejection, so the Promise-returning methods check the handle first, and a second free()
-// (a `using` block after an explicit free, say) does nothing.
-for (const [Class, methods] of [
-  [FusedRmsNorm, ["run", "runWithSum", "timeDispatches", "gpuTime"]],
-  [GpuTensor, ["read"]],
-]) {
-  for (const name of methods) {
-    const call = Class.prototype[name];
-    Object.defineProperty(Class.prototype, name, {
-      configurable: true,
-      writable: true,
-      value: function (...args) {
-        if (!this.__wbg_ptr) {
-          const e = new Error(`${name}: expected a live ${Class.name}, got one that was freed`);
-          e.name = "GpuDeviceError";
-          return Promise.reject(e);
-        }
-        return call.apply(this, args);
-      },
-    });
+// Appended to wasm-bindgen's glue by scripts/build.sh.
+//
+// After free() (or on an object made with `new` instead of `create`/`upload`) the glue
+// would pass a null pointer to Rust, which throws a generic Error ("null pointer passed to
+// rust"). The contract is one named error for every member of a dead object,
+// InvalidStateError: a rejection from the Promise-returning methods, a throw from the
+// synchronous ones and the getters. A second free() (a `using` block after an explicit
+// free, say) does nothing. And `create` before `init()` has finished rejects the same way
+// instead of throwing a TypeError from deep inside the glue.
+function invalidState(message) {
+  const e = new Error(message);
+  e.name = "InvalidStateError";
+  return e;
+}
+
+const ASYNC_MEMBERS = new Set(["run", "runWithSum", "timeDispatches", "gpuTime", "read"]);
+
+for (const Class of [FusedRmsNorm, GpuTensor]) {
+  const proto = Class.prototype;
+  for (const name of Object.getOwnPropertyNames(proto)) {
+    if (name === "constructor" || name === "free" || name.startsWith("__")) continue;
+    const d = Object.getOwnPropertyDescriptor(proto, name);
+    const dead = () => invalidState(`${name}: expected a live ${Class.name}, got one that was freed (or never created)`);
+    if (typeof d.value === "function") {
+      const call = d.value;
+      d.value = ASYNC_MEMBERS.has(name)
+        ? function (...args) { return this?.__wbg_ptr ? call.apply(this, args) : Promise.reject(dead()); }
+        : function (...args) { if (!this?.__wbg_ptr) throw dead(); return call.apply(this, args); };
+    } else if (d.get) {
+      const get = d.get;
+      d.get = function () { if (!this?.__wbg_ptr) throw dead(); return get.call(this); };
+    }
+    Object.defineProperty(proto, name, d);
   }
-  const free = Class.prototype.free;
-  Class.prototype.free = function () {
-    if (this.__wbg_ptr) free.call(this);
+  const free = proto.free;
+  proto.free = function () {
+    if (this?.__wbg_ptr) free.call(this);
   };
-  if (Symbol.dispose) Class.prototype[Symbol.dispose] = Class.prototype.free;
+  if (Symbol.dispose) proto[Symbol.dispose] = proto.free;
+}
+
+{
+  const create = FusedRmsNorm.create;
+  FusedRmsNorm.create = function (...args) {
+    if (wasm === undefined) {
+      return Promise.reject(invalidState("create: expected the module to be initialized first: call `await init()` (the default export) before FusedRmsNorm.create()"));
+    }
+    return create.apply(this, args);
+  };
 }

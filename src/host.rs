@@ -8,20 +8,28 @@
 
 use std::rc::Rc;
 
+use crate::dtype::Dtype;
 use crate::shape::Len;
-use crate::tensor::{Dtype, Tensor};
+use crate::tensor::Tensor;
+
+/// A private copy of host data, for a call or an upload that waits for a device before it
+/// can upload (the caller may change its own array as soon as the call returns).
+pub type OwnedArray = Rc<dyn HostArray>;
+
+/// Where an upload goes: elements `start .. start + count` of an array, to the beginning
+/// of `buffer`.
+#[derive(Clone, Copy)]
+pub struct Upload<'a> {
+    pub queue: &'a wgpu::Queue,
+    pub buffer: &'a wgpu::Buffer,
+    pub start: usize,
+    pub count: usize,
+}
 
 /// An array of numbers the driver can upload a range of.
 pub trait HostArray: Len {
-    /// Writes elements `start .. start + count` to the beginning of `buffer`; the error says
-    /// why the browser refused the array.
-    fn upload(
-        &self,
-        queue: &wgpu::Queue,
-        buffer: &wgpu::Buffer,
-        start: usize,
-        count: usize,
-    ) -> Result<(), String>;
+    /// Writes a range of the array to a buffer; the error says why the browser refused it.
+    fn upload(&self, to: Upload) -> Result<(), String>;
 
     fn dtype(&self) -> Dtype {
         Dtype::F32
@@ -30,6 +38,29 @@ pub trait HostArray: Len {
     /// The tensor holding this array on the GPU already, if it is one: bound as it is.
     fn resident(&self) -> Option<&Rc<Tensor>> {
         None
+    }
+
+    /// This argument with any host data copied (tensors stay as they are).
+    fn detach(&self) -> Arg<OwnedArray>;
+}
+
+impl Len for OwnedArray {
+    fn len(&self) -> usize {
+        (**self).len()
+    }
+}
+
+impl HostArray for OwnedArray {
+    fn upload(&self, to: Upload) -> Result<(), String> {
+        (**self).upload(to)
+    }
+
+    fn dtype(&self) -> Dtype {
+        (**self).dtype()
+    }
+
+    fn detach(&self) -> Arg<OwnedArray> {
+        Arg::Host(self.clone())
     }
 }
 
@@ -50,15 +81,9 @@ impl<H: Len> Len for Arg<H> {
 }
 
 impl<H: HostArray> HostArray for Arg<H> {
-    fn upload(
-        &self,
-        queue: &wgpu::Queue,
-        buffer: &wgpu::Buffer,
-        start: usize,
-        count: usize,
-    ) -> Result<(), String> {
+    fn upload(&self, to: Upload) -> Result<(), String> {
         match self {
-            Arg::Host(h) => h.upload(queue, buffer, start, count),
+            Arg::Host(h) => h.upload(to),
             Arg::Gpu(_) => Err("a GpuTensor is bound as it is, never uploaded".into()),
         }
     }
@@ -76,29 +101,48 @@ impl<H: HostArray> HostArray for Arg<H> {
             Arg::Gpu(t) => t.dtype,
         }
     }
+
+    fn detach(&self) -> Arg<OwnedArray> {
+        match self {
+            Arg::Host(h) => h.detach(),
+            Arg::Gpu(t) => Arg::Gpu(t.clone()),
+        }
+    }
 }
 
 #[cfg(not(target_arch = "wasm32"))]
 mod imp {
-    use super::HostArray;
-    use crate::shape::Len;
-    use crate::tensor::Dtype;
+    use std::rc::Rc;
 
-    impl HostArray for &[f32] {
-        fn upload(
-            &self,
-            queue: &wgpu::Queue,
-            buffer: &wgpu::Buffer,
-            start: usize,
-            count: usize,
-        ) -> Result<(), String> {
-            let bytes: Vec<u8> = self[start..start + count]
-                .iter()
-                .flat_map(|v| v.to_le_bytes())
-                .collect();
-            queue.write_buffer(buffer, 0, &bytes);
-            Ok(())
+    use super::{Arg, HostArray, OwnedArray, Upload};
+    use crate::dtype::Dtype;
+    use crate::shape::Len;
+
+    /// Numbers whose little-endian bytes are uploaded as they are: f32, or f16 as its bits.
+    trait Element: Copy + 'static {
+        const DTYPE: Dtype;
+        fn le_bytes(self) -> impl IntoIterator<Item = u8>;
+    }
+
+    impl Element for f32 {
+        const DTYPE: Dtype = Dtype::F32;
+        fn le_bytes(self) -> impl IntoIterator<Item = u8> {
+            self.to_le_bytes()
         }
+    }
+
+    impl Element for u16 {
+        const DTYPE: Dtype = Dtype::F16;
+        fn le_bytes(self) -> impl IntoIterator<Item = u8> {
+            self.to_le_bytes()
+        }
+    }
+
+    fn upload<E: Element>(elements: &[E], queue: &wgpu::Queue, buffer: &wgpu::Buffer) {
+        let mut bytes: Vec<u8> = elements.iter().flat_map(|v| v.le_bytes()).collect();
+        // writeBuffer moves whole 4-byte words.
+        bytes.resize(bytes.len().next_multiple_of(4), 0);
+        queue.write_buffer(buffer, 0, &bytes);
     }
 
     impl Len for &[u16] {
@@ -107,29 +151,34 @@ mod imp {
         }
     }
 
-    /// Half-precision numbers as their bits.
-    impl HostArray for &[u16] {
-        fn upload(
-            &self,
-            queue: &wgpu::Queue,
-            buffer: &wgpu::Buffer,
-            start: usize,
-            count: usize,
-        ) -> Result<(), String> {
-            let mut bytes: Vec<u8> = self[start..start + count]
-                .iter()
-                .flat_map(|v| v.to_le_bytes())
-                .collect();
-            // writeBuffer moves whole 4-byte words.
-            bytes.resize(bytes.len().next_multiple_of(4), 0);
-            queue.write_buffer(buffer, 0, &bytes);
-            Ok(())
-        }
-
-        fn dtype(&self) -> Dtype {
-            Dtype::F16
+    impl<E: Element> Len for Vec<E> {
+        fn len(&self) -> usize {
+            Vec::len(self)
         }
     }
+
+    macro_rules! host_array {
+        ($t:ty, $e:ty) => {
+            impl HostArray for $t {
+                fn upload(&self, to: Upload) -> Result<(), String> {
+                    upload(&self[to.start..to.start + to.count], to.queue, to.buffer);
+                    Ok(())
+                }
+
+                fn dtype(&self) -> Dtype {
+                    <$e as Element>::DTYPE
+                }
+
+                fn detach(&self) -> Arg<OwnedArray> {
+                    Arg::Host(Rc::new(self.to_vec()))
+                }
+            }
+        };
+    }
+    host_array!(&[f32], f32);
+    host_array!(&[u16], u16);
+    host_array!(Vec<f32>, f32);
+    host_array!(Vec<u16>, u16);
 
     /// A result under assembly, one mapped chunk after another; f16 results are widened to
     /// f32, which is exact.
@@ -165,7 +214,7 @@ mod imp {
             Dtype::F16 => dst.extend(
                 view.chunks_exact(2)
                     .take(count)
-                    .map(|b| crate::reference::f16_value(u16::from_le_bytes([b[0], b[1]]))),
+                    .map(|b| crate::dtype::f16_value(u16::from_le_bytes([b[0], b[1]]))),
             ),
         }
     }
@@ -173,10 +222,12 @@ mod imp {
 
 #[cfg(target_arch = "wasm32")]
 mod imp {
-    use super::HostArray;
+    use std::rc::Rc;
+
+    use super::{Arg, HostArray, OwnedArray, Upload};
+    use crate::dtype::Dtype;
     use crate::shape::Len;
-    use crate::tensor::Dtype;
-    use js_sys::{ArrayBuffer, Float32Array, Reflect, Uint16Array};
+    use js_sys::{ArrayBuffer, Float32Array, Function, Object, Reflect, Uint16Array};
     use wasm_bindgen::prelude::*;
     use wasm_bindgen::JsCast;
 
@@ -199,6 +250,49 @@ mod imp {
         fn get_mapped_range(this: &JsBuffer, offset: f64, size: f64) -> ArrayBuffer;
     }
 
+    /// `%TypedArray%.prototype`'s own accessors and methods. A subclass (or a Proxy) may
+    /// override `length`, `buffer` or `Symbol.toStringTag` with getters that lie or throw;
+    /// these read the array's internal slots instead, so a lie cannot size an upload and a
+    /// throw comes back as an `Err`, never as an exception unwinding through wasm.
+    struct Intrinsics {
+        tag: Option<Function>,
+        length: Option<Function>,
+        byte_offset: Option<Function>,
+        buffer: Option<Function>,
+        slice: Option<Function>,
+    }
+
+    impl Intrinsics {
+        fn new() -> Intrinsics {
+            let u8_proto = Object::get_prototype_of(&js_sys::Uint8Array::new_with_length(0));
+            let proto = Object::get_prototype_of(&u8_proto);
+            let accessor = |key: &JsValue| {
+                Reflect::get_own_property_descriptor(&proto, key)
+                    .and_then(|d| Reflect::get(&d, &"get".into()))
+                    .ok()
+                    .and_then(|f| f.dyn_into().ok())
+            };
+            Intrinsics {
+                tag: accessor(&js_sys::Symbol::to_string_tag().into()),
+                length: accessor(&"length".into()),
+                byte_offset: accessor(&"byteOffset".into()),
+                buffer: accessor(&"buffer".into()),
+                slice: Reflect::get(&proto, &"slice".into())
+                    .ok()
+                    .and_then(|f| f.dyn_into().ok()),
+            }
+        }
+    }
+
+    thread_local! {
+        static INTRINSICS: Intrinsics = Intrinsics::new();
+    }
+
+    /// `pick`'s intrinsic called on `v`; `None` where it throws (`v` is no typed array).
+    fn intrinsic(pick: fn(&Intrinsics) -> &Option<Function>, v: &JsValue) -> Option<JsValue> {
+        INTRINSICS.with(|i| pick(i).as_ref().and_then(|f| f.call0(v).ok()))
+    }
+
     /// A JavaScript typed array: `Float32Array` for f32; `Uint16Array` (the bits) or
     /// `Float16Array` for f16.
     #[derive(Clone)]
@@ -209,15 +303,56 @@ mod imp {
     }
 
     impl JsArray {
+        /// `v` as an array of numbers the kernel takes; `Ok(None)` for anything else, and an
+        /// `Err` saying what was expected where `v` is one that cannot be used.
+        /// Subclasses and arrays from other realms (iframes) count: the kind is read from
+        /// the array's internal slot.
+        pub fn from_value(v: &JsValue) -> Result<Option<JsArray>, String> {
+            let dtype = match intrinsic(|i| &i.tag, v)
+                .and_then(|t| t.as_string())
+                .as_deref()
+            {
+                Some("Float32Array") => Dtype::F32,
+                Some("Uint16Array") | Some("Float16Array") => Dtype::F16,
+                _ => return Ok(None),
+            };
+            let buffer = intrinsic(|i| &i.buffer, v).unwrap_or(JsValue::UNDEFINED);
+            let flag = |k: &str| {
+                Reflect::get(&buffer, &k.into())
+                    .ok()
+                    .and_then(|f| f.as_bool())
+            };
+            if flag("detached") == Some(true) {
+                return Err("a typed array over a live buffer, got one whose ArrayBuffer was transferred (detached)".into());
+            }
+            let mut array = v.clone();
+            if flag("resizable") == Some(true) || flag("growable") == Some(true) {
+                // WebGPU's writeBuffer refuses views of resizable buffers; upload a fixed copy.
+                array = intrinsic(|i| &i.slice, v)
+                    .ok_or("a typed array whose resizable buffer can be copied")?;
+            }
+            let len = intrinsic(|i| &i.length, &array)
+                .and_then(|l| l.as_f64())
+                .unwrap_or(0.0) as usize;
+            Ok(Some(JsArray { array, dtype, len }))
+        }
+
         /// A private copy, for calls that must wait before uploading.
         pub fn copy(&self) -> JsArray {
-            let slice: js_sys::Function = Reflect::get(&self.array, &"slice".into())
-                .unwrap_or(JsValue::UNDEFINED)
-                .unchecked_into();
-            let array = slice
-                .call0(&self.array)
-                .unwrap_or_else(|_| self.array.clone());
+            let array = intrinsic(|i| &i.slice, &self.array).unwrap_or_else(|| self.array.clone());
             JsArray { array, ..*self }
+        }
+
+        /// The same bits as a `Uint16Array` (`new Uint16Array(array)` would convert values).
+        fn bits(&self) -> Result<Uint16Array, JsValue> {
+            let slot = |pick| intrinsic(pick, &self.array).unwrap_or(JsValue::UNDEFINED);
+            let (buffer, offset) = (slot(|i| &i.buffer), slot(|i| &i.byte_offset));
+            let args = js_sys::Array::of3(&buffer, &offset, &JsValue::from_f64(self.len as f64));
+            Reflect::construct(
+                &js_sys::Uint16Array::new_with_length(0).constructor(),
+                &args,
+            )
+            .map(|a| a.unchecked_into())
         }
     }
 
@@ -228,14 +363,9 @@ mod imp {
     }
 
     impl HostArray for JsArray {
-        fn upload(
-            &self,
-            queue: &wgpu::Queue,
-            buffer: &wgpu::Buffer,
-            start: usize,
-            count: usize,
-        ) -> Result<(), String> {
-            let (Some(q), Some(b)) = (queue.as_webgpu(), buffer.as_webgpu()) else {
+        fn upload(&self, to: Upload) -> Result<(), String> {
+            let Upload { start, count, .. } = to;
+            let (Some(q), Some(b)) = (to.queue.as_webgpu(), to.buffer.as_webgpu()) else {
                 return Err("WebGPU objects expected in a wasm build".into());
             };
             let q: &JsQueue = q.unchecked_ref();
@@ -243,21 +373,14 @@ mod imp {
                 q.write_buffer(b.as_ref(), 0.0, &self.array, start as f64, count as f64)
             } else {
                 // writeBuffer moves whole 4-byte words: pad an odd count of halves.
-                let padded = Uint16Array::new_with_length(count as u32 + 1);
-                // A view of the same bits (`new Uint16Array(array)` would convert values).
-                let get = |k: &str| {
-                    js_sys::Reflect::get(&self.array, &k.into()).unwrap_or(JsValue::UNDEFINED)
-                };
-                let bits = Uint16Array::new_with_byte_offset_and_length(
-                    &get("buffer"),
-                    get("byteOffset").as_f64().unwrap_or(0.0) as u32,
-                    self.len as u32,
-                );
-                padded.set(&bits.subarray(start as u32, (start + count) as u32), 0);
-                q.write_buffer(b.as_ref(), 0.0, &padded, 0.0, (count + 1) as f64)
+                self.bits().and_then(|bits| {
+                    let padded = Uint16Array::new_with_length(count as u32 + 1);
+                    padded.set(&bits.subarray(start as u32, (start + count) as u32), 0);
+                    q.write_buffer(b.as_ref(), 0.0, &padded, 0.0, (count + 1) as f64)
+                })
             };
             written.map_err(|e| {
-                js_sys::Reflect::get(&e, &"message".into())
+                Reflect::get(&e, &"message".into())
                     .ok()
                     .and_then(|m| m.as_string())
                     .unwrap_or_else(|| "writeBuffer failed".into())
@@ -266,6 +389,10 @@ mod imp {
 
         fn dtype(&self) -> Dtype {
             self.dtype
+        }
+
+        fn detach(&self) -> Arg<OwnedArray> {
+            Arg::Host(Rc::new(self.copy()))
         }
     }
 

@@ -149,30 +149,14 @@ impl Variant {
                  fn st(v: V) -> S { return S(pack2x16float(v.xy), pack2x16float(v.zw)); }\n",
             ),
         };
-        // Read-only where possible: some drivers route read-only storage through a
-        // non-coherent cache.
-        let (io, outputs, put) = if self.in_place {
-            (
-                "read_write",
-                "",
-                "fn put_y(j: u32, y: V) { input[j] = st(y); }\nfn put_v(j: u32, v: V) { residual[j] = st(v); }\n",
-            )
+        let put = if self.in_place {
+            "fn put_y(j: u32, y: V) { input[j] = st(y); }\nfn put_v(j: u32, v: V) { residual[j] = st(v); }\n"
         } else {
-            (
-                "read",
-                "@group(0) @binding(5) var<storage, read_write> output: array<S>;\n\
-                 @group(0) @binding(6) var<storage, read_write> sum: array<S>;\n",
-                "fn put_y(j: u32, y: V) { output[j] = st(y); }\nfn put_v(j: u32, v: V) { sum[j] = st(v); }\n",
-            )
+            "fn put_y(j: u32, y: V) { output[j] = st(y); }\nfn put_v(j: u32, v: V) { sum[j] = st(v); }\n"
         };
         let body = format!(
-            "{storage}\
-             @group(0) @binding(0) var<storage, {io}> input: array<S>;\n\
-             @group(0) @binding(1) var<storage, {io}> residual: array<S>;\n\
-             @group(0) @binding(2) var<storage, read> gamma: array<S>;\n\
-             @group(0) @binding(3) var<storage, read> beta: array<S>;\n\
-             @group(0) @binding(4) var<storage, read> bias: array<S>;\n\
-             {outputs}@group(0) @binding(7) var<uniform> params: Params;\n{put}"
+            "{storage}{}{put}",
+            crate::pipelines::wgsl_declarations(self.in_place)
         );
         (enable, body)
     }

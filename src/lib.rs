@@ -7,15 +7,27 @@
 //! y[r,i] = v[r,i] * inverseSqrt(mean_i(v[r,i]²) + eps) * gamma[i] + beta[i]
 //! ```
 //!
-//! The data path, one file each: [`facade`] (JavaScript API, wasm only) →
-//! [`gpu`] (device, pipelines, one call's uploads, dispatch and readback) →
-//! `shaders/fused_rms_norm.wgsl` (the kernel, whose variants [`kernel`] assembles).
-//! [`reference`] is the f64 CPU reference every test compares against.
+//! The data path, one concern a file:
+//! - [`facade`] (JavaScript API, wasm only; with `js_args`, `js_tensor`, `js_types`) →
+//! - [`instance`] (the live device, and its replacement after a loss) →
+//! - [`shape`] (every check: arguments into a [`shape::Plan`]) →
+//! - [`gpu`] (the driver: encode and submit a plan) over [`device`], [`pipelines`] (the
+//!   binding table, layouts and pipeline cache), [`pool`] and [`tensor`] →
+//! - [`pending`] (a call in flight and its readback) →
+//! - `shaders/fused_rms_norm.wgsl` (the kernel, whose variants [`kernel`] assembles).
+//!
+//! [`host`] is where numbers live on the host, [`dtype`] how they are stored, and
+//! [`reference`] the f64 CPU reference every test compares against.
 
+pub mod device;
+pub mod dtype;
 pub mod error;
 pub mod gpu;
 pub mod host;
+pub mod instance;
 pub mod kernel;
+pub mod pending;
+pub mod pipelines;
 pub mod pool;
 pub mod reference;
 pub mod shape;
@@ -23,7 +35,15 @@ pub mod tensor;
 
 #[cfg(target_arch = "wasm32")]
 pub mod facade;
+#[cfg(target_arch = "wasm32")]
+mod js_args;
+#[cfg(target_arch = "wasm32")]
+mod js_tensor;
+#[cfg(target_arch = "wasm32")]
+mod js_types;
 
+pub use device::AdapterSummary;
 pub use error::Error;
-pub use gpu::{AdapterSummary, GpuContext, Output};
-pub use shape::{Inputs, Shape};
+pub use gpu::GpuContext;
+pub use pending::Output;
+pub use shape::{Inputs, Request, Shape};

@@ -37,6 +37,45 @@ pub fn fused_rms_norm(x: &Inputs) -> (Vec<f64>, Vec<f32>) {
     (y, v)
 }
 
+/// A residual chain as a model runs it: layer `l` normalizes `input + residual` with
+/// `gammas[l]`, its `y` (rounded to f32, as the kernel stores it) becomes the next input and
+/// its `v` the next residual. Returns the last layer's `(y, v)`.
+pub fn chain(
+    input: &[f32],
+    residual: &[f32],
+    gammas: &[Vec<f32>],
+    hidden: usize,
+    eps: f32,
+) -> (Vec<f32>, Vec<f32>) {
+    let (mut input, mut residual) = (input.to_vec(), residual.to_vec());
+    for g in gammas {
+        let x = Inputs {
+            input: &input,
+            residual: &residual,
+            gamma: g,
+            beta: None,
+            bias: None,
+            hidden,
+            eps,
+        };
+        let (y, v) = fused_rms_norm(&x);
+        input = y.iter().map(|&y| y as f32).collect();
+        residual = v;
+    }
+    (input, residual)
+}
+
+/// The worst `|got - want| / (|want| + 1e-3)`: for results that went through several f32
+/// layers, whose error is relative to the values but cannot be held to 1e-5 (each layer
+/// rounds what the next one reads).
+pub fn worst_relative(got: &[f32], want: &[f32]) -> f32 {
+    assert_eq!(got.len(), want.len(), "result length");
+    got.iter()
+        .zip(want)
+        .map(|(a, b)| (a - b).abs() / (b.abs() + 1e-3))
+        .fold(0.0f32, f32::max)
+}
+
 /// How far a result is from the reference, in units of the tolerance that f32 arithmetic
 /// allows; `<= 1` passes. An element's allowance is relative to the size of the terms that
 /// make it, `|v * inv * gamma| + |beta|`, so a `y` near zero because `beta` cancels the
@@ -103,50 +142,6 @@ pub fn same_v(x: &Inputs, at: usize, got: f32, want: f32) -> bool {
     let bias = x.bias.map_or(0.0, |b| flush(b[at % x.hidden]));
     let partial = flush(flush(x.input[at]) + flush(x.residual[at]));
     got == flush(partial + bias)
-}
-
-/// f32 → IEEE half bits, rounding to nearest even: the reference's own conversion,
-/// independent of the GPU's.
-pub fn f16_bits(x: f32) -> u16 {
-    let b = x.to_bits();
-    let sign = ((b >> 16) & 0x8000) as u16;
-    let exp = ((b >> 23) & 0xff) as i32;
-    let mant = b & 0x7f_ffff;
-    if exp == 255 {
-        return sign | 0x7c00 | if mant != 0 { 0x200 } else { 0 };
-    }
-    let e = exp - 127 + 15;
-    if e >= 31 {
-        return sign | 0x7c00;
-    }
-    let (kept, shift) = if e <= 0 {
-        if e < -10 {
-            return sign;
-        }
-        (mant | 0x80_0000, (14 - e) as u32)
-    } else {
-        (((e as u32) << 23) | mant, 13)
-    };
-    let (half, rem, mid) = (kept >> shift, kept & ((1 << shift) - 1), 1 << (shift - 1));
-    let rounded = if rem > mid || (rem == mid && half & 1 == 1) {
-        half + 1
-    } else {
-        half
-    };
-    sign | rounded as u16
-}
-
-/// IEEE half bits → f32, exactly.
-pub fn f16_value(h: u16) -> f32 {
-    let sign = if h & 0x8000 != 0 { -1.0 } else { 1.0 };
-    let exp = (h >> 10) & 0x1f;
-    let frac = (h & 0x3ff) as f32;
-    sign * match exp {
-        0 => frac * 2f32.powi(-24),
-        31 if frac == 0.0 => f32::INFINITY,
-        31 => f32::NAN,
-        e => (1.0 + frac / 1024.0) * 2f32.powi(e as i32 - 15),
-    }
 }
 
 #[cfg(test)]

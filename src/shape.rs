@@ -1,9 +1,16 @@
-//! One call's inputs and the checks that make them a valid problem.
+//! One call's inputs and the checks that turn them into a plan.
 //!
-//! The checks live here, not in the JavaScript facade, so native callers and tests get the
-//! same errors with the same wording as the browser does.
+//! Every check of every entry point lives here, not in the JavaScript facade or the
+//! driver, so native callers and tests get the same errors with the same wording as the
+//! browser does, and a check added for one path holds for all of them.
 
+use std::rc::Rc;
+
+use crate::device::{Caps, ContextId};
+use crate::dtype::Dtype;
 use crate::error::Error;
+use crate::host::HostArray;
+use crate::kernel::{Options, Storage, Variant};
 
 /// The arguments of one call. `A` is where the numbers live: a Rust slice natively, a JS
 /// `Float32Array` in the browser (uploaded straight from JS, never copied through wasm).
@@ -103,6 +110,269 @@ impl Shape {
     }
 }
 
+/// The most dispatches one timing call records. A repeat count is work recorded
+/// synchronously and run in one submission: unbounded, `timeDispatches(args, -1)` would
+/// record 2³² dispatches and hang the page. 10,000 covers any slope measurement (the demo
+/// and the benchmarks grow theirs to a few thousand).
+pub const MAX_REPEAT: u32 = 10_000;
+
+/// Where a call's results go.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Destination {
+    /// Read back into host arrays.
+    Host,
+    /// New tensors.
+    Gpu,
+    /// Over the `input` and `residual` tensors: `input ← y`, `residual ← v`.
+    InPlace,
+}
+
+/// What a call asks for beyond its inputs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Request {
+    /// The `sum` output (`v`) too.
+    pub sum: bool,
+    pub to: Destination,
+    /// Dispatches of the kernel in the one submission (timing calls; 1 otherwise).
+    pub repeat: u32,
+    /// Time the pass with GPU timestamps where the device has them.
+    pub timed: bool,
+}
+
+impl Request {
+    /// A plain call: `y` (and `v` when `sum`) read back.
+    pub fn host(sum: bool) -> Request {
+        Request {
+            sum,
+            to: Destination::Host,
+            repeat: 1,
+            timed: false,
+        }
+    }
+
+    pub fn to_gpu(sum: bool) -> Request {
+        Request {
+            to: Destination::Gpu,
+            ..Request::host(sum)
+        }
+    }
+
+    pub fn in_place() -> Request {
+        Request {
+            to: Destination::InPlace,
+            ..Request::host(true)
+        }
+    }
+
+    /// `repeat` dispatches in one submission, timed on the GPU when `timed`.
+    pub fn repeated(repeat: u32, timed: bool) -> Request {
+        Request {
+            repeat,
+            timed,
+            ..Request::host(false)
+        }
+    }
+}
+
+/// A checked call: everything the driver needs to encode it.
+#[derive(Clone, Copy, Debug)]
+pub struct Plan {
+    pub shape: Shape,
+    pub dtype: Dtype,
+    pub request: Request,
+    /// Rows per dispatch: as many as one storage binding holds (all of them when any data
+    /// is GPU-resident).
+    pub rows_per_chunk: usize,
+    pub variant: Variant,
+}
+
+impl Plan {
+    /// Checks `x` and `request` against the device's `caps`; tensors must be placed on
+    /// the live device of context `owner`.
+    pub fn new<A: HostArray>(
+        x: &Inputs<A>,
+        request: Request,
+        caps: &Caps,
+        owner: ContextId,
+    ) -> Result<Plan, Error> {
+        let shape = Shape::of(x)?;
+        check_repeat(request.repeat)?;
+        let dtype = x.input.dtype();
+        let mut any_resident = false;
+        for (name, a) in x.named() {
+            if let Some(t) = a.resident() {
+                t.check(name, owner)?;
+                any_resident = true;
+            }
+            if a.dtype() != dtype {
+                return Err(Error::Type(format!(
+                    "{name}: expected {} data like input, got {}",
+                    dtype.name(),
+                    a.dtype().name()
+                )));
+            }
+        }
+        if request.to == Destination::InPlace {
+            match (x.input.resident(), x.residual.resident()) {
+                (Some(a), Some(b)) if Rc::ptr_eq(a, b) => {
+                    return Err(Error::Type("residual: expected a GpuTensor other than input (both are written in place)".into()));
+                }
+                (Some(_), Some(_)) => {}
+                (None, _) => {
+                    return Err(Error::Type(
+                        "input: expected a GpuTensor with inPlace: true, got host data".into(),
+                    ))
+                }
+                (_, None) => {
+                    return Err(Error::Type(
+                        "residual: expected a GpuTensor with inPlace: true, got host data".into(),
+                    ))
+                }
+            }
+        }
+        if dtype == Dtype::F16 && shape.hidden % 4 != 0 {
+            // Halves are moved four at a time (two 32-bit words); a row must not end mid-word.
+            return Err(Error::Shape(format!(
+                "hidden: expected a multiple of 4 for f16 data, got {}",
+                shape.hidden
+            )));
+        }
+        let mut rows_per_chunk = rows_per_binding(shape.hidden, caps.max_binding)?;
+        if request.to != Destination::Host || any_resident {
+            if shape.rows > rows_per_chunk {
+                // Tensors are single bindings; splitting them would need offset-aligned views.
+                return Err(Error::Shape(format!(
+                    "input: expected GPU-resident data to fit one storage binding ({} bytes), got {} rows of {}",
+                    caps.max_binding, shape.rows, shape.hidden
+                )));
+            }
+            rows_per_chunk = shape.rows.max(1);
+        }
+        let options = Options {
+            bias: x.bias.is_some(),
+            beta: x.beta.is_some(),
+            sum: request.sum,
+        };
+        let storage = match dtype {
+            Dtype::F32 => Storage::F32,
+            Dtype::F16 if caps.shader_f16 => Storage::F16,
+            Dtype::F16 => Storage::F16Packed,
+        };
+        let hidden = shape.hidden as u32;
+        let tiled = Variant::for_shape(hidden, options).within(hidden, caps.max_workgroup);
+        let variant = Variant {
+            storage,
+            in_place: request.to == Destination::InPlace,
+            ..if caps.cpu_tiling {
+                tiled.for_cpu(hidden)
+            } else {
+                tiled
+            }
+        };
+        Ok(Plan {
+            shape,
+            dtype,
+            request,
+            rows_per_chunk,
+            variant,
+        })
+    }
+}
+
+impl<A> Inputs<A> {
+    /// The array arguments by name, absent optional ones as `None` skipped.
+    pub fn named(&self) -> impl Iterator<Item = (&'static str, &A)> {
+        [
+            ("input", Some(&self.input)),
+            ("residual", Some(&self.residual)),
+            ("gamma", Some(&self.gamma)),
+            ("beta", self.beta.as_ref()),
+            ("bias", self.bias.as_ref()),
+        ]
+        .into_iter()
+        .filter_map(|(name, a)| a.map(|a| (name, a)))
+    }
+
+    /// The same call with each array mapped by `f`.
+    pub fn map<B>(&self, mut f: impl FnMut(&A) -> B) -> Inputs<B> {
+        Inputs {
+            input: f(&self.input),
+            residual: f(&self.residual),
+            gamma: f(&self.gamma),
+            beta: self.beta.as_ref().map(&mut f),
+            bias: self.bias.as_ref().map(&mut f),
+            hidden: self.hidden,
+            eps: self.eps,
+        }
+    }
+}
+
+/// Rows of `hidden` one storage binding of `max_binding` bytes holds.
+fn rows_per_binding(hidden: usize, max_binding: u64) -> Result<usize, Error> {
+    let row_bytes = hidden as u64 * 4;
+    if row_bytes > max_binding {
+        return Err(Error::Shape(format!(
+            "hidden: expected a row this device can bind (at most {} f32, its \
+             maxStorageBufferBindingSize is {} bytes), got {hidden}",
+            max_binding / 4,
+            max_binding
+        )));
+    }
+    Ok((max_binding / row_bytes) as usize)
+}
+
+/// An upload of `len` elements must fit one storage binding.
+pub fn check_upload(len: usize, dtype: Dtype, caps: &Caps) -> Result<(), Error> {
+    if (len * dtype.bytes()) as u64 > caps.max_binding {
+        return Err(Error::Shape(format!(
+            "data: expected at most {} elements (this device's maxStorageBufferBindingSize is {} bytes), got {len}",
+            caps.max_binding / dtype.bytes() as u64,
+            caps.max_binding
+        )));
+    }
+    Ok(())
+}
+
+fn check_repeat(repeat: u32) -> Result<(), Error> {
+    if !(1..=MAX_REPEAT).contains(&repeat) {
+        return Err(Error::Shape(format!(
+            "repeat: expected an integer from 1 to {MAX_REPEAT}, got {repeat}"
+        )));
+    }
+    Ok(())
+}
+
+/// `hidden` as JavaScript passes it: any number. Non-numbers are the caller's `TypeError`.
+pub fn hidden_from_number(hidden: f64) -> Result<usize, Error> {
+    if !(hidden.fract() == 0.0 && hidden >= 1.0 && hidden <= u32::MAX as f64) {
+        return Err(Error::Shape(format!(
+            "hidden: expected an integer from 1 to {}, got {hidden}",
+            u32::MAX
+        )));
+    }
+    Ok(hidden as usize)
+}
+
+/// `eps` as JavaScript passes it; it must also be finite once rounded to f32.
+pub fn eps_from_number(eps: f64) -> Result<f32, Error> {
+    if !(eps.is_finite() && eps >= 0.0 && eps <= f32::MAX as f64) {
+        return Err(Error::Shape(format!(
+            "eps: expected a finite number >= 0, got {eps}"
+        )));
+    }
+    Ok(eps as f32)
+}
+
+/// A timing call's `repeat` as JavaScript passes it, checked before anything is recorded.
+pub fn repeat_from_number(repeat: f64) -> Result<u32, Error> {
+    if !(repeat.fract() == 0.0 && repeat >= 1.0 && repeat <= MAX_REPEAT as f64) {
+        return Err(Error::Shape(format!(
+            "repeat: expected an integer from 1 to {MAX_REPEAT}, got {repeat}"
+        )));
+    }
+    Ok(repeat as u32)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -168,5 +438,25 @@ mod tests {
             .unwrap_err()
             .message()
             .starts_with("hidden:"));
+    }
+
+    #[test]
+    fn repeat_is_bounded_before_anything_is_recorded() {
+        for bad in [
+            0.0,
+            -1.0,
+            1.5,
+            f64::NAN,
+            f64::INFINITY,
+            1e12,
+            (MAX_REPEAT + 1) as f64,
+        ] {
+            let e = repeat_from_number(bad).unwrap_err();
+            assert_eq!(e.name(), "ShapeError");
+            assert!(e.message().starts_with("repeat:"), "{e}");
+        }
+        assert_eq!(repeat_from_number(1.0), Ok(1));
+        assert_eq!(repeat_from_number(MAX_REPEAT as f64), Ok(MAX_REPEAT));
+        assert!(check_repeat(0).is_err() && check_repeat(MAX_REPEAT + 1).is_err());
     }
 }

@@ -1,56 +1,102 @@
 //! GPU-resident tensors: data that stays on the GPU between calls, so a chain of layers
 //! (each layer's `sum` feeding the next layer's `residual`) runs without readbacks.
+//!
+//! A tensor is made on a device, or, when it is uploaded while a lost device is being
+//! replaced, waits with a host copy of its data until the new device exists (see
+//! `instance.rs`); either way it is placed once and never moves.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::cell::{OnceCell, RefCell};
 
-/// Identifies the context a tensor belongs to: buffers of one device cannot be bound on
-/// another, and a lost device's buffers hold nothing.
-pub type ContextId = u64;
+use crate::device::{ContextId, LostSlot};
+use crate::dtype::Dtype;
+use crate::error::Error;
+use crate::host::OwnedArray;
 
-pub fn next_context_id() -> ContextId {
-    static NEXT: AtomicU64 = AtomicU64::new(1);
-    NEXT.fetch_add(1, Ordering::Relaxed)
-}
-
-/// How numbers are stored. Arithmetic is f32 either way.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
-pub enum Dtype {
-    #[default]
-    F32,
-    /// IEEE half precision: half the memory traffic of f32.
-    F16,
-}
-
-impl Dtype {
-    pub fn bytes(self) -> usize {
-        match self {
-            Dtype::F32 => 4,
-            Dtype::F16 => 2,
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Dtype::F32 => "f32",
-            Dtype::F16 => "f16",
-        }
-    }
-}
-
-/// A buffer of `len` numbers of `dtype` on one context's device.
-pub struct Tensor {
+/// Where a tensor's numbers live once placed.
+pub struct Placed {
     pub buffer: wgpu::Buffer,
-    pub len: usize,
-    pub dtype: Dtype,
+    /// The context whose device made the buffer: buffers of one device cannot be bound on
+    /// another.
     pub owner: ContextId,
     /// The owner's device-lost slot: a tensor outliving its device says why it is empty.
-    pub(crate) lost: Arc<Mutex<Option<String>>>,
+    lost: LostSlot,
+}
+
+/// `len` numbers of `dtype` on one device.
+pub struct Tensor {
+    pub len: usize,
+    pub dtype: Dtype,
+    placed: OnceCell<Placed>,
+    /// The data of a tensor uploaded while no device was live, until one is.
+    waiting: RefCell<Option<OwnedArray>>,
 }
 
 impl Tensor {
+    pub fn placed(len: usize, dtype: Dtype, placed: Placed) -> Tensor {
+        let t = Tensor::waiting(len, dtype, None);
+        let _ = t.placed.set(placed);
+        t
+    }
+
+    pub fn waiting(len: usize, dtype: Dtype, data: Option<OwnedArray>) -> Tensor {
+        Tensor {
+            len,
+            dtype,
+            placed: OnceCell::new(),
+            waiting: RefCell::new(data),
+        }
+    }
+
+    /// The buffer, once placed.
+    pub fn buffer(&self) -> Option<&wgpu::Buffer> {
+        self.placed.get().map(|p| &p.buffer)
+    }
+
+    pub fn owner(&self) -> Option<ContextId> {
+        self.placed.get().map(|p| p.owner)
+    }
+
+    /// Why the tensor's device is gone, if it is.
     pub fn lost_reason(&self) -> Option<String> {
-        self.lost.lock().ok().and_then(|s| s.clone())
+        self.placed.get().and_then(|p| p.lost.reason())
+    }
+
+    /// Places a waiting tensor: `make` creates its buffer and uploads the kept data.
+    pub fn place(&self, make: impl FnOnce(&OwnedArray) -> Placed) {
+        if let Some(data) = self.waiting.borrow_mut().take() {
+            let _ = self.placed.set(make(&data));
+        }
+    }
+
+    /// A tensor argument must be placed on the live device of context `owner`.
+    pub fn check(&self, name: &str, owner: ContextId) -> Result<&wgpu::Buffer, Error> {
+        let Some(p) = self.placed.get() else {
+            return Err(Error::GpuDevice(format!(
+                "{name}: expected a GpuTensor on a live device, got one uploaded while the \
+                 device was lost and no new device could be opened"
+            )));
+        };
+        if let Some(why) = p.lost.reason() {
+            return Err(Error::GpuDevice(format!(
+                "{name}: expected a GpuTensor on a live device, got one whose device was lost ({why})"
+            )));
+        }
+        if p.owner != owner {
+            return Err(Error::Type(format!(
+                "{name}: expected a GpuTensor of this FusedRmsNorm, got one of another instance"
+            )));
+        }
+        Ok(&p.buffer)
+    }
+}
+
+impl Placed {
+    pub fn new(buffer: wgpu::Buffer, owner: ContextId, lost: LostSlot) -> Placed {
+        Placed {
+            buffer,
+            owner,
+            lost,
+        }
     }
 }
 
@@ -58,6 +104,8 @@ impl Drop for Tensor {
     fn drop(&mut self) {
         // Now, not whenever the JavaScript wrapper is collected: GPU memory is the scarce
         // resource. WebGPU defers the release until submitted work using it is done.
-        self.buffer.destroy();
+        if let Some(p) = self.placed.get() {
+            p.buffer.destroy();
+        }
     }
 }

@@ -2,15 +2,18 @@
 //! kernel against the f64 reference over the shape matrix, extreme values and random cases.
 #![cfg(not(target_arch = "wasm32"))]
 
+use webgpu_rmsnorm::dtype::{f16_bits, f16_value};
 use webgpu_rmsnorm::kernel::{Options, Params, Storage, Variant};
-use webgpu_rmsnorm::reference::{f16_bits, f16_value, fused_rms_norm, same_v, worst_error, Inputs};
+use webgpu_rmsnorm::reference::{
+    chain, fused_rms_norm, same_v, worst_error, worst_relative, Inputs,
+};
 use webgpu_rmsnorm::{Error, GpuContext};
 
 /// Relative tolerance against the f64 reference (f32 math; see `worst_error`).
 const RTOL: f64 = 1e-5;
 
 mod common;
-use common::{Case, Rng};
+use common::{matrix, Case, Rng};
 
 fn context() -> GpuContext {
     pollster::block_on(GpuContext::new(wgpu::PowerPreference::HighPerformance))
@@ -131,23 +134,12 @@ fn every_variant_validates_with_naga_and_params_match_the_wgsl() {
 fn shape_matrix_matches_the_reference() {
     let ctx = context();
     let mut rng = Rng(0x5EED_0001);
-    let mut runs = 0;
-    for hidden in [1usize, 3, 4, 5, 768, 769, 4096, 4099, 8192, 16384] {
-        for rows in [0usize, 1, 7, 83] {
-            for bits in 0..4u8 {
-                for eps in [0.0f32, 1e-6, 1e-2] {
-                    let (bias, beta) = (bits & 1 != 0, bits & 2 != 0);
-                    let case = Case::random(&mut rng, rows, hidden, bias, beta, eps, 1.0);
-                    case.check(
-                        &ctx,
-                        &format!("{rows}x{hidden} bias={bias} beta={beta} eps={eps}"),
-                    );
-                    runs += 1;
-                }
-            }
-        }
+    let cells = matrix();
+    for c in &cells {
+        let case = Case::random(&mut rng, c.rows, c.hidden, c.bias, c.beta, c.eps, 1.0);
+        case.check(&ctx, &c.to_string());
     }
-    assert_eq!(runs, 480);
+    assert_eq!(cells.len(), 480);
 }
 
 #[test]
@@ -167,8 +159,15 @@ fn huge_and_tiny_rows_normalize_like_rows_of_one() {
     for hidden in [4usize, 7, 4096, 4099] {
         for scale in [1.0f32, 1e30, 1e-30, 3e18, 1e-18, 1e36, 1e-36] {
             for eps in [0.0f32, 1e-6] {
-                let case = Case::random(&mut rng, 5, hidden, true, true, eps, scale);
-                case.check(&ctx, &format!("5x{hidden} at scale {scale:e}, eps {eps}"));
+                // Without beta too: a beta of ~1 would dominate each element's tolerance
+                // (|v·inv·gamma| + |beta|) and could hide a wrong normalized term.
+                for beta in [true, false] {
+                    let case = Case::random(&mut rng, 5, hidden, true, beta, eps, scale);
+                    case.check(
+                        &ctx,
+                        &format!("5x{hidden} at scale {scale:e}, eps {eps}, beta {beta}"),
+                    );
+                }
             }
         }
     }
@@ -325,22 +324,7 @@ fn gpu_resident_chain_matches_layer_by_layer_reference() {
     let residual0 = rng.vec(rows * hidden, 1.0);
     let gammas: Vec<Vec<f32>> = (0..layers).map(|_| rng.vec(hidden, 2.0)).collect();
 
-    // Reference: each layer normalizes (input + residual) and passes v on as the residual.
-    let (mut input, mut residual) = (input0.clone(), residual0.clone());
-    for g in &gammas {
-        let x = Inputs {
-            input: &input,
-            residual: &residual,
-            gamma: g,
-            beta: None,
-            bias: None,
-            hidden,
-            eps: 1e-6,
-        };
-        let (y, v) = fused_rms_norm(&x);
-        input = y.iter().map(|&y| y as f32).collect();
-        residual = v;
-    }
+    let (input, _) = chain(&input0, &residual0, &gammas, hidden, 1e-6);
 
     let up = |a: &Vec<f32>| Arg::<&[f32]>::Gpu(ctx.upload(&a.as_slice()).unwrap());
     let (mut x_in, mut x_res) = (up(&input0), up(&residual0));
@@ -364,11 +348,7 @@ fn gpu_resident_chain_matches_layer_by_layer_reference() {
     let got = pollster::block_on(ctx.read_tensor(y).unwrap().read())
         .unwrap()
         .y;
-    let worst = got
-        .iter()
-        .zip(&input)
-        .map(|(a, b)| (a - b).abs() / (b.abs() + 1e-3))
-        .fold(0.0f32, f32::max);
+    let worst = worst_relative(&got, &input);
     assert!(
         worst < 1e-4,
         "after {layers} layers, worst relative error {worst}"
@@ -430,6 +410,13 @@ fn f16_storage_matches_the_reference_on_both_paths() {
     native.set_shader_f16(false);
     paths.push(native.uses_shader_f16());
     assert!(!paths[1], "the packed path can always be forced");
+    // Where the device offers shader-f16, the default context takes it: both paths run here.
+    let offered = native
+        .device()
+        .features()
+        .contains(wgpu::Features::SHADER_F16);
+    assert_eq!(paths[0], offered, "shader-f16 used exactly where offered");
+    eprintln!("device offers shader-f16: {offered}");
     let mut packed = context();
     packed.set_shader_f16(false);
     let mut rng = Rng(0x5EED_0009);

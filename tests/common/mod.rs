@@ -81,3 +81,50 @@ impl Case {
         }
     }
 }
+
+/// One cell of the case matrix.
+#[derive(Clone, Copy, Debug)]
+pub struct Cell {
+    pub rows: usize,
+    pub hidden: usize,
+    pub bias: bool,
+    pub beta: bool,
+    pub eps: f32,
+}
+
+/// The case matrix every suite runs (natively in full, in the browser a sample): row lengths
+/// around the vector width and the workgroup tilings, empty to many rows, every option, and
+/// eps from none to large.
+pub fn matrix() -> Vec<Cell> {
+    let mut cells = Vec::new();
+    for hidden in [1usize, 3, 4, 5, 768, 769, 4096, 4099, 8192, 16384] {
+        for rows in [0usize, 1, 7, 83] {
+            for bits in 0..4u8 {
+                for eps in [0.0f32, 1e-6, 1e-2] {
+                    let (bias, beta) = (bits & 1 != 0, bits & 2 != 0);
+                    cells.push(Cell {
+                        rows,
+                        hidden,
+                        bias,
+                        beta,
+                        eps,
+                    });
+                }
+            }
+        }
+    }
+    cells
+}
+
+impl std::fmt::Display for Cell {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let Cell {
+            rows,
+            hidden,
+            bias,
+            beta,
+            eps,
+        } = self;
+        write!(f, "{rows}x{hidden} bias={bias} beta={beta} eps={eps}")
+    }
+}

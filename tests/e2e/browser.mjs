@@ -1,5 +1,6 @@
-// What both end-to-end tests share: the one way to start Chromium with a WebGPU adapter
-// here, and a page whose console errors and uncaught exceptions fail the test.
+// What the end-to-end tests and the browser benchmarks share: the one way to start Chromium
+// with a WebGPU adapter here, and a page whose console errors and uncaught exceptions fail
+// the test.
 import { existsSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";

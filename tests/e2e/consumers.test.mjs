@@ -7,14 +7,14 @@
 import { test as nodeTest, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
-import { cp, mkdtemp, readFile, readdir, rm, writeFile } from "node:fs/promises";
+import { cp, readFile, readdir, rm, writeFile } from "node:fs/promises";
 import { createRequire } from "node:module";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 
 import { serve } from "../../scripts/serve.mjs";
-import { ROOT, assertBuilt, launch, watchedPage } from "./browser.mjs";
+import { ROOT, launch, watchedPage } from "./browser.mjs";
+import { packIntoTemp } from "./tarball.mjs";
 
 const run = promisify(execFile);
 
@@ -27,17 +27,17 @@ const MANIFEST = JSON.parse(await readFile(join(ROOT, "package.json"), "utf8"));
 let tmp, app, browser;
 
 before(async () => {
-  assertBuilt();
-  tmp = await mkdtemp(join(tmpdir(), "webgpu-rmsnorm-consumers-"));
-  const { stdout } = await run("npm", ["pack", "--json", "--pack-destination", tmp], { cwd: ROOT });
-  const tarball = join(tmp, JSON.parse(stdout)[0].filename);
+  let tarball;
+  ({ tmp, tarball } = await packIntoTemp("webgpu-rmsnorm-consumers-"));
 
   // One app serves both the type checks and the Vite build: each sees the package exactly as
-  // `npm install` lays it out from the published tarball.
-  app = join(tmp, "vite-app");
+  // `npm install` lays it out from the published tarball. It sits where it does in the
+  // repository, next to a copy of www/lib/, so that its relative import of that holds.
+  app = join(tmp, "tests/vite-app");
   // Leaves out what installing or building the template in place would have made.
   const fresh = (src) => !/[\\/](node_modules|dist|package-lock\.json)$/.test(src);
   await cp(join(ROOT, "tests/vite-app"), app, { recursive: true, filter: fresh });
+  await cp(join(ROOT, "www/lib"), join(tmp, "www/lib"), { recursive: true });
   const appManifest = JSON.parse(await readFile(join(app, "package.json"), "utf8"));
   appManifest.dependencies["webgpu-rmsnorm"] = `file:${tarball}`;
   await writeFile(join(app, "package.json"), JSON.stringify(appManifest, null, 2));

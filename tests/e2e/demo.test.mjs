@@ -52,6 +52,19 @@ async function setProblem({ rows, hidden, eps = "1e-6", seed = "1", bias = true,
   await page.check(`#dtype-${dtype}`);
 }
 
+/** Waits for the progress bar to move, then to fill with its button enabled again. */
+async function progressThrough(progressId, buttonId) {
+  await page.waitForFunction((id) => document.getElementById(id).value > 0, progressId, { timeout: 30_000 });
+  await page.waitForFunction(
+    ([progressId, buttonId]) => {
+      const p = document.getElementById(progressId);
+      return p.value === p.max && !document.getElementById(buttonId).disabled;
+    },
+    [progressId, buttonId],
+    { timeout: 45_000 },
+  );
+}
+
 /** "12.3 µs" / "1.20 ms" as milliseconds; NaN when it is not a time. */
 function parseMs(text) {
   const m = /^\s*([\d.]+(?:e[-+]?\d+)?)\s*(µs|ms|s)\s*$/.exec(text);
@@ -150,15 +163,7 @@ test("demo shows library errors by name and message, then recovers", async () =>
 test("demo size sweep (#sweep) shows progress and draws both series", async (t) => {
   await setProblem({ rows: 4, hidden: 4096 });
   await page.click("#sweep");
-  await page.waitForFunction(() => document.getElementById("sweep-progress").value > 0, null, { timeout: 30_000 });
-  await page.waitForFunction(
-    () => {
-      const p = document.getElementById("sweep-progress");
-      return p.value === p.max && !document.getElementById("sweep").disabled;
-    },
-    null,
-    { timeout: 45_000 },
-  );
+  await progressThrough("sweep-progress", "sweep");
   const state = await page.getAttribute("#status", "data-state");
   assert.equal(state, "done", await page.textContent("#status"));
   const sizes = await page.$eval("#sweep-progress", (p) => p.max);
@@ -177,15 +182,7 @@ test("demo pipeline (#pipeline): 32 layers three ways, progress shown, the final
   await setProblem({ rows: 4, hidden: 256 });
   await page.fill("#pipeline-rows", "1");
   await page.click("#pipeline");
-  await page.waitForFunction(() => document.getElementById("pipeline-progress").value > 0, null, { timeout: 30_000 });
-  await page.waitForFunction(
-    () => {
-      const p = document.getElementById("pipeline-progress");
-      return p.value === p.max && !document.getElementById("pipeline").disabled;
-    },
-    null,
-    { timeout: 45_000 },
-  );
+  await progressThrough("pipeline-progress", "pipeline");
   const state = await page.getAttribute("#status", "data-state");
   assert.equal(state, "done", await page.textContent("#status"));
   const rows = await page.$$eval("#pipeline-results tbody tr", (trs) =>

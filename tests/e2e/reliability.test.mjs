@@ -28,42 +28,17 @@ const SEED = Number(process.env.RELIABILITY_SEED ?? Math.floor(Math.random() * 2
 
 const HARNESS = String.raw`
 import init, { FusedRmsNorm } from "__PKG__";
-
-// mulberry32: deterministic, so a failure names a reproducible case.
-function rng(seed) {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-function filled(n, next, lo, hi) {
-  const a = new Float32Array(n);
-  for (let i = 0; i < n; i++) a[i] = lo + (hi - lo) * next();
-  return a;
-}
+import { compare } from "./lib/reference.js";
+import { caseArgs, describeArgs, rng } from "./lib/seeded.js";
 
 /** One call's arguments. scale multiplies input and residual (bias too), row by row if an array. */
-function makeArgs({ rows, hidden, bias = false, beta = false, eps, seed = 1, scale = 1 }) {
-  const next = rng(seed * 7919 + rows * 31 + hidden);
-  const args = {
-    input: filled(rows * hidden, next, -2, 2),
-    residual: filled(rows * hidden, next, -2, 2),
-    gamma: filled(hidden, next, -1.5, 1.5),
-    hidden,
-  };
-  if (bias) args.bias = filled(hidden, next, -0.5, 0.5);
-  if (beta) args.beta = filled(hidden, next, -0.25, 0.25);
-  if (eps !== undefined) args.eps = eps;
+function makeArgs({ scale = 1, ...c }) {
+  const args = caseArgs(c);
   const rowScale = (r) => (Array.isArray(scale) ? scale[r % scale.length] : scale);
   if (scale !== 1) {
-    for (let r = 0; r < rows; r++) {
+    for (let r = 0; r < c.rows; r++) {
       const k = rowScale(r);
-      for (let i = r * hidden; i < (r + 1) * hidden; i++) {
+      for (let i = r * c.hidden; i < (r + 1) * c.hidden; i++) {
         args.input[i] *= k;
         args.residual[i] *= k;
       }
@@ -71,98 +46,14 @@ function makeArgs({ rows, hidden, bias = false, beta = false, eps, seed = 1, sca
     // A bias of magnitude ~1 would swamp a row of ~1e-30: scale it by the smallest row scale.
     if (args.bias) {
       const k = Array.isArray(scale) ? Math.min(...scale.map(Math.abs)) : scale;
-      for (let i = 0; i < hidden; i++) args.bias[i] *= k;
+      for (let i = 0; i < c.hidden; i++) args.bias[i] *= k;
     }
   }
   return args;
 }
 
-/**
- * The contract in f64 for the rows listed (all by default): v in f32, in the kernel's order
- * (input + residual) + bias, since v is itself an f32 output (sum); then the mean square,
- * inverse square root, scale and shift in f64. scale[i] = |v·inv·gamma| + |beta| is what the
- * relative error is measured against (a y near 0 because beta cancels the product is not
- * held to a bound relative to itself).
- */
-function reference({ input, residual, gamma, beta, bias, hidden, eps = 1e-6 }, rowList) {
-  const n = input.length;
-  const rows = rowList ?? Array.from({ length: n / hidden }, (_, r) => r);
-  const out = [];
-  for (const r of rows) {
-    const o = r * hidden;
-    const v = new Float32Array(hidden);
-    let ss = 0;
-    for (let i = 0; i < hidden; i++) {
-      const s = Math.fround(input[o + i] + residual[o + i]);
-      v[i] = bias ? Math.fround(s + bias[i]) : s;
-      ss += v[i] * v[i];
-    }
-    const inv = 1 / Math.sqrt(ss / hidden + Math.fround(eps));
-    const y = new Float64Array(hidden);
-    const scale = new Float64Array(hidden);
-    for (let i = 0; i < hidden; i++) {
-      const core = v[i] * inv * gamma[i];
-      const b = beta ? beta[i] : 0;
-      y[i] = core + b;
-      scale[i] = Math.abs(core) + Math.abs(b);
-    }
-    out.push({ row: r, v, y, scale });
-  }
-  return out;
-}
-
-const TOL = 1e-5;
-
-/**
- * Compares a result with the reference (for rowList only, if given). maxRel is the worst
- * |got - want| / (|v·inv·gamma| + |beta|) over finite references; a non-finite reference
- * (a poisoned row) must be matched exactly; sum must equal v bit for bit.
- */
-function check(args, output, sum, rowList) {
-  const report = { ok: true, maxRel: 0, problems: [] };
-  const fail = (what) => {
-    report.ok = false;
-    if (report.problems.length < 4) report.problems.push(what);
-  };
-  const n = args.input.length;
-  if (!(output instanceof Float32Array)) {
-    fail("output is " + Object.prototype.toString.call(output) + ", not a Float32Array");
-    return report;
-  }
-  if (output.length !== n) {
-    fail("output length " + output.length + ", want " + n);
-    return report;
-  }
-  if (sum !== undefined && (!(sum instanceof Float32Array) || sum.length !== n)) {
-    fail("sum is not a Float32Array of " + n);
-    return report;
-  }
-  const h = args.hidden;
-  for (const { row, v, y, scale } of reference(args, rowList)) {
-    for (let i = 0; i < h; i++) {
-      if (sum !== undefined) {
-        const s = sum[row * h + i];
-        if (!Object.is(s, v[i]) && !(s === 0 && v[i] === 0)) fail("sum[" + row + "," + i + "] = " + s + ", want " + v[i] + " exactly");
-      }
-      const got = output[row * h + i];
-      if (!Number.isFinite(y[i])) {
-        if (!Object.is(got, y[i])) fail("y[" + row + "," + i + "] = " + got + ", want " + y[i]);
-        continue;
-      }
-      const err = Math.abs(got - y[i]);
-      let rel = scale[i] === 0 ? (err === 0 ? 0 : Infinity) : err / scale[i];
-      if (Number.isNaN(rel)) rel = Infinity;
-      report.maxRel = Math.max(report.maxRel, rel);
-      if (!(rel <= TOL)) fail("y[" + row + "," + i + "] = " + got + ", want " + y[i] + " (rel err " + rel + ")");
-    }
-  }
-  return report;
-}
-
-function describeArgs(a) {
-  return "rows " + a.input.length / a.hidden + " × hidden " + a.hidden + (a.bias ? " +bias" : "") +
-    (a.beta ? " +beta" : "") + " eps " + (a.eps ?? "default");
-}
+/** A result against the f64 reference (www/lib/reference.js), in rowList only if given. */
+const check = (args, output, sum, rowList) => compare(args, output, { sum, rows: rowList });
 
 /** Settles p: { ok: value } or { err: { name, message, isError } }. */
 async function settle(p) {
@@ -177,7 +68,7 @@ window.harness = (async () => {
   const wasm = await init();
   const norm = await FusedRmsNorm.create();
   document.getElementById("state").textContent = "ready";
-  return { wasm, norm, FusedRmsNorm, rng, makeArgs, reference, check, describeArgs, settle, TOL };
+  return { wasm, norm, FusedRmsNorm, rng, makeArgs, check, describeArgs, settle };
 })();
 window.harness.catch((e) => {
   document.getElementById("state").textContent = "failed: " + e;
@@ -253,7 +144,7 @@ before(async () => {
   };
   for (const [name, text] of Object.entries(files)) await writeFile(join(tmp, name), text);
   for (const [name, headers] of Object.entries(SERVERS)) {
-    servers[name] = await serve({ port: 0, mounts: [["/", tmp], ["/pkg", join(ROOT, "pkg")]], headers });
+    servers[name] = await serve({ port: 0, mounts: [["/", tmp], ["/pkg", join(ROOT, "pkg")], ["/lib", join(ROOT, "www/lib")]], headers });
   }
   browser = await launch();
   page = await harnessPage(servers.plain);
@@ -376,11 +267,11 @@ async function badInputSweep({ only, exclude, shared }) {
     }, (f) => ({ name: TE, arg: f, orOk: true })],
   ];
   if (typeof norm.upload === "function") {
-    // GPU-resident tensors (README: another instance's is a TypeError, a freed one a GpuDeviceError).
+    // GPU-resident tensors (README: another instance's is a TypeError, a freed one an InvalidStateError).
     arrayValues.push(
       ["a GpuTensor of this instance", (a) => norm.upload(a), () => "ok"],
       ["a GpuTensor one element too long", (a) => norm.upload(new Float32Array(a.length + 1)), (f, a) => ({ name: SE, arg: lengthArg(f, a.length + 1) })],
-      ["a freed GpuTensor", (a) => { const t = norm.upload(a); t.free(); return t; }, (f) => ({ name: "GpuDeviceError", arg: f })],
+      ["a freed GpuTensor", (a) => { const t = norm.upload(a); t.free(); return t; }, (f) => ({ name: "InvalidStateError", arg: f })],
       ["a GpuTensor of another instance", (a) => other.upload(a), (f) => ({ name: TE, arg: f })],
     );
   }
@@ -897,14 +788,14 @@ test("concurrency: 200 calls in flight (mixed shapes, options, run/runWithSum) w
     (await Promise.all(pending)).forEach((x) => verify(x, "A"));
     const ms = performance.now() - t0;
     const afterFree = await h.settle(B.run(calls[0].args));
-    if (afterFree.err?.name !== "GpuDeviceError") failures.push(`B.run after B.free(): ${JSON.stringify(afterFree.err ?? "resolved")}`);
+    if (afterFree.err?.name !== "InvalidStateError") failures.push(`B.run after B.free(): ${JSON.stringify(afterFree.err ?? "resolved")}`);
     return { failures, ms: Math.round(ms), gpu: calls.filter((k) => k.gpu).length };
   }, SEED);
   t.diagnostic(`230 calls (${r.gpu} with output "gpu") settled in ${r.ms} ms`);
   assert.deepEqual(r.failures, []);
 });
 
-test("concurrency: free() with calls in flight: each resolves correctly or rejects GpuDeviceError; other instances unaffected", async (t) => {
+test("concurrency: free() with calls in flight: each resolves correctly or rejects GpuDeviceError; a later call rejects InvalidStateError; other instances unaffected", async (t) => {
   const r = await inPage(async () => {
     const h = await window.harness;
     const A = h.norm;
@@ -929,7 +820,7 @@ test("concurrency: free() with calls in flight: each resolves correctly or rejec
       if (when === "after a timer") await new Promise((ok) => setTimeout(ok, 5));
       C.free();
       const late = await h.settle(C.run(argsC[0].args));
-      if (late.err?.name !== "GpuDeviceError") failures.push(`${when}: a call after free(): ${JSON.stringify(late.err ?? "resolved")}`);
+      if (late.err?.name !== "InvalidStateError") failures.push(`${when}: a call after free(): ${JSON.stringify(late.err ?? "resolved")}`);
       const c = (counts[when] = { resolved: 0, rejected: 0 });
       (await Promise.all(onC)).forEach((r, i) => {
         const k = argsC[i];

@@ -1,0 +1,124 @@
+// What both benchmark drivers (browser.mjs, pipeline.mjs) share: the command line, the record
+// of what was measured (commit, package, machine load), a page served cross-origin isolated
+// in headless Chromium with its `window.bench` opened, and the results file in bench-out/.
+import { execFileSync } from "node:child_process";
+import { createHash } from "node:crypto";
+import { mkdir, readFile, stat, writeFile } from "node:fs/promises";
+import { cpus, loadavg } from "node:os";
+import { join, resolve } from "node:path";
+import { serve } from "../scripts/serve.mjs";
+import { ROOT, launch } from "../tests/e2e/browser.mjs";
+
+export const OUT_DIR = join(ROOT, "bench-out");
+
+/** `--name value` pairs of the command line. */
+export const options = Object.fromEntries(
+  process.argv.slice(2).reduce((acc, a, i, all) => (a.startsWith("--") ? [...acc, [a.slice(2), all[i + 1]]] : acc), []),
+);
+
+/** --pkg measures another build of the package (say, a clean checkout's) instead of ./pkg. */
+export const PKG = resolve(options.pkg ?? join(ROOT, "pkg"));
+
+// pkg/ is a build output that can lag behind the sources: record what was measured.
+async function provenance() {
+  let commit = null;
+  try {
+    commit = execFileSync("git", ["-C", ROOT, "describe", "--always", "--dirty"], { encoding: "utf8" }).trim();
+  } catch {}
+  const wasm = join(PKG, "webgpu_rmsnorm_bg.wasm");
+  return {
+    // The checkout the benchmark ran from; with --pkg, the package may come from elsewhere.
+    benchCommit: commit,
+    pkg: PKG,
+    wasmSha256: createHash("sha256").update(await readFile(wasm)).digest("hex").slice(0, 16),
+    wasmBuilt: (await stat(wasm)).mtime.toISOString(),
+  };
+}
+
+function watch(page) {
+  page.setDefaultTimeout(0);
+  page.on("pageerror", (e) => console.error("page error:", e));
+  page.on("response", (r) => {
+    if (r.status() >= 400 && !r.url().endsWith("/favicon.ico")) console.error(`HTTP ${r.status()} ${r.url()}`);
+  });
+  page.on("console", (m) => {
+    // The page's own 404 for favicon.ico is noise; real failures surface through "response".
+    if ((m.type() === "error" || m.type() === "warning") && !m.text().startsWith("Failed to load resource")) console.error(`[page ${m.type()}] ${m.text()}`);
+  });
+}
+
+/**
+ * Serves bench/, the package, onnxruntime-web and the shared www/lib/ (plus `mounts`), opens
+ * bench/`html` and its `window.bench.setup()`, and prints what runs where. Resolves with
+ * { env, measure, finish, close }: `measure(fn, cfg, label)` runs window.bench[fn](cfg) (a
+ * failure is logged, marks the run failed and comes back as { error });
+ * `finish(file, fields, results)` writes bench-out/`file`; `close()` stops browser and server.
+ */
+export async function openBench({ html, mounts = [] }) {
+  const loadavgBefore = loadavg();
+  const build = await provenance();
+  const server = await serve({
+    port: 0,
+    mounts: [
+      ["/bench/", join(ROOT, "bench")],
+      ["/pkg/", PKG],
+      ["/ort/", join(ROOT, "node_modules/onnxruntime-web/dist")],
+      ["/www/lib/", join(ROOT, "www/lib")],
+      ...mounts,
+    ],
+    // Cross-origin isolation narrows performance.now() from 100 µs steps to 5 µs.
+    headers: { "Cross-Origin-Opener-Policy": "same-origin", "Cross-Origin-Embedder-Policy": "require-corp" },
+  });
+  const browser = await launch();
+  const close = async () => {
+    await browser.close();
+    await server.close();
+  };
+  try {
+    const page = await browser.newPage();
+    watch(page);
+    await page.goto(`${server.url}bench/${html}`);
+    await page.waitForFunction(() => window.benchReady === true);
+    const env = await page.evaluate(() => window.bench.setup());
+    console.log(`adapter: ${JSON.stringify(env.ours)}`);
+    console.log(`cross-origin isolated: ${env.crossOriginIsolated}; onnxruntime-web ${env.ort?.web ?? "?"}`);
+    console.log(`bench from ${build.benchCommit}; package ${build.pkg}: wasm ${build.wasmSha256} built ${build.wasmBuilt}`);
+    console.log(`load average before: ${loadavgBefore.map((x) => x.toFixed(2)).join(" ")} on ${cpus().length} cores`);
+
+    const measure = async (fn, cfg, label) => {
+      let r;
+      try {
+        r = await page.evaluate(([fn, cfg]) => window.bench[fn](cfg), [fn, cfg]);
+      } catch (e) {
+        // One failing case should not cost the others' numbers; the run still exits non-zero.
+        const error = String(e.message ?? e).split("\n").slice(0, 3).join(" ");
+        console.error(`${label}: FAILED: ${error}`);
+        process.exitCode = 1;
+        return { error };
+      }
+      if (JSON.stringify(r.ortAdapter) !== JSON.stringify(env.ours)) {
+        throw new Error(`ORT ran on another adapter: ${JSON.stringify(r.ortAdapter)} vs ours ${JSON.stringify(env.ours)}`);
+      }
+      return r;
+    };
+
+    const finish = async (file, fields, results) => {
+      await mkdir(OUT_DIR, { recursive: true });
+      const json = {
+        date: new Date().toISOString(),
+        ...fields,
+        build,
+        // A CPU adapter shares the cores with everything else: the load says how quiet it was.
+        host: { cores: cpus().length, loadavgBefore, loadavgAfter: loadavg() },
+        env,
+        results,
+      };
+      await writeFile(join(OUT_DIR, file), JSON.stringify(json, null, 2) + "\n");
+      console.log(`wrote ${join("bench-out", file)}`);
+    };
+    return { env, measure, finish, close };
+  } catch (e) {
+    await close();
+    throw e;
+  }
+}

@@ -1,0 +1,208 @@
+//! An instance's device across losses: the live context, and the one that replaces it.
+//!
+//! A GPU reset (or `simulateDeviceLoss()`) loses the device and every buffer on it. The
+//! next call of any kind opens a new device; calls that arrive while it is being opened
+//! wait for that same one, so a loss opens one device, not one per call. Tensors of the
+//! lost device stay lost (their data is gone); tensors uploaded meanwhile wait, with a copy
+//! of their data, and are placed on the new device before any waiting call runs.
+
+use std::cell::{Cell, RefCell};
+use std::future::Future;
+use std::rc::{Rc, Weak};
+
+use futures_channel::oneshot;
+
+use crate::error::Error;
+use crate::gpu::GpuContext;
+use crate::host::{Arg, HostArray};
+use crate::pending::{Finished, Pending};
+use crate::shape::{check_upload, Inputs, Request};
+use crate::tensor::Tensor;
+
+/// What `create` was asked for, kept to open an equal device after a loss.
+#[derive(Clone, Copy, Debug)]
+pub struct Settings {
+    pub power: wgpu::PowerPreference,
+    pub shader_f16: bool,
+}
+
+impl Default for Settings {
+    fn default() -> Settings {
+        Settings {
+            power: wgpu::PowerPreference::default(),
+            shader_f16: true,
+        }
+    }
+}
+
+impl Settings {
+    pub async fn open(self) -> Result<GpuContext, Error> {
+        let mut ctx = GpuContext::new(self.power).await?;
+        ctx.set_shader_f16(self.shader_f16);
+        Ok(ctx)
+    }
+}
+
+pub struct Instance {
+    settings: Settings,
+    /// The context made last, lost or not: what `adapterInfo` and `debugStats` describe.
+    latest: RefCell<Rc<GpuContext>>,
+    /// Calls waiting for the device being opened; `None` when none is.
+    opening: RefCell<Option<Vec<oneshot::Sender<()>>>>,
+    /// Why the last attempt to open a device failed, for the calls that waited on it.
+    failure: RefCell<Option<Error>>,
+    /// Tensors uploaded while no device was live.
+    waiting: RefCell<Vec<Weak<Tensor>>>,
+    opened: Cell<u32>,
+}
+
+impl Instance {
+    pub async fn open(settings: Settings) -> Result<Rc<Instance>, Error> {
+        let ctx = settings.open().await?;
+        Ok(Rc::new(Instance {
+            settings,
+            latest: RefCell::new(Rc::new(ctx)),
+            opening: RefCell::new(None),
+            failure: RefCell::new(None),
+            waiting: RefCell::new(Vec::new()),
+            opened: Cell::new(1),
+        }))
+    }
+
+    /// The context made last, lost or not.
+    pub fn latest(&self) -> Rc<GpuContext> {
+        self.latest.borrow().clone()
+    }
+
+    /// Devices opened so far (1 until a loss).
+    pub fn devices_opened(&self) -> u32 {
+        self.opened.get()
+    }
+
+    /// The live context, if there is one now.
+    pub fn live(&self) -> Option<Rc<GpuContext>> {
+        let ctx = self.latest();
+        (self.opening.borrow().is_none() && ctx.lost_reason().is_none()).then_some(ctx)
+    }
+
+    /// A live context: the current one, or after a loss a new one.
+    pub async fn context(self: Rc<Self>) -> Result<Rc<GpuContext>, Error> {
+        if let Some(ctx) = self.live() {
+            return Ok(ctx);
+        }
+        let wait = {
+            let mut opening = self.opening.borrow_mut();
+            match opening.as_mut() {
+                Some(waiters) => {
+                    let (tx, rx) = oneshot::channel();
+                    waiters.push(tx);
+                    Some(rx)
+                }
+                None => {
+                    *opening = Some(Vec::new());
+                    None
+                }
+            }
+        };
+        if let Some(rx) = wait {
+            let _ = rx.await;
+            return self.live().ok_or_else(|| self.failed());
+        }
+        // This call opens the device; the others wait for it.
+        let opened = self.settings.open().await;
+        let result = match opened {
+            Ok(ctx) => {
+                let ctx = Rc::new(ctx);
+                for t in self.waiting.take().iter().filter_map(Weak::upgrade) {
+                    ctx.place(&t);
+                }
+                *self.latest.borrow_mut() = ctx.clone();
+                self.opened.set(self.opened.get() + 1);
+                *self.failure.borrow_mut() = None;
+                Ok(ctx)
+            }
+            Err(e) => {
+                *self.failure.borrow_mut() = Some(e.clone());
+                Err(e)
+            }
+        };
+        for waiter in self.opening.take().unwrap_or_default() {
+            let _ = waiter.send(());
+        }
+        result
+    }
+
+    fn failed(&self) -> Error {
+        self.failure.borrow().clone().unwrap_or_else(|| {
+            Error::GpuDevice("device: expected a new device after a loss, got none".into())
+        })
+    }
+
+    /// Submits `x` now on the live device, or once a new one is open after a loss; either
+    /// way the host data is read before this returns (copied in the second case, since the
+    /// caller may change its arrays at once). Resolves with the context that ran the call.
+    pub fn call<A: HostArray>(
+        self: &Rc<Self>,
+        x: &Inputs<A>,
+        request: Request,
+    ) -> impl Future<Output = Result<(Rc<GpuContext>, Finished), Error>> + 'static {
+        let now = self.live().map(|ctx| {
+            let pending = ctx.submit(x, request);
+            (ctx, pending)
+        });
+        let later = now.is_none().then(|| (self.clone(), x.map(|a| a.detach())));
+        async move {
+            let (ctx, pending) = match (now, later) {
+                (Some((ctx, pending)), _) => (ctx, pending?),
+                (None, Some((inst, x))) => {
+                    let ctx = inst.context().await?;
+                    let pending = ctx.submit(&x, request)?;
+                    (ctx, pending)
+                }
+                (None, None) => unreachable!("one of the two is set"),
+            };
+            Ok((ctx, pending.finish().await?))
+        }
+    }
+
+    /// Reads a tensor back, on the live device or once a new one is open.
+    pub fn read(
+        self: &Rc<Self>,
+        t: &Rc<Tensor>,
+    ) -> impl Future<Output = Result<Finished, Error>> + 'static {
+        let now: Option<Result<Pending, Error>> = self.live().map(|ctx| ctx.read_tensor(t));
+        let later = now.is_none().then(|| (self.clone(), t.clone()));
+        async move {
+            let pending = match (now, later) {
+                (Some(pending), _) => pending?,
+                (None, Some((inst, t))) => inst.context().await?.read_tensor(&t)?,
+                (None, None) => unreachable!("one of the two is set"),
+            };
+            pending.finish().await
+        }
+    }
+
+    /// Uploads `data` as a tensor: on the live device, or, while none is, kept as a copy
+    /// and placed on the next one.
+    pub fn upload<A: HostArray>(&self, data: &A) -> Result<Rc<Tensor>, Error> {
+        if let Some(ctx) = self.live() {
+            return ctx.upload(data);
+        }
+        check_upload(data.len(), data.dtype(), self.latest().caps())?;
+        let Arg::Host(copy) = data.detach() else {
+            return Err(Error::Type(
+                "data: expected a typed array, got a GpuTensor".into(),
+            ));
+        };
+        let t = Rc::new(Tensor::waiting(data.len(), data.dtype(), Some(copy)));
+        let mut waiting = self.waiting.borrow_mut();
+        waiting.retain(|w| w.strong_count() > 0);
+        waiting.push(Rc::downgrade(&t));
+        Ok(t)
+    }
+
+    /// Loses the device, as a GPU reset would (for tests of recovery).
+    pub fn simulate_device_loss(&self) {
+        self.latest().destroy_device();
+    }
+}

@@ -1,0 +1,321 @@
+//! JavaScript values into Rust: a call's arguments, `create`'s options, a timing call's
+//! `repeat`, and errors back into JavaScript `Error`s.
+//!
+//! Checks that cannot throw into Rust: an exception unwinding through wasm frames skips
+//! their cleanup (borrow flags, the shadow stack), and enough of them kill the module. Every
+//! JavaScript operation on a caller's value goes through a `catch` import or `Reflect`.
+//! Only the JavaScript types are checked here; the values (lengths, `hidden`, `eps`,
+//! `repeat`) are checked once, in `shape.rs`, for every entry point.
+
+use js_sys::{Object, Reflect};
+use wasm_bindgen::prelude::*;
+
+use crate::dtype::Dtype;
+use crate::error::Error;
+use crate::host::{Arg, JsArray};
+use crate::instance::Settings;
+use crate::js_tensor::tensor_arg;
+use crate::shape::{eps_from_number, hidden_from_number, repeat_from_number, Inputs, Request};
+
+/// One call's arguments as the driver takes them.
+pub type Args = Inputs<Arg<JsArray>>;
+
+#[wasm_bindgen]
+extern "C" {
+    #[wasm_bindgen(catch, js_namespace = Array, js_name = isArray)]
+    fn is_array(v: &JsValue) -> Result<bool, JsValue>;
+    #[wasm_bindgen(catch, js_namespace = ArrayBuffer, js_name = isView)]
+    fn is_view(v: &JsValue) -> Result<bool, JsValue>;
+    #[wasm_bindgen(catch, js_namespace = Reflect, js_name = getPrototypeOf)]
+    pub fn prototype_of(v: &JsValue) -> Result<JsValue, JsValue>;
+}
+
+pub fn get(obj: &JsValue, key: &str) -> JsValue {
+    Reflect::get(obj, &JsValue::from_str(key)).unwrap_or(JsValue::UNDEFINED)
+}
+
+pub fn to_js(e: Error) -> JsValue {
+    // A wrong-typed argument is JavaScript's own TypeError, so `instanceof TypeError` holds.
+    if let Error::Type(message) = &e {
+        return js_sys::TypeError::new(message).into();
+    }
+    let err = js_sys::Error::new(e.message());
+    err.set_name(e.name());
+    err.into()
+}
+
+/// How a value looks to a reader of an error message.
+pub fn describe(v: &JsValue) -> String {
+    if v.is_undefined() {
+        return "undefined".into();
+    }
+    if v.is_null() {
+        return "null".into();
+    }
+    if let Some(s) = v.as_string() {
+        let short: String = s.chars().take(40).collect();
+        return format!("the string {short:?}");
+    }
+    if let Some(n) = v.as_f64() {
+        return format!("the number {n}");
+    }
+    if let Some(b) = v.as_bool() {
+        return format!("the boolean {b}");
+    }
+    match is_array(v) {
+        Ok(true) => return "an Array".into(),
+        Err(_) => return "a revoked Proxy".into(),
+        Ok(false) => {}
+    }
+    if v.is_bigint() {
+        return "a bigint".into();
+    }
+    if v.is_function() {
+        return "a function".into();
+    }
+    let name = get(&get(v, "constructor"), "name")
+        .as_string()
+        .unwrap_or_default();
+    if !name.is_empty() {
+        let article = if name.starts_with(['A', 'E', 'I', 'O', 'U']) {
+            "an"
+        } else {
+            "a"
+        };
+        return format!("{article} {name}");
+    }
+    "an object".into()
+}
+
+/// A typed array or a `GpuTensor` argument; `None` when optional and absent.
+fn array_arg(args: &JsValue, name: &str, required: bool) -> Result<Option<Arg<JsArray>>, Error> {
+    let v = get(args, name);
+    if v.is_undefined() && !required {
+        return Ok(None);
+    }
+    // A transferred (detached) buffer would read as length 0: it gets its own message.
+    match JsArray::from_value(&v) {
+        Ok(Some(a)) => return Ok(Some(Arg::Host(a))),
+        Ok(None) => {}
+        Err(expected) => return Err(Error::Type(format!("{name}: expected {expected}"))),
+    }
+    if let Some(t) = tensor_arg(&v, name)? {
+        return Ok(Some(Arg::Gpu(t)));
+    }
+    let expected = if required {
+        "a Float32Array (or Uint16Array/Float16Array for f16) or a GpuTensor"
+    } else {
+        "a Float32Array (or Uint16Array/Float16Array for f16), a GpuTensor or undefined"
+    };
+    Err(Error::Type(format!(
+        "{name}: expected {expected}, got {}",
+        describe(&v)
+    )))
+}
+
+/// `upload`'s data: a typed array of either dtype, matching `options.dtype` if given.
+pub fn upload_arg(data: &JsValue, options: Option<&JsValue>) -> Result<JsArray, Error> {
+    let a = match JsArray::from_value(data) {
+        Ok(Some(a)) => a,
+        Ok(None) => {
+            return Err(Error::Type(format!(
+                "data: expected a Float32Array (f32) or a Uint16Array/Float16Array (f16), got {}",
+                describe(data)
+            )))
+        }
+        Err(expected) => return Err(Error::Type(format!("data: expected {expected}"))),
+    };
+    let options = options.cloned().unwrap_or(JsValue::UNDEFINED);
+    if !(options.is_undefined() || options.is_null() || options.is_object()) {
+        return Err(Error::Type(format!(
+            "options: expected an object {{ dtype? }} or undefined, got {}",
+            describe(&options)
+        )));
+    }
+    // A getter that throws (or a revoked Proxy) is refused, not read as "no dtype".
+    let dtype = if options.is_object() {
+        Reflect::get(&options, &JsValue::from_str("dtype")).map_err(|_| {
+            Error::Type("options.dtype: expected a readable field, got one that throws".into())
+        })?
+    } else {
+        JsValue::UNDEFINED
+    };
+    let wanted = match dtype.as_string().as_deref() {
+        _ if dtype.is_undefined() => a.dtype,
+        Some("f32") => Dtype::F32,
+        Some("f16") => Dtype::F16,
+        _ => {
+            return Err(Error::Type(format!(
+                "options.dtype: expected \"f32\" or \"f16\", got {}",
+                describe(&dtype)
+            )))
+        }
+    };
+    if wanted != a.dtype {
+        return Err(Error::Type(format!(
+            "data: expected {} for dtype \"{}\", got {}",
+            if wanted == Dtype::F32 {
+                "a Float32Array"
+            } else {
+                "a Uint16Array or Float16Array"
+            },
+            wanted.name(),
+            describe(data)
+        )));
+    }
+    Ok(a)
+}
+
+/// The call's inputs, and what it asks for (`sum` is the method's: `runWithSum`).
+pub fn parse_args(args: &JsValue, sum: bool) -> Result<(Args, Request), Error> {
+    if !args.is_object()
+        || args.is_function()
+        || is_array(args).unwrap_or(true)
+        || is_view(args).unwrap_or(true)
+    {
+        return Err(Error::Type(format!(
+            "args: expected an object {{ input, residual, gamma, hidden, beta?, bias?, eps? }}, got {}",
+            describe(args)
+        )));
+    }
+    let required =
+        |name| array_arg(args, name, true)?.ok_or_else(|| Error::Type(format!("{name}: missing")));
+    let input = required("input")?;
+    let residual = required("residual")?;
+    let gamma = required("gamma")?;
+    let beta = array_arg(args, "beta", false)?;
+    let bias = array_arg(args, "bias", false)?;
+    let o = get(args, "output");
+    let mut request = match o.as_string().as_deref() {
+        _ if o.is_undefined() => Request::host(sum),
+        Some("array") => Request::host(sum),
+        Some("gpu") => Request::to_gpu(sum),
+        _ => {
+            return Err(Error::Type(format!(
+                "output: expected \"array\", \"gpu\" or undefined, got {}",
+                describe(&o)
+            )));
+        }
+    };
+    let p = get(args, "inPlace");
+    match p.as_bool() {
+        _ if p.is_undefined() => {}
+        Some(false) => {}
+        Some(true) if o.is_undefined() => request = Request::in_place(),
+        Some(true) => {
+            return Err(Error::Type(format!(
+                "output: expected undefined with inPlace: true (the results overwrite input and residual), got {}",
+                describe(&o)
+            )));
+        }
+        None => {
+            return Err(Error::Type(format!(
+                "inPlace: expected a boolean or undefined, got {}",
+                describe(&p)
+            )));
+        }
+    }
+
+    let h = get(args, "hidden");
+    let Some(hidden) = h.as_f64() else {
+        return Err(Error::Type(format!(
+            "hidden: expected a number (an integer >= 1), got {}",
+            describe(&h)
+        )));
+    };
+    let hidden = hidden_from_number(hidden)?;
+    let e = get(args, "eps");
+    let eps = if e.is_undefined() {
+        1e-6
+    } else {
+        let Some(eps) = e.as_f64() else {
+            return Err(Error::Type(format!(
+                "eps: expected a number or undefined, got {}",
+                describe(&e)
+            )));
+        };
+        eps_from_number(eps)?
+    };
+    Ok((
+        Inputs {
+            input,
+            residual,
+            gamma,
+            beta,
+            bias,
+            hidden,
+            eps,
+        },
+        request,
+    ))
+}
+
+/// A timing call's arguments: the call's, with results read back, and `repeat`.
+pub fn parse_timed(
+    args: &JsValue,
+    repeat: &JsValue,
+    timed: bool,
+) -> Result<(Args, Request), Error> {
+    let (x, request) = parse_args(args, false)?;
+    if request.to != crate::shape::Destination::Host {
+        return Err(Error::Type(
+            "output: expected \"array\" or undefined in a timing call (its results are read back)"
+                .into(),
+        ));
+    }
+    let Some(r) = repeat.as_f64() else {
+        return Err(Error::Type(format!(
+            "repeat: expected a number (an integer from 1 to {}), got {}",
+            crate::shape::MAX_REPEAT,
+            describe(repeat)
+        )));
+    };
+    Ok((x, Request::repeated(repeat_from_number(r)?, timed)))
+}
+
+/// `create`'s options.
+pub fn settings(options: Option<&JsValue>) -> Result<Settings, Error> {
+    let mut settings = Settings::default();
+    let Some(o) = options.filter(|o| !o.is_undefined() && !o.is_null()) else {
+        return Ok(settings);
+    };
+    if !o.is_object() {
+        return Err(Error::Type(format!(
+            "options: expected an object {{ powerPreference?, shaderF16? }} or undefined, got {}",
+            describe(o)
+        )));
+    }
+    let p = get(o, "powerPreference");
+    settings.power = match p.as_string().as_deref() {
+        _ if p.is_undefined() => wgpu::PowerPreference::default(),
+        Some("low-power") => wgpu::PowerPreference::LowPower,
+        Some("high-performance") => wgpu::PowerPreference::HighPerformance,
+        _ => {
+            return Err(Error::Type(format!(
+                "options.powerPreference: expected \"low-power\" or \"high-performance\", got {}",
+                describe(&p)
+            )))
+        }
+    };
+    let f = get(o, "shaderF16");
+    settings.shader_f16 = match f.as_bool() {
+        _ if f.is_undefined() => true,
+        Some(on) => on,
+        None => {
+            return Err(Error::Type(format!(
+                "options.shaderF16: expected a boolean or undefined, got {}",
+                describe(&f)
+            )));
+        }
+    };
+    Ok(settings)
+}
+
+/// A plain object of `fields`, for results.
+pub fn object(fields: &[(&str, JsValue)]) -> JsValue {
+    let o = Object::new();
+    for (key, value) in fields {
+        let _ = Reflect::set(&o, &JsValue::from_str(key), value);
+    }
+    o.into()
+}

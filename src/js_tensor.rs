@@ -1,0 +1,130 @@
+//! `GpuTensor`, the JavaScript face of a GPU-resident tensor, and how a tensor passed in an
+//! argument object is found again.
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use js_sys::Promise;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen_futures::future_to_promise;
+
+use crate::error::Error;
+use crate::instance::Instance;
+use crate::js_args::{get, prototype_of, to_js};
+use crate::tensor::Tensor;
+
+/// Data on the GPU: made by `FusedRmsNorm.upload` or returned by `run` / `runWithSum` with
+/// `output: "gpu"`, and accepted by them wherever an array is. Release with `free()`.
+#[wasm_bindgen]
+pub struct GpuTensor {
+    handle: u32,
+    tensor: Rc<Tensor>,
+    instance: Rc<Instance>,
+}
+
+thread_local! {
+    /// Live tensors by handle: how an argument object's `GpuTensor` is found again (an
+    /// object's fields arrive as plain `JsValue`s, not as Rust references).
+    static TENSORS: RefCell<HashMap<u32, Rc<Tensor>>> = RefCell::new(HashMap::new());
+    static NEXT_HANDLE: Cell<u32> = const { Cell::new(1) };
+    /// `GpuTensor.prototype`, learnt from the first tensor handed to JavaScript.
+    static TENSOR_PROTOTYPE: RefCell<Option<JsValue>> = const { RefCell::new(None) };
+}
+
+/// Hands `tensor` to JavaScript as a `GpuTensor`.
+pub fn tensor_value(tensor: Rc<Tensor>, instance: &Rc<Instance>) -> JsValue {
+    let handle = NEXT_HANDLE.with(|n| {
+        let h = n.get();
+        n.set(h.wrapping_add(1).max(1));
+        h
+    });
+    TENSORS.with(|t| t.borrow_mut().insert(handle, tensor.clone()));
+    let v: JsValue = GpuTensor {
+        handle,
+        tensor,
+        instance: instance.clone(),
+    }
+    .into();
+    TENSOR_PROTOTYPE.with(|p| {
+        if p.borrow().is_none() {
+            *p.borrow_mut() = prototype_of(&v).ok();
+        }
+    });
+    v
+}
+
+/// Tensors alive in JavaScript (not yet freed), and their bytes.
+pub fn live_tensors() -> (usize, u64) {
+    TENSORS.with(|t| {
+        let t = t.borrow();
+        let bytes = t.values().map(|t| (t.len * t.dtype.bytes()) as u64).sum();
+        (t.len(), bytes)
+    })
+}
+
+/// The tensor behind a `GpuTensor` object, `None` for anything else. The brand is the
+/// prototype of the tensors this module made, so a look-alike class is not mistaken for one.
+pub fn tensor_arg(v: &JsValue, name: &str) -> Result<Option<Rc<Tensor>>, Error> {
+    if !v.is_object() {
+        return Ok(None);
+    }
+    let ours = TENSOR_PROTOTYPE.with(|p| {
+        let p = p.borrow();
+        p.as_ref()
+            .is_some_and(|p| prototype_of(v).is_ok_and(|q| &q == p))
+    });
+    if !ours {
+        return Ok(None);
+    }
+    // wasm-bindgen zeroes the pointer on free(); reading the handle then would throw.
+    let freed = get(v, "__wbg_ptr").as_f64().unwrap_or(0.0) == 0.0;
+    let tensor = (!freed)
+        .then(|| get(v, "__handle").as_f64())
+        .flatten()
+        .and_then(|h| TENSORS.with(|t| t.borrow().get(&(h as u32)).cloned()));
+    match tensor {
+        Some(t) => Ok(Some(t)),
+        None => Err(Error::InvalidState(format!(
+            "{name}: expected a live GpuTensor, got one that was freed"
+        ))),
+    }
+}
+
+impl Drop for GpuTensor {
+    fn drop(&mut self) {
+        TENSORS.with(|t| t.borrow_mut().remove(&self.handle));
+    }
+}
+
+#[wasm_bindgen]
+impl GpuTensor {
+    /// Number of elements.
+    #[wasm_bindgen(getter)]
+    pub fn length(&self) -> f64 {
+        self.tensor.len as f64
+    }
+
+    /// Element type on the GPU.
+    #[wasm_bindgen(getter, unchecked_return_type = "\"f32\" | \"f16\"")]
+    pub fn dtype(&self) -> String {
+        self.tensor.dtype.name().into()
+    }
+
+    /// Copies the data back into a fresh typed array: a `Float32Array` for f32, a
+    /// `Uint16Array` of the half-precision bits for f16.
+    #[wasm_bindgen(unchecked_return_type = "Promise<Float32Array | Uint16Array>")]
+    pub fn read(&self) -> Promise {
+        let read = self.instance.read(&self.tensor);
+        future_to_promise(async move {
+            let done = read.await.map_err(to_js)?;
+            Ok(done.host.map_or(JsValue::UNDEFINED, |o| o.y.into()))
+        })
+    }
+
+    #[doc(hidden)]
+    #[wasm_bindgen(getter, js_name = __handle, skip_typescript)]
+    pub fn handle(&self) -> u32 {
+        self.handle
+    }
+}

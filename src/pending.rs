@@ -1,0 +1,220 @@
+//! A call in flight: what it submitted, what it holds, and how its results come back.
+//!
+//! Results come back through `map_async`'s callback, awaited through a oneshot channel,
+//! never by blocking: the browser delivers that callback from its event loop.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::rc::Rc;
+
+use futures_channel::oneshot;
+
+use crate::device::{lost_error, LostSlot};
+use crate::dtype::Dtype;
+use crate::error::Error;
+use crate::host::{host_f32_bits, new_host_vec, read_mapped, HostVec};
+use crate::pool::{BufferPool, Pooled};
+use crate::shape::Shape;
+use crate::tensor::Tensor;
+
+/// A call's results read back: `y`, and `v` when the `sum` output was asked for.
+pub struct Output {
+    pub y: HostVec,
+    pub sum: Option<HostVec>,
+}
+
+/// Results left on the GPU.
+pub struct GpuOutput {
+    pub y: Rc<Tensor>,
+    pub sum: Option<Rc<Tensor>>,
+}
+
+/// Everything a finished call hands back; which parts exist depends on its request.
+pub struct Finished {
+    /// Read back (`Destination::Host`).
+    pub host: Option<Output>,
+    /// New tensors (`Destination::Gpu`).
+    pub gpu: Option<GpuOutput>,
+    /// The timed pass's GPU time in nanoseconds, where the device has timestamps.
+    pub ns: Option<f64>,
+}
+
+/// A buffer bound by a call: pooled for the call, or a tensor that outlives it.
+pub enum Staged {
+    Pooled(Pooled),
+    Resident(Rc<Tensor>),
+}
+
+impl std::ops::Deref for Staged {
+    type Target = wgpu::Buffer;
+    fn deref(&self) -> &wgpu::Buffer {
+        match self {
+            Staged::Pooled(p) => p,
+            // The plan checked that every tensor it binds is placed.
+            Staged::Resident(t) => t.buffer().expect("a bound tensor is placed"),
+        }
+    }
+}
+
+/// One chunk of rows read back.
+pub struct Chunk {
+    /// Where the chunk's first element goes in the result.
+    pub start: usize,
+    pub len: usize,
+    pub y: Pooled,
+    pub sum: Option<Pooled>,
+}
+
+type MapResult = Result<(), wgpu::BufferAsyncError>;
+type ScopeFuture = Pin<Box<dyn Future<Output = Option<wgpu::Error>>>>;
+
+/// A submitted call. Owns everything it needs, so the context that made it may be dropped
+/// (JavaScript's `free()`) while it is in flight.
+pub struct Pending {
+    pub(crate) shape: Shape,
+    pub(crate) want_sum: bool,
+    /// Results are read back into host arrays (else they stay on the GPU).
+    pub(crate) read_back: bool,
+    pub(crate) dtype: Dtype,
+    pub(crate) lost: LostSlot,
+    #[cfg_attr(target_arch = "wasm32", allow(dead_code))]
+    pub(crate) device: wgpu::Device,
+    pub(crate) pool: Rc<BufferPool>,
+    pub(crate) chunks: Vec<Chunk>,
+    pub(crate) scopes: Vec<(&'static str, ScopeFuture)>,
+    pub(crate) mapped: Vec<oneshot::Receiver<MapResult>>,
+    /// The call's other buffers, returned to the pool once the GPU is done with them.
+    pub(crate) kept: Vec<Staged>,
+    /// Tensors the call reads, kept alive until it is done (their JavaScript owner may
+    /// free them meanwhile).
+    pub(crate) holds: Vec<Rc<Tensor>>,
+    /// Where results stay on the GPU.
+    pub(crate) gpu: Option<GpuOutput>,
+    /// The timed pass's two timestamps (mapped with the results), and ns per tick.
+    pub(crate) timestamps: Option<(Pooled, f32)>,
+}
+
+/// Asks for `buffer` to be mapped once the GPU is done with it.
+pub(crate) fn map_read(buffer: &wgpu::Buffer) -> oneshot::Receiver<MapResult> {
+    let (tx, rx) = oneshot::channel();
+    buffer.map_async(wgpu::MapMode::Read, .., move |r| {
+        let _ = tx.send(r);
+    });
+    rx
+}
+
+impl Pending {
+    /// Waits for the GPU and hands back what the call asked for.
+    pub async fn finish(mut self) -> Result<Finished, Error> {
+        self.check_scopes().await?;
+        let gpu = self.gpu.take();
+        if !self.read_back {
+            // Results stay on the GPU: the work is accepted, and later work on the same
+            // queue sees it. The call's pooled buffers may still be in use by the GPU, so
+            // they are not pooled again: dropping destroys them, which WebGPU defers until
+            // the work is done.
+            return Ok(Finished {
+                host: None,
+                gpu,
+                ns: None,
+            });
+        }
+        self.wait_mapped().await?;
+        let ns = self.timestamps.take().map(|(staging, period)| {
+            let (start, end) = read_u64_pair(&staging);
+            staging.unmap();
+            self.pool.give_back(staging);
+            end.saturating_sub(start) as f64 * period as f64
+        });
+        Ok(Finished {
+            host: Some(self.copy_out()),
+            gpu,
+            ns,
+        })
+    }
+
+    /// The results read back.
+    pub async fn read(self) -> Result<Output, Error> {
+        let done = self.finish().await?;
+        done.host
+            .ok_or_else(|| Error::Type("read: the call left its results on the GPU".into()))
+    }
+
+    /// The results left on the GPU: new tensors for `Destination::Gpu`, none in place.
+    pub async fn read_gpu(self) -> Result<Option<GpuOutput>, Error> {
+        Ok(self.finish().await?.gpu)
+    }
+
+    /// The results read back, with the timed pass's GPU time in nanoseconds.
+    pub async fn read_timed(self) -> Result<(Output, Option<f64>), Error> {
+        let done = self.finish().await?;
+        let out = done
+            .host
+            .ok_or_else(|| Error::Type("read: the call left its results on the GPU".into()))?;
+        Ok((out, done.ns))
+    }
+
+    async fn check_scopes(&mut self) -> Result<(), Error> {
+        for (what, scope) in std::mem::take(&mut self.scopes) {
+            if let Some(e) = scope.await {
+                return Err(match self.lost.reason() {
+                    Some(why) => lost_error(&why),
+                    None => Error::GpuDevice(format!("{what} ({e})")),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    async fn wait_mapped(&mut self) -> Result<(), Error> {
+        // Natively nothing delivers callbacks unless the device is polled; the browser
+        // delivers them from its event loop.
+        #[cfg(not(target_arch = "wasm32"))]
+        let _ = self.device.poll(wgpu::PollType::wait_indefinitely());
+        for ready in std::mem::take(&mut self.mapped) {
+            if !matches!(ready.await, Ok(Ok(()))) {
+                return Err(self.lost.reason().map_or_else(
+                    || {
+                        Error::GpuDevice(
+                            "readback: expected the result, the GPU returned none".into(),
+                        )
+                    },
+                    |w| lost_error(&w),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Copies the mapped chunks into fresh host arrays and pools every buffer again.
+    fn copy_out(mut self) -> Output {
+        let total = self.shape.len();
+        let mut y = new_host_vec(total, self.dtype);
+        let mut sum = self.want_sum.then(|| new_host_vec(total, self.dtype));
+        for chunk in std::mem::take(&mut self.chunks) {
+            read_mapped(&chunk.y, &mut y, chunk.start, chunk.len, self.dtype);
+            chunk.y.unmap();
+            self.pool.give_back(chunk.y);
+            if let (Some(dst), Some(s)) = (sum.as_mut(), chunk.sum) {
+                read_mapped(&s, dst, chunk.start, chunk.len, self.dtype);
+                s.unmap();
+                self.pool.give_back(s);
+            }
+        }
+        for b in std::mem::take(&mut self.kept) {
+            if let Staged::Pooled(p) = b {
+                self.pool.give_back(p);
+            }
+        }
+        Output { y, sum }
+    }
+}
+
+/// The two u64 timestamps at the start of a mapped buffer.
+fn read_u64_pair(buffer: &wgpu::Buffer) -> (u64, u64) {
+    let mut words = new_host_vec(4, Dtype::F32);
+    read_mapped(buffer, &mut words, 0, 4, Dtype::F32);
+    let bits: Vec<u32> = host_f32_bits(words);
+    let at = |i: usize| bits[i] as u64 | (bits[i + 1] as u64) << 32;
+    (at(0), at(2))
+}

@@ -1,0 +1,313 @@
+//! The kernel's bindings and its compiled pipelines.
+//!
+//! [`BINDINGS`] is the one list of the kernel's bindings: the bind group layouts, the bind
+//! groups and the WGSL declarations (`wgsl_declarations`) are all generated from it, so the
+//! three cannot drift apart.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+
+use crate::kernel::Variant;
+
+/// What a binding carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// Read by the kernel; written too in place (`input` receives `y`, `residual` `v`).
+    Input { written_in_place: bool },
+    /// Written by the kernel; absent in place.
+    Output,
+    /// The `Params` uniform block.
+    Params,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct Binding {
+    pub index: u32,
+    pub name: &'static str,
+    pub role: Role,
+    /// May be absent from a call; a stub buffer is bound then (WebGPU has no null binding).
+    pub optional: bool,
+}
+
+/// Binding indices, by name.
+pub mod slot {
+    pub const INPUT: usize = 0;
+    pub const RESIDUAL: usize = 1;
+    pub const GAMMA: usize = 2;
+    pub const BETA: usize = 3;
+    pub const BIAS: usize = 4;
+    pub const OUTPUT: usize = 5;
+    pub const SUM: usize = 6;
+    pub const PARAMS: usize = 7;
+}
+
+/// The kernel's signature. Shapes: `input`, `residual`, `output`, `sum` are rows × width;
+/// `gamma`, `beta`, `bias` are width (width = hidden / lanes, in elements of `S`).
+pub const BINDINGS: [Binding; 8] = [
+    Binding {
+        index: slot::INPUT as u32,
+        name: "input",
+        role: Role::Input {
+            written_in_place: true,
+        },
+        optional: false,
+    },
+    Binding {
+        index: slot::RESIDUAL as u32,
+        name: "residual",
+        role: Role::Input {
+            written_in_place: true,
+        },
+        optional: false,
+    },
+    Binding {
+        index: slot::GAMMA as u32,
+        name: "gamma",
+        role: Role::Input {
+            written_in_place: false,
+        },
+        optional: false,
+    },
+    Binding {
+        index: slot::BETA as u32,
+        name: "beta",
+        role: Role::Input {
+            written_in_place: false,
+        },
+        optional: true,
+    },
+    Binding {
+        index: slot::BIAS as u32,
+        name: "bias",
+        role: Role::Input {
+            written_in_place: false,
+        },
+        optional: true,
+    },
+    Binding {
+        index: slot::OUTPUT as u32,
+        name: "output",
+        role: Role::Output,
+        optional: false,
+    },
+    Binding {
+        index: slot::SUM as u32,
+        name: "sum",
+        role: Role::Output,
+        optional: true,
+    },
+    Binding {
+        index: slot::PARAMS as u32,
+        name: "params",
+        role: Role::Params,
+        optional: false,
+    },
+];
+
+/// The buffers of one dispatch, by binding index; `None` where an optional one is absent
+/// (and for the outputs in place).
+pub type Bound<'a> = [Option<&'a wgpu::Buffer>; BINDINGS.len()];
+
+impl Binding {
+    /// Whether the binding exists in the in-place or the out-of-place kernel.
+    pub fn present(&self, in_place: bool) -> bool {
+        !(in_place && self.role == Role::Output)
+    }
+
+    fn writable(&self, in_place: bool) -> bool {
+        match self.role {
+            Role::Input { written_in_place } => in_place && written_in_place,
+            Role::Output => true,
+            Role::Params => false,
+        }
+    }
+
+    fn layout_entry(&self, in_place: bool) -> wgpu::BindGroupLayoutEntry {
+        wgpu::BindGroupLayoutEntry {
+            binding: self.index,
+            visibility: wgpu::ShaderStages::COMPUTE,
+            ty: wgpu::BindingType::Buffer {
+                ty: match self.role {
+                    Role::Params => wgpu::BufferBindingType::Uniform,
+                    _ => wgpu::BufferBindingType::Storage {
+                        read_only: !self.writable(in_place),
+                    },
+                },
+                has_dynamic_offset: false,
+                min_binding_size: None,
+            },
+            count: None,
+        }
+    }
+}
+
+/// The WGSL declarations of the bindings (element type `S`, uniform struct `Params`).
+/// Read-only where possible: some drivers route read-only storage through a non-coherent
+/// cache.
+pub fn wgsl_declarations(in_place: bool) -> String {
+    BINDINGS
+        .iter()
+        .filter(|b| b.present(in_place))
+        .map(|b| {
+            let (index, name) = (b.index, b.name);
+            match b.role {
+                Role::Params => {
+                    format!("@group(0) @binding({index}) var<uniform> {name}: Params;\n")
+                }
+                _ => {
+                    let access = if b.writable(in_place) {
+                        "read_write"
+                    } else {
+                        "read"
+                    };
+                    format!(
+                        "@group(0) @binding({index}) var<storage, {access}> {name}: array<S>;\n"
+                    )
+                }
+            }
+        })
+        .collect()
+}
+
+struct Layout {
+    bind_group: wgpu::BindGroupLayout,
+    pipeline: wgpu::PipelineLayout,
+}
+
+impl Layout {
+    fn new(device: &wgpu::Device, in_place: bool) -> Layout {
+        let entries: Vec<_> = BINDINGS
+            .iter()
+            .filter(|b| b.present(in_place))
+            .map(|b| b.layout_entry(in_place))
+            .collect();
+        let label = if in_place {
+            "fused_rms_norm in place"
+        } else {
+            "fused_rms_norm"
+        };
+        let bind_group = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+            label: Some(label),
+            entries: &entries,
+        });
+        let pipeline = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+            label: Some(label),
+            bind_group_layouts: &[Some(&bind_group)],
+            immediate_size: 0,
+        });
+        Layout {
+            bind_group,
+            pipeline,
+        }
+    }
+}
+
+/// A device's layouts and its pipelines, compiled on first use and cached by variant.
+pub struct Pipelines {
+    out_of_place: Layout,
+    in_place: Layout,
+    cache: RefCell<HashMap<Variant, wgpu::ComputePipeline>>,
+    /// Bound in place of an absent optional input.
+    stub_in: wgpu::Buffer,
+    /// The same for the `sum` output; a buffer cannot be bound read-only and writable in
+    /// one dispatch, so the two stubs cannot be one.
+    stub_out: wgpu::Buffer,
+}
+
+impl Pipelines {
+    pub fn new(device: &wgpu::Device) -> Pipelines {
+        let stub = |label| {
+            device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(label),
+                size: 16,
+                usage: wgpu::BufferUsages::STORAGE,
+                mapped_at_creation: false,
+            })
+        };
+        Pipelines {
+            out_of_place: Layout::new(device, false),
+            in_place: Layout::new(device, true),
+            cache: RefCell::new(HashMap::new()),
+            stub_in: stub("absent input"),
+            stub_out: stub("absent output"),
+        }
+    }
+
+    fn layout(&self, in_place: bool) -> &Layout {
+        if in_place {
+            &self.in_place
+        } else {
+            &self.out_of_place
+        }
+    }
+
+    /// The pipeline for `variant`, compiled on first use.
+    pub fn get(&self, device: &wgpu::Device, variant: Variant) -> wgpu::ComputePipeline {
+        if let Some(p) = self.cache.borrow().get(&variant) {
+            return p.clone();
+        }
+        let label = variant.label();
+        let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+            label: Some(&label),
+            source: wgpu::ShaderSource::Wgsl(variant.wgsl().into()),
+        });
+        let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+            label: Some(&label),
+            layout: Some(&self.layout(variant.in_place).pipeline),
+            module: &module,
+            entry_point: Some("main"),
+            compilation_options: Default::default(),
+            cache: None,
+        });
+        self.cache.borrow_mut().insert(variant, pipeline.clone());
+        pipeline
+    }
+
+    /// Binds one dispatch's buffers.
+    pub fn bind(&self, device: &wgpu::Device, in_place: bool, bound: &Bound) -> wgpu::BindGroup {
+        let entries: Vec<wgpu::BindGroupEntry> = BINDINGS
+            .iter()
+            .filter(|b| b.present(in_place))
+            .map(|b| {
+                let stub = if b.role == Role::Output {
+                    &self.stub_out
+                } else {
+                    &self.stub_in
+                };
+                wgpu::BindGroupEntry {
+                    binding: b.index,
+                    resource: bound[b.index as usize].unwrap_or(stub).as_entire_binding(),
+                }
+            })
+            .collect();
+        device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some("fused_rms_norm"),
+            layout: &self.layout(in_place).bind_group,
+            entries: &entries,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn indices_are_positions_and_names_unique() {
+        for (i, b) in BINDINGS.iter().enumerate() {
+            assert_eq!(b.index as usize, i);
+        }
+    }
+
+    #[test]
+    fn declarations_follow_the_table() {
+        let out = wgsl_declarations(false);
+        assert_eq!(out.lines().count(), 8);
+        assert!(out.contains("@binding(0) var<storage, read> input"));
+        assert!(out.contains("@binding(6) var<storage, read_write> sum"));
+        let inp = wgsl_declarations(true);
+        assert_eq!(inp.lines().count(), 6);
+        assert!(inp.contains("@binding(1) var<storage, read_write> residual"));
+        assert!(!inp.contains("output"));
+    }
+}

@@ -1,0 +1,443 @@
+// Every entry point with the same guarantees, in headless Chromium: recovery after a device
+// loss on each path (upload, arrays, output "gpu", in place, f16, timing calls, tensor reads),
+// bounded timing calls, hostile arguments to upload and the timing calls, one named error
+// for every member of a freed object, the module used before init(), a soak of the resident
+// path, and the types under an older TypeScript lib.
+//
+//   bash scripts/build.sh && node --test --test-reporter=spec tests/e2e/entry-points.test.mjs
+import { test as nodeTest, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+import { serve } from "../../scripts/serve.mjs";
+import { ROOT, assertBuilt, launch, watchedPage } from "./browser.mjs";
+
+// page.evaluate has no timeout of its own: a hung call must fail its test, not stall CI.
+const test = (name, fn) => nodeTest(name, { timeout: 90_000 }, fn);
+
+// The page imports the package and the shared reference; `window.ready` resolves once the
+// module is initialized (unless the URL says ?noinit, for the test of use before init()).
+const PAGE = `<!doctype html><meta charset="utf-8"><link rel="icon" href="data:,"><script type="module">
+import init, * as pkg from "/pkg/webgpu_rmsnorm.js";
+import * as ref from "/lib/reference.js";
+import * as seeded from "/lib/seeded.js";
+import * as f16 from "/lib/f16.js";
+window.lib = { init, pkg, ref, seeded, f16 };
+window.ready = location.search.includes("noinit") ? Promise.resolve() : init();
+</script>`;
+
+let server, browser, dir;
+const problems = [];
+
+before(async () => {
+  assertBuilt();
+  dir = await mkdtemp(join(tmpdir(), "rmsnorm-entry-"));
+  await writeFile(join(dir, "index.html"), PAGE);
+  server = await serve({
+    port: 0,
+    mounts: [["/", dir], ["/pkg", join(ROOT, "pkg")], ["/lib", join(ROOT, "www/lib")]],
+  });
+  browser = await launch();
+});
+
+after(async () => {
+  await browser?.close();
+  await server?.close();
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+/** Runs `fn(arg)` in a fresh page once the module is ready. */
+async function inPage(fn, arg, { query = "" } = {}) {
+  const page = await watchedPage(browser, problems);
+  try {
+    await page.goto(`${server.url}${query}`);
+    await page.evaluate(() => window.ready);
+    return await page.evaluate(fn, arg);
+  } finally {
+    await page.close();
+  }
+}
+
+// The calls every recovery test makes, one per entry point. Each returns "ok" or what was
+// wrong; `n` is the instance, `lib` the page's modules. Defined in the page (as source).
+const KINDS = String.raw`({
+  "run (arrays)": async (n, lib, a) => lib.ref.compare(a, await n.run(a)),
+  "runWithSum (arrays)": async (n, lib, a) => { const r = await n.runWithSum(a); return lib.ref.compare(a, r.output, { sum: r.sum }); },
+  "upload, then read": async (n, lib, a) => {
+    const t = n.upload(a.input);
+    const back = await t.read();
+    t.free();
+    return { ok: back.length === a.input.length && back.every((x, i) => Object.is(x, a.input[i])), problems: ["read differs from upload"] };
+  },
+  "run (output: gpu)": async (n, lib, a) => {
+    const g = n.upload(a.gamma);
+    const t = await n.run({ ...a, gamma: g, output: "gpu" });
+    const r = lib.ref.compare(a, await t.read());
+    t.free(); g.free();
+    return r;
+  },
+  "runWithSum (output: gpu)": async (n, lib, a) => {
+    const t = await n.runWithSum({ ...a, output: "gpu" });
+    const r = lib.ref.compare(a, await t.output.read(), { sum: await t.sum.read() });
+    t.output.free(); t.sum.free();
+    return r;
+  },
+  "in place": async (n, lib, a) => {
+    const x = n.upload(a.input), r = n.upload(a.residual);
+    const none = await n.run({ ...a, input: x, residual: r, inPlace: true });
+    const rep = lib.ref.compare(a, await x.read(), { sum: await r.read() });
+    x.free(); r.free();
+    return none === undefined ? rep : { ok: false, problems: ["in place resolved with a value"] };
+  },
+  "f16 arrays": async (n, lib, a) => {
+    const h = { input: lib.f16.toF16(a.input), residual: lib.f16.toF16(a.residual), gamma: lib.f16.toF16(a.gamma), hidden: a.hidden };
+    const out = await n.run(h);
+    const wide = { input: lib.f16.fromF16(h.input), residual: lib.f16.fromF16(h.residual), gamma: lib.f16.fromF16(h.gamma), hidden: a.hidden };
+    if (!(out instanceof Uint16Array)) return { ok: false, problems: ["f16 result is not a Uint16Array"] };
+    return lib.ref.compare(wide, lib.f16.fromF16(out), { tol: 1e-3 });
+  },
+  "timeDispatches": async (n, lib, a) => { const ms = await n.timeDispatches(a, 3); return { ok: Number.isFinite(ms) && ms >= 0, problems: ["ms " + ms] }; },
+  "gpuTime": async (n, lib, a) => { const ms = await n.gpuTime(a, 3); return { ok: ms === undefined || (Number.isFinite(ms) && ms >= 0), problems: ["ms " + ms] }; },
+})`;
+
+test("device loss: the next call of each kind works on a new device, whether the loss was reported yet or not", async () => {
+  const r = await inPage(async (kindsSource) => {
+    const { pkg, seeded } = window.lib;
+    const kinds = eval(kindsSource);
+    const a = seeded.caseArgs({ rows: 3, hidden: 64, bias: true, beta: true, seed: 7 });
+    const failures = [];
+    for (const [name, call] of Object.entries(kinds)) {
+      for (const when of ["same tick", "after the loss is reported"]) {
+        const n = await pkg.FusedRmsNorm.create();
+        await n.run(a);
+        n.simulateDeviceLoss();
+        if (when !== "same tick") await new Promise((ok) => setTimeout(ok, 50));
+        try {
+          const rep = await call(n, window.lib, a);
+          if (!rep.ok) failures.push(`${name}, ${when}: ${rep.problems.join("; ")}`);
+          const again = await call(n, window.lib, a);
+          if (!again.ok) failures.push(`${name}, ${when}, second call: ${again.problems.join("; ")}`);
+          const opened = n.debugStats().devicesOpened;
+          if (opened !== 2) failures.push(`${name}, ${when}: ${opened} devices opened, want 2`);
+        } catch (e) {
+          failures.push(`${name}, ${when}: ${e?.name}: ${e?.message}`);
+        }
+        n.free();
+      }
+    }
+    return failures;
+  }, KINDS);
+  assert.deepEqual(r, []);
+});
+
+test("device loss: calls made while the new device opens share it (one device, not one per call), all correct", async () => {
+  const r = await inPage(async (kindsSource) => {
+    const { pkg, seeded } = window.lib;
+    const kinds = eval(kindsSource);
+    const a = seeded.caseArgs({ rows: 2, hidden: 128, bias: false, beta: true, seed: 8 });
+    const n = await pkg.FusedRmsNorm.create();
+    await n.run(a);
+    n.simulateDeviceLoss();
+    const calls = Object.entries(kinds).flatMap(([name, call]) => [0, 1].map(() => [name, call(n, window.lib, a)]));
+    const failures = [];
+    for (const [name, p] of calls) {
+      try {
+        const rep = await p;
+        if (!rep.ok) failures.push(`${name}: ${rep.problems.join("; ")}`);
+      } catch (e) {
+        failures.push(`${name}: ${e?.name}: ${e?.message}`);
+      }
+    }
+    return { failures, opened: n.debugStats().devicesOpened, calls: calls.length };
+  }, KINDS);
+  assert.deepEqual(r.failures, []);
+  assert.equal(r.opened, 2, `${r.calls} calls during one loss opened ${r.opened - 1} new devices`);
+});
+
+test("device loss: a tensor of the lost device rejects GpuDeviceError naming the loss on every entry point; the instance keeps working", async () => {
+  const r = await inPage(async () => {
+    const { pkg, seeded, ref } = window.lib;
+    const a = seeded.caseArgs({ rows: 2, hidden: 32, seed: 9 });
+    const n = await pkg.FusedRmsNorm.create();
+    const old = { x: n.upload(a.input), r: n.upload(a.residual), g: n.upload(a.gamma) };
+    n.simulateDeviceLoss();
+    const uses = {
+      "read()": () => old.x.read(),
+      "run (as input)": () => n.run({ ...a, input: old.x }),
+      "run (as gamma, output gpu)": () => n.run({ ...a, gamma: old.g, output: "gpu" }),
+      "runWithSum (as residual)": () => n.runWithSum({ ...a, residual: old.r }),
+      "in place": () => n.run({ ...a, input: old.x, residual: old.r, inPlace: true }),
+      "timeDispatches": () => n.timeDispatches({ ...a, input: old.x }, 2),
+      "gpuTime": () => n.gpuTime({ ...a, gamma: old.g }, 2),
+    };
+    const failures = [];
+    for (const [name, use] of Object.entries(uses)) {
+      const got = await use().then(() => "resolved", (e) => e);
+      if (got?.name !== "GpuDeviceError" || !/lost/.test(got.message)) failures.push(`${name}: ${got?.name}: ${got?.message ?? got}`);
+    }
+    const fresh = ref.compare(a, await n.run(a));
+    if (!fresh.ok) failures.push(`a call with arrays after: ${fresh.problems}`);
+    return failures;
+  });
+  assert.deepEqual(r, []);
+});
+
+test("timing calls: repeat must be an integer from 1 to 10000, checked before anything is recorded", async () => {
+  const r = await inPage(async () => {
+    const { pkg, seeded } = window.lib;
+    const a = seeded.caseArgs({ rows: 1, hidden: 4, seed: 10 });
+    const n = await pkg.FusedRmsNorm.create();
+    const SE = "ShapeError", TE = "TypeError";
+    const bad = [[-1, SE], [0, SE], [-0, SE], [NaN, SE], [1.5, SE], [1e12, SE], [10001, SE], [2 ** 32 - 1, SE], [Infinity, SE], [-Infinity, SE],
+      ["5", TE], [null, TE], [undefined, TE], [{}, TE], [1n, TE], [new Number(3), TE], [[3], TE]];
+    const failures = [];
+    for (const method of ["timeDispatches", "gpuTime"]) {
+      for (const [value, name] of bad) {
+        const t0 = performance.now();
+        let got;
+        try {
+          got = await n[method](a, value).then(() => "resolved", (e) => e);
+        } catch (e) {
+          got = `threw synchronously ${e?.name}`;
+        }
+        const ms = performance.now() - t0;
+        if (got?.name !== name || !got.message.startsWith("repeat:")) failures.push(`${method}(args, ${String(value)}): ${got?.name ?? got}: ${got?.message}`);
+        if (ms > 2000) failures.push(`${method}(args, ${String(value)}) took ${ms} ms to reject`);
+      }
+      const most = await n[method](a, 10000).then((v) => v, (e) => e);
+      if (most instanceof Error) failures.push(`${method}(args, 10000): ${most.name}: ${most.message}`);
+    }
+    return failures;
+  });
+  assert.deepEqual(r, []);
+});
+
+// Hostile values, built in the page. Each data value either uploads (and reads back equal) or
+// throws a named TypeError/ShapeError; nothing else may come out of wasm.
+const HOSTILE = String.raw`(() => {
+  const revoked = Proxy.revocable({}, {}); revoked.revoke();
+  const detached = new Float32Array(8); structuredClone(detached.buffer, { transfer: [detached.buffer] });
+  // Subclasses whose getters lie or throw: the package reads the internal slots instead, so
+  // these are valid arrays of their true length.
+  class Liar16 extends Uint16Array { get length() { return 1e9; } get byteLength() { return 2e9; } }
+  class Thrower32 extends Float32Array { get length() { throw new Error("boom"); } get buffer() { throw new Error("boom"); } }
+  class Tagged extends Int32Array { get [Symbol.toStringTag]() { return "Float32Array"; } }
+  class Sub32 extends Float32Array {}
+  const throwing = new Proxy({}, { get() { throw new Error("boom"); }, getPrototypeOf() { throw new Error("boom"); } });
+  const data = {
+    "null": () => null, "undefined": () => undefined, "a number": () => 5, "a string": () => "f32", "an Array": () => [1, 2, 3, 4],
+    "an object": () => ({}), "a Float64Array": () => new Float64Array(8), "an Int32Array": () => new Int32Array(8),
+    "a Uint8Array": () => new Uint8Array(8), "a detached Float32Array": () => detached, "a revoked Proxy": () => revoked.proxy,
+    "a Proxy of a Float32Array": () => new Proxy(new Float32Array(8), {}), "a throwing Proxy": () => throwing,
+    "a Uint16Array whose length getter lies (valid)": () => new Liar16([1, 2, 3, 4, 5, 6]), "a Float32Array whose getters throw (valid)": () => new Thrower32([5, 6, 7, 8]),
+    "an Int32Array tagged Float32Array": () => new Tagged(8), "a symbol": () => Symbol("x"), "a bigint": () => 1n,
+    "a function": () => () => 1,
+    "a Float32Array (valid)": () => new Float32Array([1, -2, 3.5, 4]), "a Uint16Array (valid)": () => new Uint16Array([0x3c00, 0xc000, 1, 0x7bff]),
+    "a subclass of Float32Array (valid)": () => new Sub32([1, 2, 3, 4]), "an empty Float32Array (valid)": () => new Float32Array(0),
+  };
+  const options = {
+    "no options": undefined, "null": null, "{}": {}, "{ dtype: f32 }": { dtype: "f32" }, "{ dtype: f16 }": { dtype: "f16" },
+    "{ dtype: bf16 }": { dtype: "bf16" }, "5": 5, "the string f16": "f16", "a throwing getter": { get dtype() { throw new Error("boom"); } },
+    "a revoked Proxy": revoked.proxy,
+  };
+  // The array as its internal slots say, whatever its own getters claim.
+  const TA = Object.getPrototypeOf(Uint8Array.prototype);
+  const slot = (d, k) => Object.getOwnPropertyDescriptor(TA, k).get.call(d);
+  const plain = (d) => new (slot(d, Symbol.toStringTag) === "Uint16Array" ? Uint16Array : Float32Array)(slot(d, "buffer"), slot(d, "byteOffset"), slot(d, "length"));
+  const dtypeOf = (d) => (slot(d, Symbol.toStringTag) === "Uint16Array" ? "f16" : "f32");
+  return { data, options, plain, dtypeOf };
+})()`;
+
+test("hostile arguments: upload × options never throws anything but a named TypeError/ShapeError, and valid ones round-trip", async () => {
+  const r = await inPage(async (hostileSource) => {
+    const { pkg, seeded, ref } = window.lib;
+    const { data, options, plain, dtypeOf } = eval(hostileSource);
+    const n = await pkg.FusedRmsNorm.create();
+    const failures = [];
+    let uploads = 0, refused = 0;
+    const acceptable = (dn, on, d) =>
+      dn.endsWith("(valid)") && (["no options", "null", "{}"].includes(on) || on === `{ dtype: ${dtypeOf(d)} }`);
+    for (const [dn, make] of Object.entries(data)) {
+      for (const [on, opt] of Object.entries(options)) {
+        const d = make();
+        let t;
+        try {
+          t = opt === undefined ? n.upload(d) : n.upload(d, opt);
+        } catch (e) {
+          refused++;
+          if (!(e instanceof Error) || !["TypeError", "ShapeError"].includes(e.name)) failures.push(`upload(${dn}, ${on}) threw ${e?.name}: ${e?.message}`);
+          else if (!/^(data|options)/.test(e.message)) failures.push(`upload(${dn}, ${on}): message does not name the argument: ${e.message}`);
+          if (acceptable(dn, on, d)) failures.push(`upload(${dn}, ${on}) refused a valid upload: ${e.message}`);
+          continue;
+        }
+        uploads++;
+        if (!acceptable(dn, on, d)) failures.push(`upload(${dn}, ${on}) made a tensor`);
+        const back = await t.read();
+        const want = plain(d);
+        if (back.length !== want.length || !back.every((x, i) => Object.is(x, want[i]))) failures.push(`upload(${dn}, ${on}) read back differently`);
+        t.free();
+      }
+    }
+    const a = seeded.caseArgs({ rows: 2, hidden: 8, seed: 11 });
+    const after = ref.compare(a, await n.run(a));
+    if (!after.ok) failures.push("a good call after the sweep failed");
+    n.free();
+    return { failures, uploads, refused };
+  }, HOSTILE);
+  assert.deepEqual(r.failures, []);
+  assert.ok(r.uploads >= 8 && r.refused > 150, JSON.stringify(r));
+});
+
+test("hostile arguments: timeDispatches and gpuTime with hostile args or repeat reject with a named error, never throw", async () => {
+  const r = await inPage(async (hostileSource) => {
+    const { pkg, seeded, ref } = window.lib;
+    const { data } = eval(hostileSource);
+    const n = await pkg.FusedRmsNorm.create();
+    const a = seeded.caseArgs({ rows: 1, hidden: 4, seed: 12 });
+    const argsValues = {
+      "null": () => null, "a revoked Proxy": () => Proxy.revocable({}, {}).proxy, "a Float32Array": () => a.input,
+      "output: gpu": () => ({ ...a, output: "gpu" }), "inPlace": () => ({ ...a, inPlace: true }),
+      ...Object.fromEntries(Object.entries(data).map(([k, make]) => [`input = ${k}`, () => ({ ...a, input: make() })])),
+    };
+    const repeats = { "2": 2, "-1": -1, "NaN": NaN, "a string": "2", "a throwing object": { valueOf() { throw new Error("boom"); } } };
+    const failures = [];
+    let calls = 0;
+    for (const method of ["timeDispatches", "gpuTime"]) {
+      for (const [an, make] of Object.entries(argsValues)) {
+        for (const [rn, rep] of Object.entries(repeats)) {
+          calls++;
+          let p;
+          try {
+            p = n[method](make(), rep);
+          } catch (e) {
+            failures.push(`${method}(${an}, ${rn}) threw synchronously: ${e?.name}: ${e?.message}`);
+            continue;
+          }
+          const got = await p.then(() => "resolved", (e) => e);
+          // Valid: an f32 array of the true length 4 with a valid repeat.
+          const valid = rn === "2" && ["input = a Float32Array (valid)", "input = a subclass of Float32Array (valid)", "input = a Float32Array whose getters throw (valid)"].includes(an);
+          if (valid ? got !== "resolved" : !(got instanceof Error && ["TypeError", "ShapeError"].includes(got.name)))
+            failures.push(`${method}(${an}, ${rn}): ${got?.name ?? got}: ${got?.message ?? ""}`);
+        }
+      }
+    }
+    const after = ref.compare(a, await n.run(a));
+    if (!after.ok) failures.push("a good call after the sweep failed");
+    return { failures, calls };
+  }, HOSTILE);
+  assert.deepEqual(r.failures, []);
+  assert.ok(r.calls > 200, `${r.calls} calls`);
+});
+
+test("freed objects: every member of a freed instance or tensor fails with InvalidStateError; free() twice is harmless", async () => {
+  const r = await inPage(async () => {
+    const { pkg, seeded } = window.lib;
+    const a = seeded.caseArgs({ rows: 1, hidden: 4, seed: 13 });
+    const n = await pkg.FusedRmsNorm.create();
+    const t = n.upload(a.input);
+    const kept = n.upload(a.residual);
+    t.free();
+    t.free();
+    const outcome = async (f) => {
+      try {
+        const v = f();
+        if (!(v instanceof Promise)) return `returned ${typeof v}`;
+        return await v.then(() => "resolved", (e) => `rejected ${e?.name}`);
+      } catch (e) {
+        return `threw ${e?.name}`;
+      }
+    };
+    const out = {
+      "tensor.length": await outcome(() => t.length),
+      "tensor.dtype": await outcome(() => t.dtype),
+      "tensor.read()": await outcome(() => t.read()),
+      "run with the freed tensor": await outcome(() => n.run({ ...a, input: t })),
+    };
+    n.free();
+    n.free();
+    n[Symbol.dispose]();
+    Object.assign(out, {
+      "run": await outcome(() => n.run(a)),
+      "runWithSum": await outcome(() => n.runWithSum(a)),
+      "timeDispatches": await outcome(() => n.timeDispatches(a, 1)),
+      "gpuTime": await outcome(() => n.gpuTime(a, 1)),
+      "upload": await outcome(() => n.upload(a.input)),
+      "debugStats": await outcome(() => n.debugStats()),
+      "adapterInfo": await outcome(() => n.adapterInfo),
+      "simulateDeviceLoss": await outcome(() => n.simulateDeviceLoss()),
+      // A tensor outlives its instance's free(): it holds what it needs.
+      "a live tensor of a freed instance, read()": await outcome(() => kept.read()),
+      "new FusedRmsNorm().run": await outcome(() => new pkg.FusedRmsNorm().run(a)),
+    });
+    return out;
+  });
+  const want = {};
+  for (const k of Object.keys(r)) want[k] = k.startsWith("run") || ["tensor.read()", "timeDispatches", "gpuTime", "new FusedRmsNorm().run"].includes(k) ? "rejected InvalidStateError" : "threw InvalidStateError";
+  want["a live tensor of a freed instance, read()"] = "resolved";
+  assert.deepEqual(r, want);
+});
+
+test("before init(): create() rejects InvalidStateError saying to call `await init()`; after init() it works", async () => {
+  const r = await inPage(async () => {
+    const { init, pkg, seeded, ref } = window.lib;
+    let early;
+    try {
+      early = await pkg.FusedRmsNorm.create().then(() => "resolved", (e) => `${e.name}: ${e.message}`);
+    } catch (e) {
+      early = `threw ${e?.name}: ${e?.message}`;
+    }
+    await init();
+    const n = await pkg.FusedRmsNorm.create();
+    const a = seeded.caseArgs({ rows: 2, hidden: 8, seed: 14 });
+    return { early, after: ref.compare(a, await n.run(a)).ok };
+  }, undefined, { query: "?noinit" });
+  assert.match(r.early, /^InvalidStateError: .*await init\(\)/);
+  assert.equal(r.after, true);
+});
+
+test("soak: upload → run(output: gpu) → free, 2000 times: GPU buffers, live tensors and wasm memory stay flat", async () => {
+  const r = await inPage(async () => {
+    const { pkg, seeded, ref } = window.lib;
+    const a = seeded.caseArgs({ rows: 4, hidden: 256, beta: true, seed: 15 });
+    const n = await pkg.FusedRmsNorm.create();
+    const gamma = n.upload(a.gamma);
+    const step = async () => {
+      const x = n.upload(a.input);
+      const y = await n.run({ ...a, input: x, gamma, output: "gpu" });
+      x.free();
+      y.free();
+    };
+    for (let i = 0; i < 100; i++) await step();
+    const warm = n.debugStats();
+    for (let i = 0; i < 1900; i++) await step();
+    const end = n.debugStats();
+    const y = await n.run({ ...a, gamma, output: "gpu" });
+    const ok = ref.compare(a, await y.read()).ok;
+    y.free();
+    return { warm, end, ok };
+  });
+  assert.equal(r.ok, true);
+  assert.equal(r.end.liveBuffers, r.warm.liveBuffers, JSON.stringify(r));
+  assert.equal(r.end.liveTensors, 1, "only gamma is alive");
+  assert.equal(r.end.liveTensors, r.warm.liveTensors);
+  assert.equal(r.end.wasmMemoryBytes, r.warm.wasmMemoryBytes);
+});
+
+test("types: the packed .d.ts type-checks under lib [es2022, dom], strict, skipLibCheck false", async () => {
+  const tsc = createRequire(join(ROOT, "package.json")).resolve("typescript/bin/tsc");
+  const { code, out } = await new Promise((done) =>
+    execFile(process.execPath, [tsc, "-p", "tests/types/tsconfig.es2022.json", "--listFiles"], { cwd: ROOT }, (e, stdout, stderr) =>
+      done({ code: e ? e.code : 0, out: stdout + stderr })),
+  );
+  assert.equal(code, 0, out);
+  assert.match(out, /pkg\/webgpu_rmsnorm\.d\.ts/, "tsc did not read the package's types");
+  assert.doesNotMatch(out, /lib\.esnext\.disposable/, "the check must run without ESNext.Disposable");
+});
+
+test("no console error or uncaught page error in any page", () => {
+  assert.deepEqual(problems, []);
+});

@@ -1,0 +1,67 @@
+// The Problem card: its controls read into a problem, and the problem made into the arguments
+// of a call, in f32 or as f16 halves.
+import { fromF16, toF16 } from "../lib/f16.js";
+import { randomArgs, rng } from "../lib/seeded.js";
+import { $, pageError } from "./dom.js";
+
+/** Beyond this the page's own f64 reference and copies would take hundreds of MB. */
+export const MAX_ELEMENTS = 1 << 23;
+/** Array arguments of a call; the rest (hidden, eps) are numbers. */
+export const ARRAY_KEYS = ["input", "residual", "gamma", "bias", "beta"];
+/** A γ near 1 and a small β, as in a trained model, keep the demo's numbers plausible. */
+export const DEMO_RANGES = {
+  input: [-2, 2],
+  residual: [-2, 2],
+  gamma: [0.5, 1.5],
+  bias: [-0.5, 0.5],
+  beta: [-0.1, 0.1],
+};
+
+/** The Problem controls as { rows, hidden, bias, beta, eps, seed, dtype }. */
+export function readProblem() {
+  const rowsText = $("rows").value.trim();
+  const rows = Number(rowsText);
+  if (rowsText === "" || !Number.isInteger(rows) || rows < 0) {
+    throw pageError("RangeError", `rows: expected an integer >= 0, got ${JSON.stringify($("rows").value)}`);
+  }
+  // An empty field is 0 to the library, which then says why 0 is wrong.
+  const hidden = Number($("hidden").value.trim() || 0);
+  const epsText = $("eps").value.trim();
+  const eps = epsText === "" ? undefined : Number(epsText);
+  const seed = Number($("seed").value) || 0;
+  const dtype = document.querySelector('input[name="dtype"]:checked')?.value === "f16" ? "f16" : "f32";
+  const width = Number.isInteger(hidden) && hidden > 0 ? hidden : 1;
+  if (rows * width > MAX_ELEMENTS) {
+    throw pageError(
+      "RangeError",
+      `rows × hidden: expected at most ${MAX_ELEMENTS.toLocaleString("en")} elements in this demo, got ${(rows * width).toLocaleString("en")}`,
+    );
+  }
+  return { rows, hidden, bias: $("bias").checked, beta: $("beta").checked, eps, seed, dtype };
+}
+
+/**
+ * `hidden` goes to the library exactly as typed, so a bad value earns its ShapeError; the
+ * arrays only need some length meanwhile.
+ */
+export function makeArgs({ rows, hidden, bias, beta, eps, seed }) {
+  const width = Number.isInteger(hidden) && hidden > 0 ? hidden : 1;
+  return { ...randomArgs({ rows, hidden: width, bias, beta, eps }, rng(seed), DEMO_RANGES), hidden };
+}
+
+/**
+ * What the GPU gets (`gpu`: f32 arrays, or Uint16Arrays of halves) and the same values as
+ * f32 arrays (`host`), which the reference and the plain loop use: in f16 the reference is
+ * that of the very halves the kernel read.
+ */
+export function withDtype(args, dtype) {
+  if (dtype !== "f16") return { gpu: args, host: args };
+  const gpu = { ...args };
+  const host = { ...args };
+  for (const k of ARRAY_KEYS) {
+    if (!args[k]) continue;
+    gpu[k] = toF16(args[k]);
+    host[k] = fromF16(gpu[k]);
+  }
+  return { gpu, host };
+}
