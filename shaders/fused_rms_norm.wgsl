@@ -113,15 +113,6 @@ fn load_v(base: u32, i: u32) -> V {
     return v;
 }
 
-// v of column i after phase 1: in place, residual already holds it (and the
-// input + residual it came from are gone).
-fn reload_v(base: u32, i: u32) -> V {
-    if IN_PLACE {
-        return ld(residual[base + i]);
-    }
-    return load_v(base, i);
-}
-
 fn fetch(base: u32, i: u32) -> Slot {
     var s: Slot;
     s.v = load_v(base, i);
@@ -134,10 +125,13 @@ fn fetch(base: u32, i: u32) -> Slot {
     return s;
 }
 
-// Column i again in phase 2, when it was not cached.
+// Column i again in phase 2, when it was not cached. In place too, v is formed
+// again from input and residual, which phase 1 left as they were: reading v back
+// from residual would read it rounded to the storage type (f16), and y would be
+// rounded twice.
 fn refetch(base: u32, i: u32) -> Slot {
     var s: Slot;
-    s.v = reload_v(base, i);
+    s.v = load_v(base, i);
     s.g = ld(gamma[i]);
     if HAS_BETA {
         s.b = ld(beta[i]);
@@ -190,7 +184,9 @@ fn main(
     for (var i = lid + SLOTS * WG; i < width; i += WG) {
         let v = load_v(base, i);
         tally(&acc, v);
-        if WRITE_SUM {
+        // In place, an uncached column's v goes to residual in phase 2, once y
+        // no longer needs the residual it came from.
+        if WRITE_SUM && !IN_PLACE {
             put_v(base + i, v);
         }
     }
@@ -214,7 +210,7 @@ fn main(
         let scale = ldexp(1.0, k);
         var scaled = cached_squares(&cache, lid, width, scale);
         for (var i = lid + SLOTS * WG; i < width; i += WG) {
-            scaled += square_sum(reload_v(base, i) * scale);
+            scaled += square_sum(load_v(base, i) * scale);
         }
         // Every lane has read the first result before `partials` is reused.
         workgroupBarrier();
@@ -234,6 +230,10 @@ fn main(
     // Phase 2: normalize and write.
     drain(&cache, base, lid, width, pre, post);
     for (var i = lid + SLOTS * WG; i < width; i += WG) {
-        store_y(base, i, refetch(base, i), pre, post);
+        let s = refetch(base, i);
+        if IN_PLACE {
+            put_v(base + i, s.v);
+        }
+        store_y(base, i, s, pre, post);
     }
 }

@@ -71,13 +71,7 @@ impl Device {
     /// Finds an adapter and opens a device on it.
     pub async fn open(power_preference: wgpu::PowerPreference) -> Result<Device, Error> {
         #[cfg(target_arch = "wasm32")]
-        if !wgpu::util::is_browser_webgpu_supported().await {
-            return Err(Error::WebGpuUnavailable(
-                "navigator.gpu: expected WebGPU in this browser, got none (Chrome/Edge 113+, \
-                 Safari 26+, Firefox 141+; headless Chromium needs --enable-unsafe-webgpu)"
-                    .into(),
-            ));
-        }
+        check_browser()?;
         let backends = if cfg!(target_arch = "wasm32") {
             wgpu::Backends::BROWSER_WEBGPU
         } else {
@@ -95,7 +89,9 @@ impl Device {
             .await
             .map_err(|e| {
                 Error::WebGpuUnavailable(format!(
-                    "requestAdapter: expected an adapter, got none ({e})"
+                    "requestAdapter: expected an adapter, got none: this browser has WebGPU but \
+                     offers no adapter here (a blocklisted or disabled GPU; headless Chromium \
+                     needs --enable-unsafe-webgpu) ({e})"
                 ))
             })?;
         // Timestamps only for timed calls; both features are taken only where offered.
@@ -180,6 +176,32 @@ impl Device {
         self.lost.set("Destroyed: the device was destroyed".into());
         self.device.destroy();
     }
+}
+
+/// Why a page cannot have WebGPU, told apart: the causes need different fixes.
+#[cfg(target_arch = "wasm32")]
+fn check_browser() -> Result<(), Error> {
+    use wasm_bindgen::JsValue;
+    let get = |o: &JsValue, k: &str| {
+        js_sys::Reflect::get(o, &JsValue::from_str(k)).unwrap_or(JsValue::UNDEFINED)
+    };
+    let global = js_sys::global();
+    if get(&global, "isSecureContext").as_bool() == Some(false) {
+        return Err(Error::WebGpuUnavailable(
+            "navigator.gpu: expected a secure context, got a page that is not one: browsers \
+             offer WebGPU only to https pages and http://localhost or 127.0.0.1"
+                .into(),
+        ));
+    }
+    let gpu = get(&get(&global, "navigator"), "gpu");
+    if gpu.is_undefined() || gpu.is_null() {
+        return Err(Error::WebGpuUnavailable(
+            "navigator.gpu: expected WebGPU in this browser, got none (Chrome/Edge 113+, \
+             Safari 26+, Firefox 141+; Firefox ESR and older Safari have none)"
+                .into(),
+        ));
+    }
+    Ok(())
 }
 
 pub fn lost_error(why: &str) -> Error {

@@ -8,6 +8,7 @@
 //! future owns what it needs (`Rc`s, not `&self`), so concurrent calls and `free()` during a
 //! call are safe.
 
+use std::cell::RefCell;
 use std::rc::Rc;
 
 use js_sys::{Object, Promise};
@@ -15,10 +16,13 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::future_to_promise;
 
+use crate::clock::now_ms;
 use crate::error::Error;
 use crate::gpu::GpuContext;
 use crate::instance::Instance;
-use crate::js_args::{object, parse_args, parse_timed, settings, to_js, upload_arg, Args};
+use crate::js_args::{
+    object, parse_args, parse_kernels, parse_timed, settings, to_js, upload_arg, Args,
+};
 use crate::js_tensor::{live_tensors, tensor_value};
 use crate::pending::Finished;
 use crate::shape::{Destination, Request};
@@ -34,9 +38,54 @@ extern "C" {
 ///
 /// `y = (input + residual + bias) * inverseSqrt(mean((input + residual + bias)²) + eps) * gamma + beta`,
 /// row by row. Create with `await FusedRmsNorm.create()`; release with `free()`.
-#[wasm_bindgen]
+#[wasm_bindgen(skip_typescript)]
 pub struct FusedRmsNorm {
     instance: Rc<Instance>,
+    handlers: Rc<Handlers>,
+}
+
+/// The app's device-loss handlers (`ondevicelost`, `ondevicerestored`).
+struct Handlers {
+    lost: RefCell<JsValue>,
+    restored: RefCell<JsValue>,
+}
+
+impl Handlers {
+    fn new() -> Handlers {
+        Handlers {
+            lost: RefCell::new(JsValue::NULL),
+            restored: RefCell::new(JsValue::NULL),
+        }
+    }
+
+    fn fire(which: &RefCell<JsValue>, event: &JsValue) {
+        let f = which.borrow().clone();
+        if let Some(f) = f.dyn_ref::<js_sys::Function>() {
+            // A handler that throws is the app's business; it must not unwind into wasm.
+            let _ = f.call1(&JsValue::UNDEFINED, event);
+        }
+    }
+
+    /// Calls `ondevicelost` when the device of `ctx` is lost (WebGPU's `device.lost`).
+    fn watch(self: &Rc<Self>, ctx: &GpuContext) {
+        let Some(device) = ctx.device().as_webgpu() else {
+            return;
+        };
+        let Ok(lost) = js_sys::Reflect::get(device.as_ref(), &"lost".into()) else {
+            return;
+        };
+        let handlers = Rc::downgrade(self);
+        let on_lost = Closure::once(move |info: JsValue| {
+            if let Some(h) = handlers.upgrade() {
+                let field =
+                    |k: &str| js_sys::Reflect::get(&info, &k.into()).unwrap_or(JsValue::UNDEFINED);
+                let event = object(&[("reason", field("reason")), ("message", field("message"))]);
+                Handlers::fire(&h.lost, &event);
+            }
+        });
+        let _ = lost.unchecked_into::<Promise>().then(&on_lost);
+        on_lost.forget();
+    }
 }
 
 #[wasm_bindgen]
@@ -47,7 +96,16 @@ impl FusedRmsNorm {
     pub async fn create(options: Option<CreateOptions>) -> Result<FusedRmsNorm, JsValue> {
         let settings = settings(options.as_ref().map(|o| o.as_ref())).map_err(to_js)?;
         let instance = Instance::open(settings).await.map_err(to_js)?;
-        Ok(FusedRmsNorm { instance })
+        let handlers = Rc::new(Handlers::new());
+        handlers.watch(&instance.latest());
+        let weak = Rc::downgrade(&handlers);
+        instance.set_on_reopen(move |ctx| {
+            if let Some(h) = weak.upgrade() {
+                h.watch(ctx);
+                Handlers::fire(&h.restored, &JsValue::UNDEFINED);
+            }
+        });
+        Ok(FusedRmsNorm { instance, handlers })
     }
 
     /// Uploads `data` to the GPU as a tensor this instance's calls accept in place of an
@@ -95,9 +153,9 @@ impl FusedRmsNorm {
         #[wasm_bindgen(unchecked_param_type = "FusedRmsNormArgs")] args: JsValue,
         #[wasm_bindgen(unchecked_param_type = "number")] repeat: JsValue,
     ) -> Promise {
-        let start = now();
+        let start = now_ms();
         self.start(parse_timed(&args, &repeat, false), move |_, _| {
-            Ok(JsValue::from_f64(now() - start))
+            Ok(JsValue::from_f64(now_ms() - start))
         })
     }
 
@@ -146,12 +204,80 @@ impl FusedRmsNorm {
         object(&[
             ("liveBuffers", (stats.live as f64).into()),
             ("idleBuffers", (stats.idle as f64).into()),
+            ("idleBytes", (stats.idle_bytes as f64).into()),
             ("liveTensors", (tensors as f64).into()),
             ("liveTensorBytes", (tensor_bytes as f64).into()),
             ("wasmMemoryBytes", (memory as f64).into()),
             ("shaderF16", ctx.uses_shader_f16().into()),
             ("devicesOpened", self.instance.devices_opened().into()),
+            ("pipelines", (ctx.pipeline_count() as f64).into()),
         ])
+    }
+
+    /// Compiles the kernels an app will use ahead of its first calls (the first call with
+    /// each combination of options otherwise waits for the shader compiler: ~100–175 ms on a
+    /// CPU adapter). `kernels`: `{ hidden, bias?, beta?, sum?, dtype?, inPlace? }` or an
+    /// array of them; `sum` for `runWithSum`.
+    #[wasm_bindgen(unchecked_return_type = "Promise<void>")]
+    pub fn prepare(
+        &self,
+        #[wasm_bindgen(
+            unchecked_param_type = "FusedRmsNormKernel | readonly FusedRmsNormKernel[]"
+        )]
+        kernels: JsValue,
+    ) -> Promise {
+        let kernels = match parse_kernels(&kernels) {
+            Ok(k) => k,
+            Err(e) => return Promise::reject(&to_js(e)),
+        };
+        let prepared = self.instance.prepare(kernels);
+        future_to_promise(async move {
+            prepared.await.map_err(to_js)?;
+            Ok(JsValue::UNDEFINED)
+        })
+    }
+
+    /// Called with `{ reason, message }` when the device is lost (a GPU reset, or
+    /// `simulateDeviceLoss()`); the next call opens a new one. `GpuTensor`s of the lost device
+    /// hold nothing: upload resident data (weights) again in `ondevicerestored`.
+    #[wasm_bindgen(
+        getter,
+        unchecked_return_type = "((event: { reason: string; message: string }) => void) | null"
+    )]
+    pub fn ondevicelost(&self) -> JsValue {
+        self.handlers.lost.borrow().clone()
+    }
+
+    #[wasm_bindgen(setter)]
+    pub fn set_ondevicelost(
+        &self,
+        #[wasm_bindgen(
+            unchecked_param_type = "((event: { reason: string; message: string }) => void) | null"
+        )]
+        f: JsValue,
+    ) {
+        *self.handlers.lost.borrow_mut() = if f.is_function() { f } else { JsValue::NULL };
+    }
+
+    /// Called when a new device has been opened after a loss, before the call that needed
+    /// it runs.
+    #[wasm_bindgen(getter, unchecked_return_type = "(() => void) | null")]
+    pub fn ondevicerestored(&self) -> JsValue {
+        self.handlers.restored.borrow().clone()
+    }
+
+    #[wasm_bindgen(setter)]
+    pub fn set_ondevicerestored(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "(() => void) | null")] f: JsValue,
+    ) {
+        *self.handlers.restored.borrow_mut() = if f.is_function() { f } else { JsValue::NULL };
+    }
+
+    /// Releases the GPU buffers pooled for reuse now (they are also released after
+    /// 5 seconds idle). Calls after it create new ones.
+    pub fn trim(&self) {
+        self.instance.latest().trim();
     }
 
     /// Destroys the GPU device, as a driver reset would. Calls in flight reject with
@@ -205,17 +331,4 @@ fn results(done: Finished, want_sum: bool) -> JsValue {
         (true, Some(sum)) => object(&[("output", out.y.into()), ("sum", sum.into())]),
         _ => out.y.into(),
     }
-}
-
-/// `performance.now()`, in windows and workers alike.
-fn now() -> f64 {
-    let global = js_sys::global();
-    let perf = js_sys::Reflect::get(&global, &JsValue::from_str("performance"))
-        .unwrap_or(JsValue::UNDEFINED);
-    js_sys::Reflect::get(&perf, &JsValue::from_str("now"))
-        .ok()
-        .and_then(|f| f.dyn_into::<js_sys::Function>().ok())
-        .and_then(|f| f.call0(&perf).ok())
-        .and_then(|t| t.as_f64())
-        .unwrap_or(0.0)
 }

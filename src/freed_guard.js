@@ -14,7 +14,7 @@ function invalidState(message) {
   return e;
 }
 
-const ASYNC_MEMBERS = new Set(["run", "runWithSum", "timeDispatches", "gpuTime", "read"]);
+const ASYNC_MEMBERS = new Set(["run", "runWithSum", "timeDispatches", "gpuTime", "read", "prepare"]);
 
 for (const Class of [FusedRmsNorm, GpuTensor]) {
   const proto = Class.prototype;
@@ -27,9 +27,10 @@ for (const Class of [FusedRmsNorm, GpuTensor]) {
       d.value = ASYNC_MEMBERS.has(name)
         ? function (...args) { return this?.__wbg_ptr ? call.apply(this, args) : Promise.reject(dead()); }
         : function (...args) { if (!this?.__wbg_ptr) throw dead(); return call.apply(this, args); };
-    } else if (d.get) {
-      const get = d.get;
-      d.get = function () { if (!this?.__wbg_ptr) throw dead(); return get.call(this); };
+    } else {
+      const { get, set } = d;
+      if (get) d.get = function () { if (!this?.__wbg_ptr) throw dead(); return get.call(this); };
+      if (set) d.set = function (v) { if (!this?.__wbg_ptr) throw dead(); set.call(this, v); };
     }
     Object.defineProperty(proto, name, d);
   }

@@ -5,30 +5,41 @@
 //! benchmarks). Uploads go through `writeBuffer`, every dispatch of a call goes into one
 //! submission, and each result is read back once.
 
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::future::Future;
 use std::rc::Rc;
 
+use crate::clock::now_ms;
 use crate::device::{AdapterSummary, Caps, ContextId, Device};
 use crate::dtype::Dtype;
 use crate::error::Error;
-use crate::host::{HostArray, OwnedArray, Upload};
+use crate::host::HostArray;
 use crate::kernel::{grid, Params};
 use crate::pending::{map_read, Chunk, GpuOutput, Output, Pending, Staged};
 use crate::pipelines::{slot, Bound, Pipelines, BINDINGS};
 use crate::pool::{BufferPool, Pooled};
-use crate::shape::{check_upload, Destination, Inputs, Plan, Request, Shape};
-use crate::tensor::{Placed, Tensor};
+use crate::shape::{Destination, Inputs, Kernel, Plan, Request, Shape};
 
 pub struct GpuContext {
-    dev: Device,
+    pub(crate) dev: Device,
     pipelines: Pipelines,
     pool: Rc<BufferPool>,
+    /// When the pool was last trimmed of buffers idle too long (ms, `clock::now_ms`).
+    trimmed_at: Cell<f64>,
+    /// Uniform blocks by content (see `uniform`).
+    uniforms: RefCell<HashMap<[u8; Params::SIZE], wgpu::Buffer>>,
 }
+
+/// Distinct uniform blocks kept before the cache starts over.
+const MAX_UNIFORMS: usize = 64;
 
 /// Buffer counts for leak checks: `live` must stay flat over a long run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BufferStats {
     pub live: usize,
     pub idle: usize,
+    pub idle_bytes: u64,
 }
 
 impl GpuContext {
@@ -49,6 +60,8 @@ impl GpuContext {
         GpuContext {
             pipelines: Pipelines::new(&dev.device),
             pool: Rc::new(BufferPool::default()),
+            trimmed_at: Cell::new(0.0),
+            uniforms: RefCell::new(HashMap::new()),
             dev,
         }
     }
@@ -119,6 +132,54 @@ impl GpuContext {
         BufferStats {
             live: self.pool.live(),
             idle: self.pool.idle(),
+            idle_bytes: self.pool.idle_bytes(),
+        }
+    }
+
+    /// Compiles the pipelines of `kernels` now, and resolves once the device has them, so
+    /// that the first calls that need them do not wait for the compiler.
+    pub fn prepare(&self, kernels: &[Kernel]) -> Result<impl Future<Output = ()> + 'static, Error> {
+        self.dev.check_live()?;
+        for k in kernels {
+            k.check()?;
+            self.pipeline(k.variant(&self.dev.caps));
+        }
+        // The browser compiles in the GPU process, in order with the queue's work: once an
+        // empty submission is done, so are the pipelines made before it.
+        let (tx, rx) = futures_channel::oneshot::channel();
+        self.dev.queue.submit([]);
+        self.dev.queue.on_submitted_work_done(move || {
+            let _ = tx.send(());
+        });
+        #[cfg(not(target_arch = "wasm32"))]
+        let _ = self.dev.device.poll(wgpu::PollType::wait_indefinitely());
+        Ok(async move {
+            let _ = rx.await;
+        })
+    }
+
+    /// Pipelines compiled so far.
+    pub fn pipeline_count(&self) -> usize {
+        self.pipelines.len()
+    }
+
+    /// Releases every idle pooled buffer.
+    pub fn trim(&self) {
+        self.pool.trim();
+    }
+
+    /// Releases the pooled buffers idle since before `now_ms - pool::IDLE_RELEASE_MS`;
+    /// returns how many stay idle.
+    pub fn trim_idle(&self, now_ms: f64) -> usize {
+        self.pool.trim_idle(now_ms)
+    }
+
+    /// Releases the buffers idle too long; a second or so apart, since each call comes here.
+    fn trim_now_and_then(&self) {
+        let now = now_ms();
+        if now - self.trimmed_at.get() >= 1000.0 {
+            self.trimmed_at.set(now);
+            self.pool.trim_idle(now);
         }
     }
 
@@ -158,6 +219,7 @@ impl GpuContext {
     pub fn submit<A: HostArray>(&self, x: &Inputs<A>, request: Request) -> Result<Pending, Error> {
         let plan = Plan::new(x, request, &self.dev.caps, self.dev.id)?;
         self.dev.check_live()?;
+        self.trim_now_and_then();
         let mut pending = self.pending(
             plan.shape,
             request.sum,
@@ -232,7 +294,7 @@ impl GpuContext {
             let n = n_rows * hidden;
             let input = stage("input", &x.input, first * hidden, n)?;
             let residual = stage("residual", &x.residual, first * hidden, n)?;
-            let params = self.pooled_params(Params {
+            let params = self.uniform(Params {
                 rows: n_rows as u32,
                 width: (hidden as u32) / variant.lanes,
                 hidden: hidden as f32,
@@ -311,9 +373,7 @@ impl GpuContext {
                     sum,
                 });
             }
-            pending
-                .kept
-                .extend([input, residual, Staged::Pooled(params)]);
+            pending.kept.extend([input, residual]);
             pending.kept.extend(output.into_iter().chain(sum));
         }
         pending.kept.push(gamma);
@@ -324,7 +384,7 @@ impl GpuContext {
     }
 
     /// Asks for every staging buffer of `pending` to be mapped once the GPU is done.
-    fn map_results(&self, pending: &mut Pending) {
+    pub(crate) fn map_results(&self, pending: &mut Pending) {
         if let Some((staging, _)) = &pending.timestamps {
             pending.mapped.push(map_read(staging));
         }
@@ -336,83 +396,13 @@ impl GpuContext {
         }
     }
 
-    /// Uploads `data` as a tensor of this context.
-    pub fn upload<A: HostArray>(&self, data: &A) -> Result<Rc<Tensor>, Error> {
-        let (len, dtype) = (data.len(), data.dtype());
-        check_upload(len, dtype, &self.dev.caps)?;
-        self.dev.check_live()?;
-        let buffer = self.tensor_buffer(len, dtype);
-        data.upload(self.upload_to(&buffer, 0, len))
-            .map_err(|e| Error::Type(format!("data: the browser refused the array ({e})")))?;
-        Ok(Rc::new(Tensor::placed(len, dtype, self.placed(buffer))))
-    }
-
-    /// Places a tensor uploaded while no device was live, on this context.
-    pub fn place(&self, t: &Tensor) {
-        t.place(|data: &OwnedArray| {
-            let buffer = self.tensor_buffer(t.len, t.dtype);
-            // A refusal here has no caller left to tell; the tensor then holds zeros.
-            let _ = data.upload(self.upload_to(&buffer, 0, t.len));
-            self.placed(buffer)
-        });
-    }
-
-    fn placed(&self, buffer: wgpu::Buffer) -> Placed {
-        Placed::new(buffer, self.dev.id, self.dev.lost.clone())
-    }
-
-    fn upload_to<'a>(&'a self, buffer: &'a wgpu::Buffer, start: usize, count: usize) -> Upload<'a> {
-        Upload {
-            queue: &self.dev.queue,
-            buffer,
-            start,
-            count,
-        }
-    }
-
-    fn tensor_buffer(&self, len: usize, dtype: Dtype) -> wgpu::Buffer {
-        self.dev.device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("tensor"),
-            size: (len.max(4) * dtype.bytes()).next_multiple_of(16) as u64,
-            usage: wgpu::BufferUsages::STORAGE
-                | wgpu::BufferUsages::COPY_DST
-                | wgpu::BufferUsages::COPY_SRC,
-            mapped_at_creation: false,
-        })
-    }
-
-    /// An uninitialised tensor of `len` elements on this context.
-    fn tensor(&self, len: usize, dtype: Dtype) -> Rc<Tensor> {
-        let buffer = self.tensor_buffer(len, dtype);
-        Rc::new(Tensor::placed(len, dtype, self.placed(buffer)))
-    }
-
-    /// Copies a tensor of this context back to the host.
-    pub fn read_tensor(&self, t: &Rc<Tensor>) -> Result<Pending, Error> {
-        let buffer = t.check("tensor", self.dev.id)?;
-        let shape = Shape {
-            rows: usize::from(t.len > 0),
-            hidden: t.len.max(1),
-        };
-        let mut pending = self.pending(shape, false, t.dtype, true);
-        if t.len == 0 {
-            return Ok(pending);
-        }
-        let mut encoder = self.dev.device.create_command_encoder(&Default::default());
-        let y = self.readback(&mut encoder, buffer, t.len, t.dtype);
-        self.dev.queue.submit([encoder.finish()]);
-        pending.chunks.push(Chunk {
-            start: 0,
-            len: t.len,
-            y,
-            sum: None,
-        });
-        pending.holds.push(t.clone());
-        self.map_results(&mut pending);
-        Ok(pending)
-    }
-
-    fn pending(&self, shape: Shape, want_sum: bool, dtype: Dtype, read_back: bool) -> Pending {
+    pub(crate) fn pending(
+        &self,
+        shape: Shape,
+        want_sum: bool,
+        dtype: Dtype,
+        read_back: bool,
+    ) -> Pending {
         Pending {
             shape,
             want_sum,
@@ -438,15 +428,24 @@ impl GpuContext {
             .take(&self.dev.device, usage, (len * dtype.bytes()) as u64)
     }
 
-    fn pooled_params(&self, params: Params) -> Pooled {
-        let usage = wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST;
-        let b = self.pool.take(&self.dev.device, usage, Params::SIZE as u64);
-        self.dev.queue.write_buffer(&b, 0, &params.to_bytes());
+    /// The uniform buffer holding `params`: one per distinct block, written once. An app
+    /// calls with few shapes, so this saves a buffer and a `writeBuffer` per call.
+    fn uniform(&self, params: Params) -> wgpu::Buffer {
+        let bytes = params.to_bytes();
+        if let Some(b) = self.uniforms.borrow().get(&bytes) {
+            return b.clone();
+        }
+        let mut uniforms = self.uniforms.borrow_mut();
+        if uniforms.len() >= MAX_UNIFORMS {
+            uniforms.clear();
+        }
+        let b = self.params_buffer(params);
+        uniforms.insert(bytes, b.clone());
         b
     }
 
     /// A mappable copy of the first `n` elements of `src`, recorded into `encoder`.
-    fn readback(
+    pub(crate) fn readback(
         &self,
         encoder: &mut wgpu::CommandEncoder,
         src: &wgpu::Buffer,
@@ -458,35 +457,5 @@ impl GpuContext {
         let staging = self.pool.take(&self.dev.device, usage, bytes);
         encoder.copy_buffer_to_buffer(src, 0, &staging, 0, bytes);
         staging
-    }
-}
-
-/// Settings that tests and benchmarks change to reach paths a device would not take.
-impl GpuContext {
-    /// Uses packed u32 storage for f16 even where `shader-f16` is available (to test that
-    /// path, or to work around a driver).
-    pub fn set_shader_f16(&mut self, on: bool) {
-        self.dev.caps.shader_f16 = on
-            && self
-                .dev
-                .device
-                .features()
-                .contains(wgpu::Features::SHADER_F16);
-    }
-
-    /// Tiles kernels as for a CPU adapter in the browser, so native tests cover that tiling.
-    pub fn set_cpu_tiling(&mut self, on: bool) {
-        self.dev.caps.cpu_tiling = on;
-    }
-
-    /// Caps storage bindings below the device's limit, so tests can reach the row-splitting
-    /// path and the row-too-large error without allocating gigabytes.
-    pub fn set_binding_limit(&mut self, bytes: u64) {
-        self.dev.caps.max_binding = self.dev.caps.max_binding.min(bytes.max(16));
-    }
-
-    /// Destroys the device, as a driver reset would; for tests of device loss.
-    pub fn destroy_device(&self) {
-        self.dev.destroy();
     }
 }

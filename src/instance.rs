@@ -16,7 +16,7 @@ use crate::error::Error;
 use crate::gpu::GpuContext;
 use crate::host::{Arg, HostArray};
 use crate::pending::{Finished, Pending};
-use crate::shape::{check_upload, Inputs, Request};
+use crate::shape::{check_upload, Inputs, Kernel, Request};
 use crate::tensor::Tensor;
 
 /// What `create` was asked for, kept to open an equal device after a loss.
@@ -54,6 +54,8 @@ pub struct Instance {
     /// Tensors uploaded while no device was live.
     waiting: RefCell<Vec<Weak<Tensor>>>,
     opened: Cell<u32>,
+    /// Called with each device opened after a loss.
+    on_reopen: RefCell<Option<Box<dyn Fn(&Rc<GpuContext>)>>>,
 }
 
 impl Instance {
@@ -66,12 +68,19 @@ impl Instance {
             failure: RefCell::new(None),
             waiting: RefCell::new(Vec::new()),
             opened: Cell::new(1),
+            on_reopen: RefCell::new(None),
         }))
     }
 
     /// The context made last, lost or not.
     pub fn latest(&self) -> Rc<GpuContext> {
         self.latest.borrow().clone()
+    }
+
+    /// Sets what runs with each device opened after a loss (the app's resident data is gone
+    /// and must be uploaded again).
+    pub fn set_on_reopen(&self, hook: impl Fn(&Rc<GpuContext>) + 'static) {
+        *self.on_reopen.borrow_mut() = Some(Box::new(hook));
     }
 
     /// Devices opened so far (1 until a loss).
@@ -119,6 +128,9 @@ impl Instance {
                 *self.latest.borrow_mut() = ctx.clone();
                 self.opened.set(self.opened.get() + 1);
                 *self.failure.borrow_mut() = None;
+                if let Some(hook) = self.on_reopen.borrow().as_ref() {
+                    hook(&ctx);
+                }
                 Ok(ctx)
             }
             Err(e) => {
@@ -179,6 +191,19 @@ impl Instance {
                 (None, None) => unreachable!("one of the two is set"),
             };
             pending.finish().await
+        }
+    }
+
+    /// Compiles the pipelines of `kernels` ahead of the calls that need them.
+    pub fn prepare(
+        self: &Rc<Self>,
+        kernels: Vec<Kernel>,
+    ) -> impl Future<Output = Result<(), Error>> + 'static {
+        let instance = self.clone();
+        async move {
+            let ctx = instance.context().await?;
+            ctx.prepare(&kernels)?.await;
+            Ok(())
         }
     }
 

@@ -15,7 +15,10 @@ use crate::error::Error;
 use crate::host::{Arg, JsArray};
 use crate::instance::Settings;
 use crate::js_tensor::tensor_arg;
-use crate::shape::{eps_from_number, hidden_from_number, repeat_from_number, Inputs, Request};
+use crate::kernel::Options;
+use crate::shape::{
+    eps_from_number, hidden_from_number, repeat_from_number, Inputs, Kernel, Request,
+};
 
 /// One call's arguments as the driver takes them.
 pub type Args = Inputs<Arg<JsArray>>;
@@ -28,6 +31,61 @@ extern "C" {
     fn is_view(v: &JsValue) -> Result<bool, JsValue>;
     #[wasm_bindgen(catch, js_namespace = Reflect, js_name = getPrototypeOf)]
     pub fn prototype_of(v: &JsValue) -> Result<JsValue, JsValue>;
+    #[wasm_bindgen(catch, js_namespace = Object, js_name = keys)]
+    fn own_keys(v: &JsValue) -> Result<js_sys::Array, JsValue>;
+}
+
+/// The fields of a call's argument object, and of `create`'s options.
+const ARGS_KEYS: [&str; 9] = [
+    "input", "residual", "gamma", "beta", "bias", "hidden", "eps", "output", "inPlace",
+];
+const OPTIONS_KEYS: [&str; 2] = ["powerPreference", "shaderF16"];
+const UPLOAD_OPTIONS_KEYS: [&str; 1] = ["dtype"];
+const PREPARE_KEYS: [&str; 6] = ["hidden", "bias", "beta", "sum", "dtype", "inPlace"];
+
+/// A misspelt field would otherwise be ignored and its default used without a word (`Eps`
+/// for `eps`): every own key of `o` must be one of `known`. Inherited fields (getters on a
+/// class) are the caller's own business and are not checked.
+fn check_keys(o: &JsValue, what: &str, known: &[&str]) -> Result<(), Error> {
+    let Ok(keys) = own_keys(o) else {
+        return Ok(());
+    };
+    for key in keys.iter().filter_map(|k| k.as_string()) {
+        if known.contains(&key.as_str()) {
+            continue;
+        }
+        let near = known
+            .iter()
+            .map(|k| (edit_distance(&key.to_lowercase(), &k.to_lowercase()), k))
+            .min()
+            .filter(|(d, _)| *d <= 2)
+            .map(|(_, k)| format!(" (did you mean {k}?)"))
+            .unwrap_or_default();
+        let short: String = key.chars().take(40).collect();
+        return Err(Error::Type(format!(
+            "{what}.{short}: expected one of {}, got an unknown field{near}",
+            known.join(", ")
+        )));
+    }
+    Ok(())
+}
+
+/// Levenshtein distance, for suggesting the field a typo meant.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = (above + 1)
+                .min(row[j] + 1)
+                .min(diagonal + usize::from(ca != cb));
+            diagonal = above;
+        }
+    }
+    row[b.len()]
 }
 
 pub fn get(obj: &JsValue, key: &str) -> JsValue {
@@ -134,6 +192,7 @@ pub fn upload_arg(data: &JsValue, options: Option<&JsValue>) -> Result<JsArray, 
     }
     // A getter that throws (or a revoked Proxy) is refused, not read as "no dtype".
     let dtype = if options.is_object() {
+        check_keys(&options, "options", &UPLOAD_OPTIONS_KEYS)?;
         Reflect::get(&options, &JsValue::from_str("dtype")).map_err(|_| {
             Error::Type("options.dtype: expected a readable field, got one that throws".into())
         })?
@@ -178,6 +237,7 @@ pub fn parse_args(args: &JsValue, sum: bool) -> Result<(Args, Request), Error> {
             describe(args)
         )));
     }
+    check_keys(args, "args", &ARGS_KEYS)?;
     let required =
         |name| array_arg(args, name, true)?.ok_or_else(|| Error::Type(format!("{name}: missing")));
     let input = required("input")?;
@@ -273,6 +333,73 @@ pub fn parse_timed(
     Ok((x, Request::repeated(repeat_from_number(r)?, timed)))
 }
 
+/// `prepare`'s argument: one `{ hidden, bias?, beta?, sum?, dtype?, inPlace? }` or an array
+/// of them.
+pub fn parse_kernels(v: &JsValue) -> Result<Vec<Kernel>, Error> {
+    let list: Vec<JsValue> = match is_array(v) {
+        Ok(true) => js_sys::Array::from(v).iter().collect(),
+        Ok(false) => vec![v.clone()],
+        Err(_) => {
+            return Err(Error::Type(
+                "kernels: expected an object or an array, got a revoked Proxy".into(),
+            ))
+        }
+    };
+    list.iter().map(parse_kernel).collect()
+}
+
+fn parse_kernel(o: &JsValue) -> Result<Kernel, Error> {
+    if !o.is_object() || o.is_function() {
+        return Err(Error::Type(format!(
+            "kernels: expected {{ hidden, bias?, beta?, sum?, dtype?, inPlace? }}, got {}",
+            describe(o)
+        )));
+    }
+    check_keys(o, "kernels", &PREPARE_KEYS)?;
+    let h = get(o, "hidden");
+    let Some(hidden) = h.as_f64() else {
+        return Err(Error::Type(format!(
+            "hidden: expected a number (an integer >= 1), got {}",
+            describe(&h)
+        )));
+    };
+    let flag = |name: &str| {
+        let f = get(o, name);
+        match f.as_bool() {
+            _ if f.is_undefined() => Ok(false),
+            Some(on) => Ok(on),
+            None => Err(Error::Type(format!(
+                "{name}: expected a boolean or undefined, got {}",
+                describe(&f)
+            ))),
+        }
+    };
+    let d = get(o, "dtype");
+    let dtype = match d.as_string().as_deref() {
+        _ if d.is_undefined() => Dtype::F32,
+        Some("f32") => Dtype::F32,
+        Some("f16") => Dtype::F16,
+        _ => {
+            return Err(Error::Type(format!(
+                "dtype: expected \"f32\" or \"f16\", got {}",
+                describe(&d)
+            )))
+        }
+    };
+    let in_place = flag("inPlace")?;
+    Ok(Kernel {
+        hidden: hidden_from_number(hidden)?,
+        options: Options {
+            bias: flag("bias")?,
+            beta: flag("beta")?,
+            // In place always writes v (into residual).
+            sum: flag("sum")? || in_place,
+        },
+        dtype,
+        in_place,
+    })
+}
+
 /// `create`'s options.
 pub fn settings(options: Option<&JsValue>) -> Result<Settings, Error> {
     let mut settings = Settings::default();
@@ -285,6 +412,7 @@ pub fn settings(options: Option<&JsValue>) -> Result<Settings, Error> {
             describe(o)
         )));
     }
+    check_keys(o, "options", &OPTIONS_KEYS)?;
     let p = get(o, "powerPreference");
     settings.power = match p.as_string().as_deref() {
         _ if p.is_undefined() => wgpu::PowerPreference::default(),

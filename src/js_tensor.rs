@@ -16,7 +16,7 @@ use crate::tensor::Tensor;
 
 /// Data on the GPU: made by `FusedRmsNorm.upload` or returned by `run` / `runWithSum` with
 /// `output: "gpu"`, and accepted by them wherever an array is. Release with `free()`.
-#[wasm_bindgen]
+#[wasm_bindgen(skip_typescript)]
 pub struct GpuTensor {
     handle: u32,
     tensor: Rc<Tensor>,

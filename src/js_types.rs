@@ -1,78 +1,107 @@
-//! The TypeScript declarations that wasm-bindgen cannot derive: argument and result
-//! interfaces, and the overloads of `run`/`runWithSum` by where results go and by dtype.
+//! The package's TypeScript declarations, written out rather than derived: wasm-bindgen
+//! would type every argument as one loose interface and every result as one union, while an
+//! app needs the result its call actually resolves with (a `Uint16Array` for f16 data, a
+//! `GpuTensor` for `output: "gpu"`, nothing in place) and tensors typed by dtype. The classes
+//! are `skip_typescript` in `facade.rs` and `js_tensor.rs`; the type tests
+//! (`tests/types/`) check every overload against what the runtime accepts.
 
 use wasm_bindgen::prelude::*;
 
 #[wasm_bindgen(typescript_custom_section)]
 const TYPES: &'static str = r#"
-/** Arguments of `run` and `runWithSum`. Lengths: `input` and `residual` rows × hidden, the rest hidden. */
-export interface FusedRmsNormArgs {
+/** How numbers are stored. Arithmetic is f32 either way. */
+export type Dtype = "f32" | "f16";
+
+/**
+ * f16 data on the host: the half-precision bits in a `Uint16Array`, or a `Float16Array` where
+ * the consumer's TypeScript lib declares one (ES2025 / ESNext).
+ */
+export type F16Array =
+  | Uint16Array
+  | (typeof globalThis extends { Float16Array: { prototype: infer P } } ? P : never);
+
+/** Host data of a dtype: `Float32Array` for f32, `F16Array` for f16. */
+export type HostArray<D extends Dtype> = D extends "f16" ? F16Array : Float32Array;
+
+/** What a call or a read resolves with for a dtype: f16 results are always `Uint16Array`s of bits. */
+export type HostResult<D extends Dtype> = D extends "f16" ? Uint16Array : Float32Array;
+
+/** An array argument: host data or a `GpuTensor` of the same dtype. */
+export type FusedRmsNormArray<D extends Dtype> = HostArray<D> | GpuTensor<D>;
+
+interface FusedRmsNormArgsBase<D extends Dtype> {
   /** rows × hidden, row-major. */
-  input: Float32Array | GpuTensor;
+  input: FusedRmsNormArray<D>;
   /** rows × hidden, added to `input` before normalizing. */
-  residual: Float32Array | GpuTensor;
+  residual: FusedRmsNormArray<D>;
   /** hidden; the scale applied after normalizing. */
-  gamma: Float32Array | GpuTensor;
+  gamma: FusedRmsNormArray<D>;
   /** hidden; the shift applied last. Omitted: zeros. */
-  beta?: Float32Array | GpuTensor;
+  beta?: FusedRmsNormArray<D>;
   /** hidden; added to every row before normalizing. Omitted: none. */
-  bias?: Float32Array | GpuTensor;
-  /** Row length: an integer ≥ 1. */
+  bias?: FusedRmsNormArray<D>;
+  /** Row length: an integer ≥ 1 (a multiple of 4 for f16). */
   hidden: number;
   /** Added to the mean square: finite and ≥ 0. Default 1e-6. */
   eps?: number;
-  /** Where results go: `"array"` (default) resolves with `Float32Array`s. */
-  output?: "array";
-  /** See `FusedRmsNormInPlaceArgs`. */
-  inPlace?: false;
 }
 
 /**
- * f16 data: half-precision bits in `Uint16Array`s (a `Float16Array` is accepted too where the
- * browser has one) or f16 `GpuTensor`s; results are `Uint16Array`s of f16 bits. Math is f32.
- * `hidden` must be a multiple of 4.
+ * Arguments of `run` and `runWithSum` whose results are read back. Lengths: `input` and
+ * `residual` rows × hidden, the rest hidden. Every array has the same dtype; `D` is "f16"
+ * for half-precision data (`Uint16Array` bits or f16 tensors).
  */
-export type FusedRmsNormF16Args = Omit<FusedRmsNormArgs, "input" | "residual" | "gamma" | "beta" | "bias"> & {
-  input: Uint16Array;
-  residual: Uint16Array | GpuTensor;
-  gamma: Uint16Array | GpuTensor;
-  beta?: Uint16Array | GpuTensor;
-  bias?: Uint16Array | GpuTensor;
-};
+export interface FusedRmsNormArgs<D extends Dtype = "f32"> extends FusedRmsNormArgsBase<D> {
+  /** Where results go: `"array"` (default) resolves with typed arrays. */
+  output?: "array";
+  inPlace?: false;
+}
+
+/** f16 arguments (kept for compatibility): `FusedRmsNormArgs<"f16">`. */
+export type FusedRmsNormF16Args = FusedRmsNormArgs<"f16">;
+
+/** Arguments whose results stay on the GPU as new `GpuTensor`s (no readback). */
+export interface FusedRmsNormGpuArgs<D extends Dtype = "f32"> extends FusedRmsNormArgsBase<D> {
+  output: "gpu";
+  inPlace?: false;
+}
 
 /**
  * In place on GPU tensors: `residual` receives `input + residual (+ bias)` and `input` the
  * normalized output; nothing new is allocated. Resolves when the GPU has the work.
  */
-export type FusedRmsNormInPlaceArgs = Omit<FusedRmsNormArgs, "input" | "residual" | "output" | "inPlace"> & {
-  input: GpuTensor;
-  residual: GpuTensor;
+export interface FusedRmsNormInPlaceArgs<D extends Dtype = "f32"> extends FusedRmsNormArgsBase<D> {
+  input: GpuTensor<D>;
+  residual: GpuTensor<D>;
   inPlace: true;
-};
+  output?: undefined;
+}
 
-/** `FusedRmsNormArgs` whose results stay on the GPU as `GpuTensor`s (no readback). */
-export type FusedRmsNormGpuArgs = Omit<FusedRmsNormArgs, "output"> & { output: "gpu" };
+/** Result of `runWithSum`: the normalized output and `input + residual (+ bias)`. */
+export interface FusedRmsNormWithSum<D extends Dtype = "f32"> {
+  output: HostResult<D>;
+  sum: HostResult<D>;
+}
 
 /** Result of `runWithSum` with `output: "gpu"`. */
-export interface FusedRmsNormGpuWithSum {
-  output: GpuTensor;
-  sum: GpuTensor;
+export interface FusedRmsNormGpuWithSum<D extends Dtype = "f32"> {
+  output: GpuTensor<D>;
+  sum: GpuTensor<D>;
 }
 
-// Overloads of the class's methods (declaration merging) for GPU-resident results, in-place
-// updates and f16 arrays.
-export interface FusedRmsNorm {
-  run(args: FusedRmsNormGpuArgs): Promise<GpuTensor>;
-  run(args: FusedRmsNormInPlaceArgs): Promise<void>;
-  run(args: FusedRmsNormF16Args): Promise<Uint16Array>;
-  runWithSum(args: FusedRmsNormGpuArgs): Promise<FusedRmsNormGpuWithSum>;
-  runWithSum(args: FusedRmsNormInPlaceArgs): Promise<void>;
-  runWithSum(args: FusedRmsNormF16Args): Promise<{ output: Uint16Array; sum: Uint16Array }>;
+/** A kernel an app will call, for `prepare`: `sum` for `runWithSum`. */
+export interface FusedRmsNormKernel {
+  hidden: number;
+  bias?: boolean;
+  beta?: boolean;
+  sum?: boolean;
+  dtype?: Dtype;
+  inPlace?: boolean;
 }
 
-/** Options of `FusedRmsNorm.upload`: `dtype` must match the array (f16: Uint16Array/Float16Array). */
-export interface GpuTensorOptions {
-  dtype?: "f32" | "f16";
+/** Options of `FusedRmsNorm.upload`: `dtype`, if given, must match the array. */
+export interface GpuTensorOptions<D extends Dtype = Dtype> {
+  dtype?: D;
 }
 
 /** Options of `FusedRmsNorm.create`. */
@@ -97,15 +126,105 @@ export interface FusedRmsNormDebugStats {
   readonly liveBuffers: number;
   /** GPU buffers pooled for reuse. */
   readonly idleBuffers: number;
+  /** Bytes of the pooled buffers (released after 5 s idle, or by `trim()`). */
+  readonly idleBytes: number;
+  /** `GpuTensor`s not yet freed, and their bytes: a tensor never freed shows here. */
+  readonly liveTensors: number;
+  readonly liveTensorBytes: number;
   /** Size of the WebAssembly memory in bytes. */
   readonly wasmMemoryBytes: number;
   /** Whether f16 data goes through WGSL `shader-f16` (else halves packed in u32s). */
   readonly shaderF16: boolean;
+  /** Devices opened: 1, plus one per device loss. */
+  readonly devicesOpened: number;
+  /** Kernel pipelines compiled so far. */
+  readonly pipelines: number;
 }
 
-/** Result of `runWithSum`: the normalized output and `input + residual (+ bias)`. */
-export interface FusedRmsNormWithSum {
-  output: Float32Array;
-  sum: Float32Array;
+/** What `ondevicelost` is called with (WebGPU's `GPUDeviceLostInfo`). */
+export interface FusedRmsNormDeviceLostEvent {
+  readonly reason: string;
+  readonly message: string;
+}
+
+/**
+ * Fused residual add + optional bias + RMSNorm on WebGPU.
+ *
+ * `y = (input + residual + bias) * inverseSqrt(mean((input + residual + bias)²) + eps) * gamma + beta`,
+ * row by row. Create with `await FusedRmsNorm.create()`; release with `free()`.
+ * Every failure is a Promise rejection with a named `Error` (`WebGpuUnavailableError`,
+ * `GpuDeviceError`, `InvalidStateError`, `ShapeError`, `TypeError`).
+ */
+export class FusedRmsNorm {
+  private constructor();
+  /**
+   * Opens a WebGPU device. Rejects with `WebGpuUnavailableError` where the browser has no
+   * WebGPU or no adapter, `GpuDeviceError` where the device cannot be created,
+   * `InvalidStateError` before `await init()`, and `TypeError` for malformed options.
+   */
+  static create(options?: FusedRmsNormOptions | null): Promise<FusedRmsNorm>;
+  /** Normalizes row by row; resolves with a fresh array of `input.length`. */
+  run(args: FusedRmsNormArgs<"f32">): Promise<Float32Array>;
+  run(args: FusedRmsNormArgs<"f16">): Promise<Uint16Array>;
+  /** Results stay on the GPU: resolves with a new `GpuTensor`. */
+  run(args: FusedRmsNormGpuArgs<"f32">): Promise<GpuTensor<"f32">>;
+  run(args: FusedRmsNormGpuArgs<"f16">): Promise<GpuTensor<"f16">>;
+  /** In place: `input ← y`, `residual ← v`; resolves with nothing. */
+  run(args: FusedRmsNormInPlaceArgs<"f32"> | FusedRmsNormInPlaceArgs<"f16">): Promise<void>;
+  /** As `run`, and also resolves with `sum = input + residual (+ bias)`, the residual stream the next layer takes. */
+  runWithSum(args: FusedRmsNormArgs<"f32">): Promise<FusedRmsNormWithSum<"f32">>;
+  runWithSum(args: FusedRmsNormArgs<"f16">): Promise<FusedRmsNormWithSum<"f16">>;
+  runWithSum(args: FusedRmsNormGpuArgs<"f32">): Promise<FusedRmsNormGpuWithSum<"f32">>;
+  runWithSum(args: FusedRmsNormGpuArgs<"f16">): Promise<FusedRmsNormGpuWithSum<"f16">>;
+  runWithSum(args: FusedRmsNormInPlaceArgs<"f32"> | FusedRmsNormInPlaceArgs<"f16">): Promise<void>;
+  /**
+   * Uploads `data` as a tensor calls accept in place of an array. Synchronous; throws
+   * `TypeError`, `ShapeError` (too large for one binding) or `InvalidStateError`.
+   */
+  upload(data: Float32Array, options?: GpuTensorOptions<"f32">): GpuTensor<"f32">;
+  upload(data: F16Array, options?: GpuTensorOptions<"f16">): GpuTensor<"f16">;
+  /**
+   * Runs `args` with the kernel dispatched `repeat` times (an integer from 1 to 10,000) in
+   * one submission; resolves with the wall time in milliseconds.
+   */
+  timeDispatches(args: FusedRmsNormArgs<"f32"> | FusedRmsNormArgs<"f16">, repeat: number): Promise<number>;
+  /**
+   * As `timeDispatches`, timed on the GPU: the compute pass's milliseconds, or `undefined`
+   * where the adapter has no `timestamp-query`.
+   */
+  gpuTime(args: FusedRmsNormArgs<"f32"> | FusedRmsNormArgs<"f16">, repeat: number): Promise<number | undefined>;
+  /** Compiles the kernels an app will use ahead of its first calls. */
+  prepare(kernels: FusedRmsNormKernel | readonly FusedRmsNormKernel[]): Promise<void>;
+  /** Releases the GPU buffers pooled for reuse (they also go after 5 s idle). */
+  trim(): void;
+  /** The adapter this instance runs on. */
+  readonly adapterInfo: FusedRmsNormAdapterInfo;
+  /** Counters for leak checks. */
+  debugStats(): FusedRmsNormDebugStats;
+  /** Called when the device is lost; tensors of the lost device hold nothing. */
+  ondevicelost: ((event: FusedRmsNormDeviceLostEvent) => void) | null;
+  /** Called when a new device is open after a loss: upload resident data (weights) again. */
+  ondevicerestored: (() => void) | null;
+  /** Destroys the GPU device, as a driver reset would; for testing recovery. */
+  simulateDeviceLoss(): void;
+  /** Releases the instance; calls in flight complete. */
+  free(): void;
+  [Symbol.dispose](): void;
+}
+
+/**
+ * Data on the GPU: made by `FusedRmsNorm.upload` or returned with `output: "gpu"`, and
+ * accepted by calls wherever an array of its dtype is. Release with `free()`.
+ */
+export class GpuTensor<D extends Dtype = "f32"> {
+  private constructor();
+  /** Number of elements. */
+  readonly length: number;
+  /** Element type on the GPU. */
+  readonly dtype: D;
+  /** Copies the data back: a `Float32Array` for f32, a `Uint16Array` of half bits for f16. */
+  read(): Promise<HostResult<D>>;
+  free(): void;
+  [Symbol.dispose](): void;
 }
 "#;

@@ -19,6 +19,7 @@
 //! [`host`] is where numbers live on the host, [`dtype`] how they are stored, and
 //! [`reference`] the f64 CPU reference every test compares against.
 
+pub mod clock;
 pub mod device;
 pub mod dtype;
 pub mod error;
@@ -30,8 +31,10 @@ pub mod pending;
 pub mod pipelines;
 pub mod pool;
 pub mod reference;
+mod resident;
 pub mod shape;
 pub mod tensor;
+mod test_hooks;
 
 #[cfg(target_arch = "wasm32")]
 pub mod facade;

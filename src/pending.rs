@@ -9,6 +9,7 @@ use std::rc::Rc;
 
 use futures_channel::oneshot;
 
+use crate::clock::now_ms;
 use crate::device::{lost_error, LostSlot};
 use crate::dtype::Dtype;
 use crate::error::Error;
@@ -120,14 +121,15 @@ impl Pending {
             });
         }
         self.wait_mapped().await?;
+        let now = now_ms();
         let ns = self.timestamps.take().map(|(staging, period)| {
             let (start, end) = read_u64_pair(&staging);
             staging.unmap();
-            self.pool.give_back(staging);
+            self.pool.give_back(staging, now);
             end.saturating_sub(start) as f64 * period as f64
         });
         Ok(Finished {
-            host: Some(self.copy_out()),
+            host: Some(self.copy_out(now)),
             gpu,
             ns,
         })
@@ -187,25 +189,26 @@ impl Pending {
     }
 
     /// Copies the mapped chunks into fresh host arrays and pools every buffer again.
-    fn copy_out(mut self) -> Output {
+    fn copy_out(mut self, now: f64) -> Output {
         let total = self.shape.len();
         let mut y = new_host_vec(total, self.dtype);
         let mut sum = self.want_sum.then(|| new_host_vec(total, self.dtype));
         for chunk in std::mem::take(&mut self.chunks) {
             read_mapped(&chunk.y, &mut y, chunk.start, chunk.len, self.dtype);
             chunk.y.unmap();
-            self.pool.give_back(chunk.y);
+            self.pool.give_back(chunk.y, now);
             if let (Some(dst), Some(s)) = (sum.as_mut(), chunk.sum) {
                 read_mapped(&s, dst, chunk.start, chunk.len, self.dtype);
                 s.unmap();
-                self.pool.give_back(s);
+                self.pool.give_back(s, now);
             }
         }
         for b in std::mem::take(&mut self.kept) {
             if let Staged::Pooled(p) = b {
-                self.pool.give_back(p);
+                self.pool.give_back(p, now);
             }
         }
+        self.pool.schedule_trim();
         Output { y, sum }
     }
 }

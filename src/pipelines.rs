@@ -202,11 +202,22 @@ impl Layout {
     }
 }
 
+/// Bind groups kept for reuse before the cache starts over: an app binds the same few sets
+/// of buffers (its tensors, the pool's buffers of its few shapes) over and over.
+const MAX_BIND_GROUPS: usize = 128;
+
+/// What a bind group binds: in place or not, and each binding's buffer (stubs included).
+type GroupKey = (bool, [Option<wgpu::Buffer>; BINDINGS.len()]);
+
 /// A device's layouts and its pipelines, compiled on first use and cached by variant.
 pub struct Pipelines {
     out_of_place: Layout,
     in_place: Layout,
     cache: RefCell<HashMap<Variant, wgpu::ComputePipeline>>,
+    /// Creating a bind group is one of the larger costs of a small call in the browser (a
+    /// descriptor of eight entries crosses into the GPU process); the same buffers get the
+    /// same group.
+    groups: RefCell<HashMap<GroupKey, wgpu::BindGroup>>,
     /// Bound in place of an absent optional input.
     stub_in: wgpu::Buffer,
     /// The same for the `sum` output; a buffer cannot be bound read-only and writable in
@@ -228,6 +239,7 @@ impl Pipelines {
             out_of_place: Layout::new(device, false),
             in_place: Layout::new(device, true),
             cache: RefCell::new(HashMap::new()),
+            groups: RefCell::new(HashMap::new()),
             stub_in: stub("absent input"),
             stub_out: stub("absent output"),
         }
@@ -263,28 +275,49 @@ impl Pipelines {
         pipeline
     }
 
-    /// Binds one dispatch's buffers.
+    /// Pipelines compiled so far.
+    pub fn len(&self) -> usize {
+        self.cache.borrow().len()
+    }
+
+    /// Binds one dispatch's buffers: a cached group where the same buffers were bound before.
     pub fn bind(&self, device: &wgpu::Device, in_place: bool, bound: &Bound) -> wgpu::BindGroup {
-        let entries: Vec<wgpu::BindGroupEntry> = BINDINGS
+        let mut buffers: [Option<wgpu::Buffer>; BINDINGS.len()] = Default::default();
+        for b in BINDINGS.iter().filter(|b| b.present(in_place)) {
+            let stub = if b.role == Role::Output {
+                &self.stub_out
+            } else {
+                &self.stub_in
+            };
+            buffers[b.index as usize] = Some(bound[b.index as usize].unwrap_or(stub).clone());
+        }
+        let key = (in_place, buffers);
+        if let Some(group) = self.groups.borrow().get(&key) {
+            return group.clone();
+        }
+        let entries: Vec<wgpu::BindGroupEntry> = key
+            .1
             .iter()
-            .filter(|b| b.present(in_place))
-            .map(|b| {
-                let stub = if b.role == Role::Output {
-                    &self.stub_out
-                } else {
-                    &self.stub_in
-                };
-                wgpu::BindGroupEntry {
-                    binding: b.index,
-                    resource: bound[b.index as usize].unwrap_or(stub).as_entire_binding(),
-                }
+            .enumerate()
+            .filter_map(|(i, b)| {
+                b.as_ref().map(|b| wgpu::BindGroupEntry {
+                    binding: i as u32,
+                    resource: b.as_entire_binding(),
+                })
             })
             .collect();
-        device.create_bind_group(&wgpu::BindGroupDescriptor {
+        let group = device.create_bind_group(&wgpu::BindGroupDescriptor {
             label: Some("fused_rms_norm"),
             layout: &self.layout(in_place).bind_group,
             entries: &entries,
-        })
+        });
+        let mut groups = self.groups.borrow_mut();
+        if groups.len() >= MAX_BIND_GROUPS {
+            // The buffers of old groups are usually gone: start over rather than track ages.
+            groups.clear();
+        }
+        groups.insert(key, group.clone());
+        group
     }
 }
 

@@ -3,20 +3,41 @@
 //! An inference app calls with the same few shapes thousands of times; creating and
 //! destroying five to eight buffers per call costs more than the kernel at small shapes and
 //! churns GPU memory. Buffers go back to the pool when a call's results have been read and
-//! are handed out again by (usage, size). Idle bytes are capped so that one huge call does
-//! not pin its memory for the life of the instance.
+//! are handed out again by (usage, size).
+//!
+//! Idle buffers are not evicted to meet a byte cap while calls keep coming: measured on an
+//! H200, buffers of 128 MiB and more allocated after other large ones were freed can land in
+//! memory that reads at ~40 % of the bandwidth, so a pool that frees and reallocates its large
+//! buffers as call sizes vary (prefill lengths do) falls off a cliff. Sizes are rounded up to
+//! classes (four per octave) so that calls of nearby sizes share buffers, and a buffer idle
+//! for [`IDLE_RELEASE_MS`] is released (`trim_idle`), as are all idle ones on [`trim`].
+//! [`MAX_IDLE_BUFFERS`] bounds how many small buffers a burst of concurrent calls leaves.
+//!
+//! [`trim`]: BufferPool::trim
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
-/// Idle buffers kept for reuse, in bytes, before the least recently returned are dropped.
-const MAX_IDLE_BYTES: u64 = 256 << 20;
+/// A buffer idle this long is released: long enough to stay across an app's decode steps
+/// and between the layers of one forward pass, short enough to give memory back soon after
+/// the app goes quiet.
+pub const IDLE_RELEASE_MS: f64 = 5000.0;
+
+/// Idle buffers kept at most; the least recently returned go first.
+pub const MAX_IDLE_BUFFERS: usize = 256;
+
+struct Idle {
+    buffer: wgpu::Buffer,
+    since_ms: f64,
+}
 
 #[derive(Default)]
 pub struct BufferPool {
     /// Most recently returned last.
-    idle: RefCell<Vec<wgpu::Buffer>>,
-    idle_bytes: Cell<u64>,
+    idle: RefCell<Vec<Idle>>,
+    /// A timer will trim the idle buffers (wasm: the app may go quiet with buffers idle).
+    #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+    trim_armed: Cell<bool>,
     /// Buffers created and not yet dropped, idle or in use: the figure that must stay flat
     /// over a long run.
     live: Rc<Cell<usize>>,
@@ -47,25 +68,33 @@ impl Drop for Pooled {
     }
 }
 
+/// `size` rounded up to its class: multiples of 16 (vec4 bindings stay whole) below 64 KiB,
+/// above that four classes per power of two, so at most a quarter is unused.
+pub fn size_class(size: u64) -> u64 {
+    let size = size.max(16).next_multiple_of(16);
+    if size <= 64 << 10 {
+        return size;
+    }
+    let step = 1u64 << (63 - size.leading_zeros() - 2);
+    size.next_multiple_of(step)
+}
+
 impl BufferPool {
     /// A buffer of at least `size` bytes with exactly `usage`.
     pub fn take(&self, device: &wgpu::Device, usage: wgpu::BufferUsages, size: u64) -> Pooled {
-        // Round up so that calls of nearby sizes share buffers; 16 keeps vec4 bindings whole.
-        let size = size.max(16).next_multiple_of(16);
+        let size = size_class(size);
         let mut idle = self.idle.borrow_mut();
         // Best fit among the idle, and not more than twice the size asked for.
         let found = idle
             .iter()
             .enumerate()
-            .filter(|(_, b)| b.usage() == usage && b.size() >= size && b.size() <= size * 2)
-            .min_by_key(|(_, b)| b.size())
+            .filter(|(_, b)| {
+                b.buffer.usage() == usage && b.buffer.size() >= size && b.buffer.size() <= size * 2
+            })
+            .min_by_key(|(_, b)| b.buffer.size())
             .map(|(i, _)| i);
         let buffer = match found {
-            Some(i) => {
-                let b = idle.remove(i);
-                self.idle_bytes.set(self.idle_bytes.get() - b.size());
-                b
-            }
+            Some(i) => idle.remove(i).buffer,
             None => {
                 self.live.set(self.live.get() + 1);
                 device.create_buffer(&wgpu::BufferDescriptor {
@@ -82,21 +111,87 @@ impl BufferPool {
         }
     }
 
-    /// Returns `b` for reuse. Only for buffers whose GPU work has finished and which are
-    /// unmapped.
-    pub fn give_back(&self, mut b: Pooled) {
+    /// Returns `b` for reuse at time `now_ms`. Only for buffers whose GPU work has finished
+    /// and which are unmapped.
+    pub fn give_back(&self, mut b: Pooled, now_ms: f64) {
         let Some(buffer) = b.buffer.take() else {
             return;
         };
-        self.idle_bytes.set(self.idle_bytes.get() + buffer.size());
         let mut idle = self.idle.borrow_mut();
-        idle.push(buffer);
-        while self.idle_bytes.get() > MAX_IDLE_BYTES && !idle.is_empty() {
-            let old = idle.remove(0);
-            self.idle_bytes.set(self.idle_bytes.get() - old.size());
-            old.destroy();
-            self.live.set(self.live.get() - 1);
+        idle.push(Idle {
+            buffer,
+            since_ms: now_ms,
+        });
+        let excess = idle.len().saturating_sub(MAX_IDLE_BUFFERS);
+        for old in idle.drain(..excess) {
+            self.release(old.buffer);
         }
+    }
+
+    /// Releases the buffers idle since before `now_ms - IDLE_RELEASE_MS`; returns how many
+    /// stay idle.
+    pub fn trim_idle(&self, now_ms: f64) -> usize {
+        let mut idle = self.idle.borrow_mut();
+        let (stale, fresh): (Vec<Idle>, Vec<Idle>) = idle
+            .drain(..)
+            .partition(|b| now_ms - b.since_ms >= IDLE_RELEASE_MS);
+        *idle = fresh;
+        for b in stale {
+            self.release(b.buffer);
+        }
+        idle.len()
+    }
+
+    /// Releases every idle buffer.
+    pub fn trim(&self) {
+        for b in self.idle.take() {
+            self.release(b.buffer);
+        }
+    }
+
+    /// Makes sure idle buffers are trimmed once they have been idle long enough, even if no
+    /// call comes: in the browser a timer; natively the next call's `trim_idle`.
+    pub fn schedule_trim(self: &Rc<Self>) {
+        #[cfg(target_arch = "wasm32")]
+        if let Some(delay) = self.next_release_in(crate::clock::now_ms()) {
+            self.arm_trim(delay);
+        }
+    }
+
+    /// Milliseconds until the oldest idle buffer is due for release, if any is idle.
+    #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+    fn next_release_in(&self, now_ms: f64) -> Option<f64> {
+        let idle = self.idle.borrow();
+        let oldest = idle.iter().map(|b| b.since_ms).reduce(f64::min)?;
+        Some((oldest + IDLE_RELEASE_MS - now_ms).max(0.0))
+    }
+
+    #[cfg(target_arch = "wasm32")]
+    fn arm_trim(self: &Rc<Self>, delay_ms: f64) {
+        if !self.trim_armed.replace(true) {
+            use wasm_bindgen::{JsCast, JsValue};
+            let pool = Rc::downgrade(self);
+            let fire = wasm_bindgen::closure::Closure::once_into_js(move || {
+                if let Some(pool) = pool.upgrade() {
+                    pool.trim_armed.set(false);
+                    pool.trim_idle(crate::clock::now_ms());
+                    pool.schedule_trim();
+                }
+            });
+            let global = js_sys::global();
+            let armed = js_sys::Reflect::get(&global, &JsValue::from_str("setTimeout"))
+                .ok()
+                .and_then(|f| f.dyn_into::<js_sys::Function>().ok())
+                .map(|f| f.call2(&global, &fire, &JsValue::from_f64(delay_ms + 50.0)));
+            if !matches!(armed, Some(Ok(_))) {
+                self.trim_armed.set(false);
+            }
+        }
+    }
+
+    fn release(&self, buffer: wgpu::Buffer) {
+        buffer.destroy();
+        self.live.set(self.live.get() - 1);
     }
 
     /// Buffers alive now, idle or on loan.
@@ -107,5 +202,37 @@ impl BufferPool {
     /// Buffers waiting for reuse.
     pub fn idle(&self) -> usize {
         self.idle.borrow().len()
+    }
+
+    /// Bytes of the buffers waiting for reuse.
+    pub fn idle_bytes(&self) -> u64 {
+        self.idle.borrow().iter().map(|b| b.buffer.size()).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::size_class;
+
+    #[test]
+    fn size_classes_waste_at_most_a_quarter() {
+        for size in [
+            1u64,
+            16,
+            17,
+            4096,
+            65536,
+            65537,
+            100_000,
+            128 << 20,
+            (128 << 20) + 1,
+            3 << 30,
+        ] {
+            let c = size_class(size);
+            assert!(c >= size && c % 16 == 0, "{size} -> {c}");
+            assert!(c <= (size.max(16) + 15) * 5 / 4 + 16, "{size} -> {c}");
+        }
+        // Nearby sizes share a class, so calls of varying length reuse one buffer.
+        assert_eq!(size_class(8191 * 4096 * 4), size_class(8000 * 4096 * 4));
     }
 }

@@ -230,13 +230,17 @@ impl Plan {
                 }
             }
         }
-        if dtype == Dtype::F16 && shape.hidden % 4 != 0 {
-            // Halves are moved four at a time (two 32-bit words); a row must not end mid-word.
-            return Err(Error::Shape(format!(
-                "hidden: expected a multiple of 4 for f16 data, got {}",
-                shape.hidden
-            )));
-        }
+        let kernel = Kernel {
+            hidden: shape.hidden,
+            options: Options {
+                bias: x.bias.is_some(),
+                beta: x.beta.is_some(),
+                sum: request.sum,
+            },
+            dtype,
+            in_place: request.to == Destination::InPlace,
+        };
+        kernel.check()?;
         let mut rows_per_chunk = rows_per_binding(shape.hidden, caps.max_binding)?;
         if request.to != Destination::Host || any_resident {
             if shape.rows > rows_per_chunk {
@@ -248,27 +252,7 @@ impl Plan {
             }
             rows_per_chunk = shape.rows.max(1);
         }
-        let options = Options {
-            bias: x.bias.is_some(),
-            beta: x.beta.is_some(),
-            sum: request.sum,
-        };
-        let storage = match dtype {
-            Dtype::F32 => Storage::F32,
-            Dtype::F16 if caps.shader_f16 => Storage::F16,
-            Dtype::F16 => Storage::F16Packed,
-        };
-        let hidden = shape.hidden as u32;
-        let tiled = Variant::for_shape(hidden, options).within(hidden, caps.max_workgroup);
-        let variant = Variant {
-            storage,
-            in_place: request.to == Destination::InPlace,
-            ..if caps.cpu_tiling {
-                tiled.for_cpu(hidden)
-            } else {
-                tiled
-            }
-        };
+        let variant = kernel.variant(caps);
         Ok(Plan {
             shape,
             dtype,
@@ -276,6 +260,50 @@ impl Plan {
             rows_per_chunk,
             variant,
         })
+    }
+}
+
+/// Which kernel a call needs, from what it passes: what `prepare` compiles ahead of time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Kernel {
+    pub hidden: usize,
+    pub options: Options,
+    pub dtype: Dtype,
+    pub in_place: bool,
+}
+
+impl Kernel {
+    /// Checks what a call with this kernel would check of `hidden`.
+    pub fn check(&self) -> Result<(), Error> {
+        hidden_from_number(self.hidden as f64)?;
+        if self.dtype == Dtype::F16 && self.hidden % 4 != 0 {
+            // Halves are moved four at a time (two 32-bit words); a row must not end mid-word.
+            return Err(Error::Shape(format!(
+                "hidden: expected a multiple of 4 for f16 data, got {}",
+                self.hidden
+            )));
+        }
+        Ok(())
+    }
+
+    /// The compiled form the device runs it as.
+    pub fn variant(&self, caps: &Caps) -> Variant {
+        let storage = match self.dtype {
+            Dtype::F32 => Storage::F32,
+            Dtype::F16 if caps.shader_f16 => Storage::F16,
+            Dtype::F16 => Storage::F16Packed,
+        };
+        let hidden = self.hidden as u32;
+        let tiled = Variant::for_shape(hidden, self.options).within(hidden, caps.max_workgroup);
+        Variant {
+            storage,
+            in_place: self.in_place,
+            ..if caps.cpu_tiling {
+                tiled.for_cpu(hidden)
+            } else {
+                tiled
+            }
+        }
     }
 }
 

@@ -583,3 +583,108 @@ fn timed_dispatches_report_gpu_time_where_the_device_has_timestamps() {
         assert!(ns.is_none());
     }
 }
+
+/// In place gives the out-of-place results bit for bit, f16 included (one rounding of each
+/// result), also for columns past the ones a thread caches (CPU tiling caches 64 per row).
+#[test]
+fn in_place_equals_out_of_place_bit_for_bit_on_every_storage() {
+    use webgpu_rmsnorm::host::Arg;
+    let mut rng = Rng(0x5EED_000C);
+    for (packed, cpu_tiling) in [(false, false), (true, false), (false, true), (true, true)] {
+        let mut ctx = context();
+        ctx.set_shader_f16(!packed);
+        ctx.set_cpu_tiling(cpu_tiling);
+        for (rows, hidden) in [(4usize, 768usize), (3, 4096), (2, 132)] {
+            let case = Case::random(&mut rng, rows, hidden, true, true, 1e-6, 1.0);
+            let h = |v: &[f32]| v.iter().map(|&x| f16_bits(x)).collect::<Vec<u16>>();
+            let (hin, hres, hg) = (h(&case.input), h(&case.residual), h(&case.gamma));
+            let (hbeta, hbias) = (case.beta.as_deref().map(h), case.bias.as_deref().map(h));
+            let host = webgpu_rmsnorm::Inputs {
+                input: hin.as_slice(),
+                residual: hres.as_slice(),
+                gamma: hg.as_slice(),
+                beta: hbeta.as_deref(),
+                bias: hbias.as_deref(),
+                hidden,
+                eps: 1e-6,
+            };
+            let want = pollster::block_on(ctx.run(&host, true)).unwrap();
+            let up = |a: &[u16]| Arg::<&[u16]>::Gpu(ctx.upload(&a).unwrap());
+            let (input, residual) = (up(&hin), up(&hres));
+            let x = webgpu_rmsnorm::Inputs {
+                input: input.clone(),
+                residual: residual.clone(),
+                gamma: Arg::Host(hg.as_slice()),
+                beta: hbeta.as_deref().map(Arg::Host),
+                bias: hbias.as_deref().map(Arg::Host),
+                hidden,
+                eps: 1e-6,
+            };
+            pollster::block_on(ctx.submit_in_place(&x).unwrap().read_gpu()).unwrap();
+            let read = |a: &Arg<&[u16]>| {
+                let Arg::Gpu(t) = a else { unreachable!() };
+                pollster::block_on(ctx.read_tensor(t).unwrap().read())
+                    .unwrap()
+                    .y
+            };
+            let what = format!("f16 {rows}x{hidden} packed={packed} cpu_tiling={cpu_tiling}");
+            let same = |a: &[f32], b: &[f32]| {
+                a.iter()
+                    .zip(b)
+                    .filter(|(x, y)| x.to_bits() != y.to_bits())
+                    .count()
+            };
+            assert_eq!(
+                same(&read(&input), &want.y),
+                0,
+                "{what}: y in place differs"
+            );
+            assert_eq!(
+                same(&read(&residual), want.sum.as_deref().unwrap()),
+                0,
+                "{what}: v in place differs"
+            );
+        }
+    }
+}
+
+/// Idle buffers are bounded in number after a burst, released once idle long enough, and all
+/// released by `trim`; the context keeps working after each.
+#[test]
+fn idle_buffers_are_bounded_released_when_idle_and_trimmed() {
+    use webgpu_rmsnorm::clock::now_ms;
+    use webgpu_rmsnorm::pool::{IDLE_RELEASE_MS, MAX_IDLE_BUFFERS};
+    use webgpu_rmsnorm::Request;
+    let ctx = context();
+    let case = Case::new(8, 768, true, true, 1e-6, 0x5EED_000D);
+    let x = case.inputs();
+    // 200 calls in flight at once hold ~1,000 buffers; when they are done, the pool keeps
+    // at most MAX_IDLE_BUFFERS of them.
+    let pending: Vec<_> = (0..200)
+        .map(|_| ctx.submit(&x, Request::host(true)).unwrap())
+        .collect();
+    for p in pending {
+        pollster::block_on(p.read()).unwrap();
+    }
+    let stats = ctx.buffer_stats();
+    assert!(
+        stats.idle <= MAX_IDLE_BUFFERS && stats.live == stats.idle,
+        "{stats:?}"
+    );
+    assert!(
+        ctx.trim_idle(now_ms()) > 0,
+        "just returned: not idle long enough"
+    );
+    assert_eq!(ctx.trim_idle(now_ms() + IDLE_RELEASE_MS), 0);
+    assert_eq!(ctx.buffer_stats().live, 0, "released buffers are destroyed");
+    case.check(&ctx, "after the idle release");
+    assert!(ctx.buffer_stats().idle > 0);
+    ctx.trim();
+    let stats = ctx.buffer_stats();
+    assert_eq!(
+        (stats.live, stats.idle, stats.idle_bytes),
+        (0, 0, 0),
+        "{stats:?}"
+    );
+    case.check(&ctx, "after trim");
+}

@@ -582,3 +582,64 @@ async fn gpu_time_comes_from_timestamps_where_the_adapter_has_them() {
         .expect_err("bad args");
     assert_eq!(error_name(&e), "TypeError");
 }
+
+/// f16 in place rounds each result once, as the out-of-place call does: bit for bit the same,
+/// on both f16 paths, for a row longer than the columns a thread caches on this adapter.
+#[wasm_bindgen_test]
+async fn f16_in_place_equals_run_with_sum_bit_for_bit_on_both_paths() {
+    use webgpu_rmsnorm::dtype::f16_bits;
+    let packed_options = Object::new();
+    Reflect::set(&packed_options, &"shaderF16".into(), &false.into()).unwrap();
+    let packed = FusedRmsNorm::create(Some(JsValue::from(packed_options).unchecked_into()))
+        .await
+        .unwrap();
+    for norm in [norm().await, packed] {
+        let case = Case::new(4, 768, true, true, 1e-6, 640);
+        let h = |v: &[f32]| {
+            js_sys::Uint16Array::from(&v.iter().map(|&x| f16_bits(x)).collect::<Vec<u16>>()[..])
+        };
+        let args = Object::new();
+        for (k, v) in [
+            ("input", &case.input),
+            ("residual", &case.residual),
+            ("gamma", &case.gamma),
+            ("beta", case.beta.as_ref().unwrap()),
+            ("bias", case.bias.as_ref().unwrap()),
+        ] {
+            Reflect::set(&args, &k.into(), &h(v)).unwrap();
+        }
+        Reflect::set(&args, &"hidden".into(), &768.into()).unwrap();
+        let want = resolve(norm.run_with_sum(args.clone().into()))
+            .await
+            .unwrap();
+        let bits = |v: JsValue| v.dyn_into::<js_sys::Uint16Array>().unwrap().to_vec();
+        let (want_y, want_v) = (
+            bits(Reflect::get(&want, &"output".into()).unwrap()),
+            bits(Reflect::get(&want, &"sum".into()).unwrap()),
+        );
+        let tensor = |k: &str| {
+            JsValue::from(
+                norm.upload(Reflect::get(&args, &k.into()).unwrap(), None)
+                    .unwrap(),
+            )
+        };
+        let (input, residual) = (tensor("input"), tensor("residual"));
+        Reflect::set(&args, &"input".into(), &input).unwrap();
+        Reflect::set(&args, &"residual".into(), &residual).unwrap();
+        Reflect::set(&args, &"inPlace".into(), &true.into()).unwrap();
+        resolve(norm.run(args.into())).await.unwrap();
+        let y = bits(resolve(call(&input, "read", &[]).into()).await.unwrap());
+        let v = bits(resolve(call(&residual, "read", &[]).into()).await.unwrap());
+        let differ = |a: &[u16], b: &[u16]| a.iter().zip(b).filter(|(x, y)| x != y).count();
+        assert_eq!(
+            differ(&y, &want_y),
+            0,
+            "y in place differs from runWithSum's output"
+        );
+        assert_eq!(
+            differ(&v, &want_v),
+            0,
+            "v in place differs from runWithSum's sum"
+        );
+    }
+}

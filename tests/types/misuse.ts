@@ -27,6 +27,15 @@ export async function misuse(norm: FusedRmsNorm, good: FusedRmsNormArgs): Promis
   norm.adapterInfo = norm.adapterInfo; // misuse: adapterInfo itself is read-only
   await norm.timeDispatches(good); // misuse: missing repeat count
   const made = new FusedRmsNorm(); // misuse: the constructor is private; use create()
+  const t16 = norm.upload(new Uint16Array(8));
+  await norm.run({ input, residual, gamma: t16, hidden: 4 }); // misuse: an f16 tensor among f32 arrays
+  await norm.run({ input: new Uint16Array(8), residual, gamma, hidden: 4 }); // misuse: mixed f16 and f32 arrays
+  const wrong: Float32Array = await t16.read(); // misuse: an f16 tensor reads back Uint16Array bits
+  norm.upload(new Float32Array(4), { dtype: "f16" }); // misuse: dtype disagrees with the array
+  await norm.run({ input, residual, gamma, hidden: 4, inPlace: true }); // misuse: in place on host arrays
+  await norm.run({ input, residual, gamma, hidden: 4, Eps: 1e-5 }); // misuse: misspelt eps
+  await norm.prepare({ hidden: 4, dtype: "bf16" }); // misuse: no such dtype
+  norm.ondevicelost = "reload"; // misuse: a handler must be a function
 
-  console.log(total, doubled, notAwaited, output, made);
+  console.log(total, doubled, notAwaited, output, made, wrong);
 }

@@ -1,0 +1,226 @@
+// Raw WebGPU from JavaScript on the package's own device: buffers, the package's captured
+// kernels and an `a + b` roofline kernel, dispatch grids as the package folds them, passes
+// timed with GPU timestamps, and a warm-up that brings the GPU to its working clock.
+
+/** WGSL of `out = a + b`, one invocation per element (vec4 when `vec4`), 2-D grid for > 65535 groups. */
+export function addWgsl(vec4) {
+  const T = vec4 ? "vec4<f32>" : "f32";
+  return `// out = a + b: the roofline kernel (two reads and one write per element).
+struct P { n: u32, pad0: u32, pad1: u32, pad2: u32 };
+@group(0) @binding(0) var<storage, read> a: array<${T}>;
+@group(0) @binding(1) var<storage, read> b: array<${T}>;
+@group(0) @binding(2) var<storage, read_write> out: array<${T}>;
+@group(0) @binding(3) var<uniform> p: P;
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+  let i = (wg.x + wg.y * groups.x) * 256u + lid;
+  if i < p.n { out[i] = a[i] + b[i]; }
+}
+`;
+}
+
+/** The package's grid: `rows` workgroups, folded into a second dimension past the limit. */
+export function grid(count, maxPerDim) {
+  if (count <= maxPerDim) return [count, 1];
+  const y = Math.ceil(count / maxPerDim);
+  return [Math.ceil(count / y), y];
+}
+
+/**
+ * The bindings a WGSL source declares, in a form for an explicit bind group layout:
+ * [{ binding, name, type: "read-only-storage" | "storage" | "uniform" }].
+ */
+export function bindingsOf(code) {
+  const out = [];
+  const re = /@group\(0\)\s*@binding\((\d+)\)\s*var<(uniform|storage\s*,\s*(read_write|read))>\s*(\w+)/g;
+  for (const m of code.matchAll(re)) {
+    const type = m[2] === "uniform" ? "uniform" : m[3] === "read_write" ? "storage" : "read-only-storage";
+    out.push({ binding: Number(m[1]), name: m[4], type });
+  }
+  return out.sort((a, b) => a.binding - b.binding);
+}
+
+/** The constants the package's prelude sets (WG, SLOTS, HAS_BIAS, ...), and its lanes. */
+export function constantsOf(code) {
+  const c = {};
+  for (const m of code.matchAll(/^const (\w+): (?:u32|bool) = (\w+?)u?;$/gm)) c[m[1]] = m[2] === "true" ? true : m[2] === "false" ? false : Number(m[2]);
+  c.lanes = /alias V = vec4<f32>;/.test(code) ? 4 : 1;
+  return c;
+}
+
+export class Raw {
+  /** `warmMiB`: size of each array the warm-up kernel streams (64 MiB on a GPU; less on a CPU adapter). */
+  constructor(device, { warmMiB = 64 } = {}) {
+    this.device = device;
+    this.warmFloats = Math.max(1024, Math.floor((warmMiB * 1048576) / 4 / 1024) * 1024);
+    this.maxPerDim = device.limits.maxComputeWorkgroupsPerDimension;
+    this.pipelines = new Map();
+  }
+
+  /** A storage buffer of `floats` f32s, filled from `data` (a Float32Array, repeated to length) when given. */
+  buffer(floats, data, extraUsage = 0) {
+    const size = Math.max(16, Math.ceil((floats * 4) / 16) * 16);
+    const b = this.device.createBuffer({ size, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC | extraUsage });
+    if (data) {
+      // writeBuffer in pieces of at most 64 MiB from the (large) source array.
+      const step = 16 << 20;
+      for (let off = 0; off < floats; off += step) {
+        const n = Math.min(step, floats - off);
+        const src = data.length >= off + n ? data.subarray(off, off + n) : data.subarray(0, n);
+        this.device.queue.writeBuffer(b, off * 4, src.buffer, src.byteOffset, n * 4);
+      }
+    }
+    return b;
+  }
+
+  uniform(u32s) {
+    const b = this.device.createBuffer({ size: Math.max(16, u32s.byteLength), usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST });
+    this.device.queue.writeBuffer(b, 0, u32s);
+    return b;
+  }
+
+  /** The package's Params block: rows, width (hidden / lanes), hidden as f32, eps. */
+  params(rows, hidden, lanes, eps = 1e-6) {
+    const buf = new ArrayBuffer(16);
+    const u = new Uint32Array(buf);
+    const f = new Float32Array(buf);
+    u[0] = rows;
+    u[1] = hidden / lanes;
+    f[2] = hidden;
+    f[3] = eps;
+    return this.uniform(u);
+  }
+
+  /** A pipeline from WGSL with an explicit layout built from its declarations (cached by source). */
+  async pipeline(code, label) {
+    let p = this.pipelines.get(code);
+    if (p) return p;
+    const d = this.device;
+    d.pushErrorScope("validation");
+    const module = d.createShaderModule({ code, label });
+    const info = await module.getCompilationInfo?.();
+    const errors = (info?.messages ?? []).filter((m) => m.type === "error");
+    const bindings = bindingsOf(code);
+    const layout = d.createBindGroupLayout({
+      label,
+      entries: bindings.map((b) => ({ binding: b.binding, visibility: GPUShaderStage.COMPUTE, buffer: { type: b.type } })),
+    });
+    const pipeline = d.createComputePipeline({
+      label,
+      layout: d.createPipelineLayout({ bindGroupLayouts: [layout] }),
+      compute: { module, entryPoint: "main" },
+    });
+    const err = await d.popErrorScope();
+    if (err || errors.length) throw new Error(`${label}: ${err?.message ?? errors.map((m) => `${m.lineNum}:${m.linePos} ${m.message}`).join("; ")}`);
+    p = { pipeline, layout, bindings, label };
+    this.pipelines.set(code, p);
+    return p;
+  }
+
+  /** A bind group for `p` from { name: buffer }. */
+  bind(p, byName) {
+    return this.device.createBindGroup({
+      layout: p.layout,
+      entries: p.bindings.map((b) => {
+        const buffer = byName[b.name];
+        if (!buffer) throw new Error(`${p.label}: no buffer for binding ${b.binding} (${b.name})`);
+        return { binding: b.binding, resource: { buffer } };
+      }),
+    });
+  }
+
+  /**
+   * One compute pass of `n` dispatches, `encode(pass, k)` recording the k-th, timed with GPU
+   * timestamps; resolves with the pass's microseconds.
+   */
+  async timePass(n, encode) {
+    const d = this.device;
+    if (!this.query) {
+      // Made on first use: only the timed sections need the device's timestamp-query.
+      this.query = d.createQuerySet({ type: "timestamp", count: 2 });
+      this.resolve = d.createBuffer({ size: 16, usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC });
+      this.read = d.createBuffer({ size: 16, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+    }
+    const enc = d.createCommandEncoder();
+    const pass = enc.beginComputePass({ timestampWrites: { querySet: this.query, beginningOfPassWriteIndex: 0, endOfPassWriteIndex: 1 } });
+    for (let k = 0; k < n; k++) encode(pass, k);
+    pass.end();
+    enc.resolveQuerySet(this.query, 0, 2, this.resolve, 0);
+    enc.copyBufferToBuffer(this.resolve, 0, this.read, 0, 16);
+    d.queue.submit([enc.finish()]);
+    await this.read.mapAsync(GPUMapMode.READ);
+    const t = new BigUint64Array(this.read.getMappedRange().slice(0));
+    this.read.unmap();
+    return Number(t[1] - t[0]) / 1e3;
+  }
+
+  /** Records one dispatch of `p` with `group` over `groups` workgroups (folded as the package folds). */
+  dispatch(pass, p, group, groups) {
+    const [x, y] = grid(groups, this.maxPerDim);
+    pass.setPipeline(p.pipeline);
+    pass.setBindGroup(0, group);
+    pass.dispatchWorkgroups(x, y, 1);
+  }
+
+  /**
+   * Keeps the GPU busy for `ms` (passes of `a + b` over 64 MiB arrays) so that what follows
+   * runs at the working clock, not the idle one.
+   */
+  async warm(ms) {
+    if (!this.warmKit) {
+      const n = this.warmFloats;
+      const p = await this.pipeline(addWgsl(true), "warm a+b");
+      const a = this.buffer(n), b = this.buffer(n), o = this.buffer(n);
+      const u = this.uniform(new Uint32Array([n / 4, 0, 0, 0]));
+      this.warmKit = { p, group: this.bind(p, { a, b, out: o, p: u }), groups: Math.ceil(n / 4 / 256) };
+    }
+    const { p, group, groups } = this.warmKit;
+    const t0 = performance.now();
+    let inflight = [];
+    while (performance.now() - t0 < ms) {
+      const enc = this.device.createCommandEncoder();
+      const pass = enc.beginComputePass();
+      for (let k = 0; k < 100; k++) this.dispatch(pass, p, group, groups);
+      pass.end();
+      this.device.queue.submit([enc.finish()]);
+      inflight.push(this.device.queue.onSubmittedWorkDone());
+      if (inflight.length >= 2) await inflight.shift();
+    }
+    await Promise.all(inflight);
+  }
+
+  /** Reads `floats` f32s of `buffer` back. */
+  async readBack(buffer, floats) {
+    const d = this.device;
+    const staging = d.createBuffer({ size: Math.ceil((floats * 4) / 16) * 16, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+    const enc = d.createCommandEncoder();
+    enc.copyBufferToBuffer(buffer, 0, staging, 0, staging.size);
+    d.queue.submit([enc.finish()]);
+    await staging.mapAsync(GPUMapMode.READ);
+    const out = new Float32Array(staging.getMappedRange().slice(0, floats * 4));
+    staging.unmap();
+    staging.destroy();
+    return out;
+  }
+}
+
+/** Median of numbers. */
+export function median(xs) {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+}
+
+/** Seeded floats in [-1, 1) (xorshift32), for inputs that are the same on every run. */
+export function randomFloats(n, seed = 12345) {
+  const out = new Float32Array(n);
+  let x = seed >>> 0 || 1;
+  for (let i = 0; i < n; i++) {
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    out[i] = (x >>> 0) / 2147483648 - 1;
+  }
+  return out;
+}

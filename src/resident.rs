@@ -1,0 +1,95 @@
+//! The driver's tensors: uploads, placing a tensor that waited for a device, and reading
+//! one back. Calls bind tensors as they are (see `gpu.rs`).
+
+use std::rc::Rc;
+
+use crate::dtype::Dtype;
+use crate::error::Error;
+use crate::gpu::GpuContext;
+use crate::host::{HostArray, OwnedArray, Upload};
+use crate::pending::{Chunk, Pending};
+use crate::shape::{check_upload, Shape};
+use crate::tensor::{Placed, Tensor};
+
+impl GpuContext {
+    /// Uploads `data` as a tensor of this context.
+    pub fn upload<A: HostArray>(&self, data: &A) -> Result<Rc<Tensor>, Error> {
+        let (len, dtype) = (data.len(), data.dtype());
+        check_upload(len, dtype, &self.dev.caps)?;
+        self.dev.check_live()?;
+        let buffer = self.tensor_buffer(len, dtype);
+        data.upload(self.upload_to(&buffer, 0, len))
+            .map_err(|e| Error::Type(format!("data: the browser refused the array ({e})")))?;
+        Ok(Rc::new(Tensor::placed(len, dtype, self.placed(buffer))))
+    }
+
+    /// Places a tensor uploaded while no device was live, on this context.
+    pub fn place(&self, t: &Tensor) {
+        t.place(|data: &OwnedArray| {
+            let buffer = self.tensor_buffer(t.len, t.dtype);
+            // A refusal here has no caller left to tell; the tensor then holds zeros.
+            let _ = data.upload(self.upload_to(&buffer, 0, t.len));
+            self.placed(buffer)
+        });
+    }
+
+    fn placed(&self, buffer: wgpu::Buffer) -> Placed {
+        Placed::new(buffer, self.dev.id, self.dev.lost.clone())
+    }
+
+    pub(crate) fn upload_to<'a>(
+        &'a self,
+        buffer: &'a wgpu::Buffer,
+        start: usize,
+        count: usize,
+    ) -> Upload<'a> {
+        Upload {
+            queue: &self.dev.queue,
+            buffer,
+            start,
+            count,
+        }
+    }
+
+    fn tensor_buffer(&self, len: usize, dtype: Dtype) -> wgpu::Buffer {
+        self.dev.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("tensor"),
+            size: (len.max(4) * dtype.bytes()).next_multiple_of(16) as u64,
+            usage: wgpu::BufferUsages::STORAGE
+                | wgpu::BufferUsages::COPY_DST
+                | wgpu::BufferUsages::COPY_SRC,
+            mapped_at_creation: false,
+        })
+    }
+
+    /// An uninitialised tensor of `len` elements on this context.
+    pub(crate) fn tensor(&self, len: usize, dtype: Dtype) -> Rc<Tensor> {
+        let buffer = self.tensor_buffer(len, dtype);
+        Rc::new(Tensor::placed(len, dtype, self.placed(buffer)))
+    }
+
+    /// Copies a tensor of this context back to the host.
+    pub fn read_tensor(&self, t: &Rc<Tensor>) -> Result<Pending, Error> {
+        let buffer = t.check("tensor", self.dev.id)?;
+        let shape = Shape {
+            rows: usize::from(t.len > 0),
+            hidden: t.len.max(1),
+        };
+        let mut pending = self.pending(shape, false, t.dtype, true);
+        if t.len == 0 {
+            return Ok(pending);
+        }
+        let mut encoder = self.dev.device.create_command_encoder(&Default::default());
+        let y = self.readback(&mut encoder, buffer, t.len, t.dtype);
+        self.dev.queue.submit([encoder.finish()]);
+        pending.chunks.push(Chunk {
+            start: 0,
+            len: t.len,
+            y,
+            sum: None,
+        });
+        pending.holds.push(t.clone());
+        self.map_results(&mut pending);
+        Ok(pending)
+    }
+}

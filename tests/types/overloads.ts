@@ -1,0 +1,83 @@
+// Every overload the runtime accepts, with the exact type each resolves with: f32 and f16
+// host data, GPU-resident results, in place, tensors typed by dtype, the timing calls,
+// prepare/trim and the device-loss handlers. Type-checked (never run) like use.ts.
+import init, {
+  FusedRmsNorm,
+  type F16Array,
+  type FusedRmsNormDebugStats,
+  type FusedRmsNormDeviceLostEvent,
+  type FusedRmsNormGpuWithSum,
+  type FusedRmsNormWithSum,
+  type GpuTensor,
+} from "webgpu-rmsnorm";
+
+type Equal<X, Y> = (<T>() => T extends X ? 1 : 2) extends <T>() => T extends Y ? 1 : 2 ? true : false;
+type Expect<T extends true> = T;
+
+export async function overloads(): Promise<void> {
+  // The README's form of init, with an explicit path (no deprecation warning).
+  await init({ module_or_path: new URL("webgpu_rmsnorm_bg.wasm", import.meta.url) });
+  const norm = await FusedRmsNorm.create();
+  const hidden = 8;
+  const f32 = () => new Float32Array(2 * hidden);
+  const f16 = () => new Uint16Array(2 * hidden);
+
+  // Host arrays in, host arrays out, by dtype.
+  const y32 = await norm.run({ input: f32(), residual: f32(), gamma: new Float32Array(hidden), hidden });
+  const y16 = await norm.run({ input: f16(), residual: f16(), gamma: new Uint16Array(hidden), hidden });
+  const s16 = await norm.runWithSum({ input: f16(), residual: f16(), gamma: new Uint16Array(hidden), hidden });
+  type _ = [
+    Expect<Equal<typeof y32, Float32Array>>,
+    Expect<Equal<typeof y16, Uint16Array>>,
+    Expect<Equal<typeof s16, FusedRmsNormWithSum<"f16">>>,
+    Expect<Equal<typeof s16.output, Uint16Array>>,
+  ];
+
+  // upload exactly as the README writes it (no options), and tensors typed by dtype.
+  const g32 = norm.upload(new Float32Array(hidden));
+  const g16 = norm.upload(new Uint16Array(hidden), { dtype: "f16" });
+  const r32 = await g32.read();
+  const r16 = await g16.read();
+  type _Tensors = [
+    Expect<Equal<typeof g32, GpuTensor<"f32">>>,
+    Expect<Equal<typeof g16, GpuTensor<"f16">>>,
+    Expect<Equal<typeof g16.dtype, "f16">>,
+    Expect<Equal<typeof r32, Float32Array>>,
+    Expect<Equal<typeof r16, Uint16Array>>,
+  ];
+
+  // Results left on the GPU, from host arrays or tensors, f32 and f16.
+  const t32 = await norm.run({ input: f32(), residual: f32(), gamma: g32, hidden, output: "gpu" });
+  const t16 = await norm.run({ input: f16(), residual: f16(), gamma: g16, hidden, output: "gpu" });
+  const w16 = await norm.runWithSum({ input: t16, residual: f16(), gamma: g16, hidden, output: "gpu" });
+  type _Gpu = [
+    Expect<Equal<typeof t32, GpuTensor<"f32">>>,
+    Expect<Equal<typeof t16, GpuTensor<"f16">>>,
+    Expect<Equal<typeof w16, FusedRmsNormGpuWithSum<"f16">>>,
+  ];
+
+  // In place, both dtypes: resolves with nothing.
+  const done32 = await norm.run({ input: t32, residual: norm.upload(f32()), gamma: g32, hidden, inPlace: true });
+  const done16 = await norm.runWithSum({ input: w16.output, residual: w16.sum, gamma: g16, hidden, inPlace: true });
+  type _InPlace = [Expect<Equal<typeof done32, void>>, Expect<Equal<typeof done16, void>>];
+
+  // Timing calls take either dtype.
+  const ms: number = await norm.timeDispatches({ input: f16(), residual: f16(), gamma: g16, hidden }, 10);
+  const gpu: number | undefined = await norm.gpuTime({ input: f32(), residual: f32(), gamma: g32, hidden }, 10);
+
+  // Preparing, trimming, counting, and the device-loss handlers.
+  await norm.prepare({ hidden, bias: true, sum: true });
+  await norm.prepare([{ hidden, dtype: "f16" }, { hidden, inPlace: true }]);
+  norm.trim();
+  const stats: FusedRmsNormDebugStats = norm.debugStats();
+  const counts: number[] = [stats.liveTensors, stats.liveTensorBytes, stats.idleBytes, stats.devicesOpened, stats.pipelines];
+  norm.ondevicelost = (e: FusedRmsNormDeviceLostEvent) => console.warn(e.reason, e.message);
+  norm.ondevicerestored = () => console.log("re-upload weights");
+  norm.ondevicelost = null;
+
+  // An f16 host array is a Uint16Array, or a Float16Array where the lib has one.
+  const bits: F16Array = new Uint16Array(4);
+  console.log(ms, gpu, counts, bits, r32, r16);
+  [g32, g16, t32, t16, w16.output, w16.sum].forEach((t) => t.free());
+  norm.free();
+}
