@@ -20,6 +20,7 @@
 //! [`reference`] the f64 CPU reference every test compares against.
 
 pub mod clock;
+pub mod cpu;
 pub mod device;
 pub mod dtype;
 pub mod error;
