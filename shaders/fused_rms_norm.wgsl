@@ -19,8 +19,10 @@
 //   EXACT      the row is exactly SLOTS * WG columns, so the cached columns
 //              need no bounds checks (set only for the hidden it was made for)
 //   HAS_BIAS, HAS_BETA, WRITE_SUM   which optional buffers exist
+//   IN_PLACE   y goes to input and v to residual, both in phase 2, so that
+//              nothing is overwritten while a rescaled row still reads it
 //   V, square_sum(V), max_abs(V)    the element type and its reductions
-//   Cache, fill, drain, cached_squares   the per-thread cache of SLOTS
+//   Cache, fill, drain   the per-thread cache of SLOTS
 //              columns, as an array walked by loops or as a struct of named
 //              fields written out slot by slot (see Variant::unroll). Each
 //              phase issues all its loads before any arithmetic that uses them,
@@ -113,6 +115,18 @@ fn load_v(base: u32, i: u32) -> V {
     return v;
 }
 
+// v * scale for a power of two `scale`, formed from scaled terms: the inputs of
+// a tiny row can be normal while their sum is subnormal, which a GPU may flush
+// to zero; scaled first, every term and sum is normal. Scaling by 2^k is exact,
+// so this is the f32 sum the reference forms, times scale.
+fn load_v_scaled(base: u32, i: u32, scale: f32) -> V {
+    var v = ld(input[base + i]) * scale + ld(residual[base + i]) * scale;
+    if HAS_BIAS {
+        v += ld(bias[i]) * scale;
+    }
+    return v;
+}
+
 fn fetch(base: u32, i: u32) -> Slot {
     var s: Slot;
     s.v = load_v(base, i);
@@ -155,8 +169,8 @@ fn with_affine(i: u32, s: Slot) -> Slot {
     return t;
 }
 
-fn store_y(base: u32, i: u32, s: Slot, pre: f32, post: f32) {
-    var y = (s.v * pre) * post * s.g;
+fn store_y(base: u32, i: u32, s: Slot, post: f32) {
+    var y = s.v * post * s.g;
     if HAS_BETA {
         y += s.b;
     }
@@ -192,13 +206,14 @@ fn main(
     }
     let total = reduce_workgroup(lid, acc);
 
-    // y = (v * pre) * post * gamma + beta. The plain case is pre = 1 and
-    // post = inverseSqrt(mean + eps). A row whose squares overflow f32 (values
-    // ~1e20 and up) or underflow it (~1e-19 and down) is scaled by a power of
-    // two first, which is exact, so it normalizes like a row of ~1. NaN and
-    // Inf rows stay on the plain path and poison only themselves.
-    var pre = 1.0;
+    // y = v * post * gamma + beta, post = inverseSqrt(mean + eps). A row whose
+    // squares overflow f32 (values ~1e20 and up) or underflow it (~1e-19 and
+    // down) is normalized from v scaled by a power of two instead, formed again
+    // from the scaled inputs, so it normalizes like a row of ~1. Only such rows
+    // pay for the second pass. NaN and Inf rows stay on the plain path and
+    // poison only themselves.
     var post = inverseSqrt(total.x / params.hidden + params.eps);
+    var scale = 1.0;
     // A NaN row must stay NaN: `max` may drop NaNs, so its largest magnitude can look
     // finite, and the eps-dominated branch below would then hide the NaN.
     let needs_scaling = !is_nan(total.x) && (!is_finite(total.x) || total.x < TINY_SUM)
@@ -207,19 +222,18 @@ fn main(
         // frexp(m).exp puts m * 2^-exp in [0.5, 1); clamping keeps the scale a
         // normal f32 (subnormals may be flushed to zero on GPUs).
         let k = clamp(-frexp(total.y).exp, -126, 126);
-        let scale = ldexp(1.0, k);
-        var scaled = cached_squares(&cache, lid, width, scale);
-        for (var i = lid + SLOTS * WG; i < width; i += WG) {
-            scaled += square_sum(load_v(base, i) * scale);
+        var squares = 0.0;
+        for (var i = lid; i < width; i += WG) {
+            squares += square_sum(load_v_scaled(base, i, ldexp(1.0, k)));
         }
         // Every lane has read the first result before `partials` is reused.
         workgroupBarrier();
-        let mean = reduce_workgroup(lid, vec2(scaled, 0.0)).x / params.hidden;
+        let mean = reduce_workgroup(lid, vec2(squares, 0.0)).x / params.hidden;
         // eps * scale², as two exact steps: written as a product, a compiler may form
         // scale * scale first (NVIDIA's does), which overflows to Inf, and 0 * Inf is NaN.
         let eps_scaled = ldexp(ldexp(params.eps, k), k);
         if is_finite(eps_scaled) {
-            pre = scale;
+            scale = ldexp(1.0, k);
             post = inverseSqrt(mean + eps_scaled);
         } else {
             // eps dominates a mean this small by more than f32 can see.
@@ -227,13 +241,24 @@ fn main(
         }
     }
 
-    // Phase 2: normalize and write.
-    drain(&cache, base, lid, width, pre, post);
+    // Phase 2: normalize and write (in place, v too: nothing was overwritten before).
+    if scale != 1.0 {
+        for (var i = lid; i < width; i += WG) {
+            var s = refetch(base, i);
+            if IN_PLACE {
+                put_v(base + i, s.v);
+            }
+            s.v = load_v_scaled(base, i, scale);
+            store_y(base, i, s, post);
+        }
+        return;
+    }
+    drain(&cache, base, lid, width, post);
     for (var i = lid + SLOTS * WG; i < width; i += WG) {
         let s = refetch(base, i);
         if IN_PLACE {
             put_v(base + i, s.v);
         }
-        store_y(base, i, s, pre, post);
+        store_y(base, i, s, post);
     }
 }

@@ -10,7 +10,7 @@ use crate::error::Error;
 /// device's buffers hold nothing.
 pub type ContextId = u64;
 
-fn next_context_id() -> ContextId {
+pub(crate) fn next_context_id() -> ContextId {
     static NEXT: AtomicU64 = AtomicU64::new(1);
     NEXT.fetch_add(1, Ordering::Relaxed)
 }

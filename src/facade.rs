@@ -16,10 +16,11 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::future_to_promise;
 
+use crate::backend::Engine;
 use crate::clock::now_ms;
+use crate::device::AdapterSummary;
 use crate::error::Error;
 use crate::gpu::GpuContext;
-use crate::instance::Instance;
 use crate::js_args::{
     object, parse_args, parse_kernels, parse_timed, settings, to_js, upload_arg, Args,
 };
@@ -40,7 +41,7 @@ extern "C" {
 /// row by row. Create with `await FusedRmsNorm.create()`; release with `free()`.
 #[wasm_bindgen(skip_typescript)]
 pub struct FusedRmsNorm {
-    instance: Rc<Instance>,
+    engine: Engine,
     handlers: Rc<Handlers>,
 }
 
@@ -94,18 +95,20 @@ impl FusedRmsNorm {
     /// WebGPU or no adapter, `GpuDeviceError` where the device cannot be created, and
     /// `TypeError` for malformed options.
     pub async fn create(options: Option<CreateOptions>) -> Result<FusedRmsNorm, JsValue> {
-        let settings = settings(options.as_ref().map(|o| o.as_ref())).map_err(to_js)?;
-        let instance = Instance::open(settings).await.map_err(to_js)?;
+        let (settings, choice) = settings(options.as_ref().map(|o| o.as_ref())).map_err(to_js)?;
+        let engine = Engine::open(choice, settings).await.map_err(to_js)?;
         let handlers = Rc::new(Handlers::new());
-        handlers.watch(&instance.latest());
-        let weak = Rc::downgrade(&handlers);
-        instance.set_on_reopen(move |ctx| {
-            if let Some(h) = weak.upgrade() {
-                h.watch(ctx);
-                Handlers::fire(&h.restored, &JsValue::UNDEFINED);
-            }
-        });
-        Ok(FusedRmsNorm { instance, handlers })
+        if let Some(instance) = engine.gpu() {
+            handlers.watch(&instance.latest());
+            let weak = Rc::downgrade(&handlers);
+            instance.set_on_reopen(move |ctx| {
+                if let Some(h) = weak.upgrade() {
+                    h.watch(ctx);
+                    Handlers::fire(&h.restored, &JsValue::UNDEFINED);
+                }
+            });
+        }
+        Ok(FusedRmsNorm { engine, handlers })
     }
 
     /// Uploads `data` to the GPU as a tensor this instance's calls accept in place of an
@@ -118,8 +121,8 @@ impl FusedRmsNorm {
         #[wasm_bindgen(unchecked_param_type = "GpuTensorOptions")] options: Option<JsValue>,
     ) -> Result<JsValue, JsValue> {
         let a = upload_arg(&data, options.as_ref()).map_err(to_js)?;
-        let tensor = self.instance.upload(&a).map_err(to_js)?;
-        Ok(tensor_value(tensor, &self.instance))
+        let tensor = self.engine.upload(&a).map_err(to_js)?;
+        Ok(tensor_value(tensor, &self.engine))
     }
 
     /// Normalizes `args.input + args.residual (+ args.bias)` row by row. Resolves with a
@@ -130,7 +133,7 @@ impl FusedRmsNorm {
         &self,
         #[wasm_bindgen(unchecked_param_type = "FusedRmsNormArgs")] args: JsValue,
     ) -> Promise {
-        self.start(parse_args(&args, false), |done, _| Ok(results(done, false)))
+        self.start(parse_args(&args, false), |done| Ok(results(done, false)))
     }
 
     /// As `run`, and also resolves with `sum = input + residual (+ bias)`, the residual
@@ -140,7 +143,7 @@ impl FusedRmsNorm {
         &self,
         #[wasm_bindgen(unchecked_param_type = "FusedRmsNormArgs")] args: JsValue,
     ) -> Promise {
-        self.start(parse_args(&args, true), |done, _| Ok(results(done, true)))
+        self.start(parse_args(&args, true), |done| Ok(results(done, true)))
     }
 
     /// Runs `args` with the kernel dispatched `repeat` times (an integer from 1 to 10,000)
@@ -154,7 +157,7 @@ impl FusedRmsNorm {
         #[wasm_bindgen(unchecked_param_type = "number")] repeat: JsValue,
     ) -> Promise {
         let start = now_ms();
-        self.start(parse_timed(&args, &repeat, false), move |_, _| {
+        self.start(parse_timed(&args, &repeat, false), move |_| {
             Ok(JsValue::from_f64(now_ms() - start))
         })
     }
@@ -168,7 +171,7 @@ impl FusedRmsNorm {
         #[wasm_bindgen(unchecked_param_type = "FusedRmsNormArgs")] args: JsValue,
         #[wasm_bindgen(unchecked_param_type = "number")] repeat: JsValue,
     ) -> Promise {
-        self.start(parse_timed(&args, &repeat, true), |done, _| {
+        self.start(parse_timed(&args, &repeat, true), |done| {
             Ok(done
                 .ns
                 .map_or(JsValue::UNDEFINED, |ns| JsValue::from_f64(ns / 1e6)))
@@ -178,23 +181,37 @@ impl FusedRmsNorm {
     /// The adapter this instance runs on.
     #[wasm_bindgen(getter, js_name = adapterInfo, unchecked_return_type = "FusedRmsNormAdapterInfo")]
     pub fn adapter_info(&self) -> JsValue {
-        let ctx = self.instance.latest();
-        let a = ctx.adapter();
+        let summary = match &self.engine {
+            Engine::Gpu(g) => g.latest().adapter().clone(),
+            Engine::Cpu(_) => AdapterSummary {
+                architecture: "cpu".into(),
+                device: "webgpu-rmsnorm CPU backend".into(),
+                description: "WebAssembly (SIMD), one thread, no GPU".into(),
+                is_fallback: true,
+                ..Default::default()
+            },
+        };
         let info = object(&[
-            ("vendor", JsValue::from_str(&a.vendor)),
-            ("architecture", JsValue::from_str(&a.architecture)),
-            ("device", JsValue::from_str(&a.device)),
-            ("description", JsValue::from_str(&a.description)),
-            ("isFallbackAdapter", JsValue::from_bool(a.is_fallback)),
+            ("vendor", JsValue::from_str(&summary.vendor)),
+            ("architecture", JsValue::from_str(&summary.architecture)),
+            ("device", JsValue::from_str(&summary.device)),
+            ("description", JsValue::from_str(&summary.description)),
+            ("isFallbackAdapter", JsValue::from_bool(summary.is_fallback)),
         ]);
         Object::freeze(info.unchecked_ref::<Object>()).into()
+    }
+
+    /// Which backend runs: `"webgpu"` or `"cpu"` (see `create`'s `backend`).
+    #[wasm_bindgen(getter)]
+    pub fn backend(&self) -> String {
+        self.engine.name().into()
     }
 
     /// Counters for leak checks in long-running apps and tests.
     #[wasm_bindgen(js_name = debugStats, unchecked_return_type = "FusedRmsNormDebugStats")]
     pub fn debug_stats(&self) -> JsValue {
-        let ctx = self.instance.latest();
-        let stats = ctx.buffer_stats();
+        let gpu = self.engine.gpu().map(|g| g.latest());
+        let stats = gpu.as_ref().map(|c| c.buffer_stats());
         let memory = wasm_bindgen::memory()
             .dyn_into::<js_sys::WebAssembly::Memory>()
             .ok()
@@ -202,15 +219,27 @@ impl FusedRmsNorm {
             .map_or(0, |b| b.byte_length());
         let (tensors, tensor_bytes) = live_tensors();
         object(&[
-            ("liveBuffers", (stats.live as f64).into()),
-            ("idleBuffers", (stats.idle as f64).into()),
-            ("idleBytes", (stats.idle_bytes as f64).into()),
+            ("liveBuffers", (stats.map_or(0, |s| s.live) as f64).into()),
+            ("idleBuffers", (stats.map_or(0, |s| s.idle) as f64).into()),
+            (
+                "idleBytes",
+                (stats.map_or(0, |s| s.idle_bytes) as f64).into(),
+            ),
             ("liveTensors", (tensors as f64).into()),
             ("liveTensorBytes", (tensor_bytes as f64).into()),
             ("wasmMemoryBytes", (memory as f64).into()),
-            ("shaderF16", ctx.uses_shader_f16().into()),
-            ("devicesOpened", self.instance.devices_opened().into()),
-            ("pipelines", (ctx.pipeline_count() as f64).into()),
+            (
+                "shaderF16",
+                gpu.as_ref().is_some_and(|c| c.uses_shader_f16()).into(),
+            ),
+            (
+                "devicesOpened",
+                self.engine.gpu().map_or(0, |g| g.devices_opened()).into(),
+            ),
+            (
+                "pipelines",
+                (gpu.as_ref().map_or(0, |c| c.pipeline_count()) as f64).into(),
+            ),
         ])
     }
 
@@ -230,7 +259,7 @@ impl FusedRmsNorm {
             Ok(k) => k,
             Err(e) => return Promise::reject(&to_js(e)),
         };
-        let prepared = self.instance.prepare(kernels);
+        let prepared = self.engine.prepare(kernels);
         future_to_promise(async move {
             prepared.await.map_err(to_js)?;
             Ok(JsValue::UNDEFINED)
@@ -277,14 +306,18 @@ impl FusedRmsNorm {
     /// Releases the GPU buffers pooled for reuse now (they are also released after
     /// 5 seconds idle). Calls after it create new ones.
     pub fn trim(&self) {
-        self.instance.latest().trim();
+        if let Some(g) = self.engine.gpu() {
+            g.latest().trim();
+        }
     }
 
     /// Destroys the GPU device, as a driver reset would. Calls in flight reject with
     /// `GpuDeviceError`; the next call of any kind opens a new device. For testing recovery.
     #[wasm_bindgen(js_name = simulateDeviceLoss)]
     pub fn simulate_device_loss(&self) {
-        self.instance.simulate_device_loss();
+        if let Some(g) = self.engine.gpu() {
+            g.simulate_device_loss();
+        }
     }
 }
 
@@ -295,21 +328,21 @@ impl FusedRmsNorm {
     fn start(
         &self,
         parsed: Result<(Args, Request), Error>,
-        finish: impl FnOnce(Finished, &Rc<GpuContext>) -> Result<JsValue, Error> + 'static,
+        finish: impl FnOnce(Finished) -> Result<JsValue, Error> + 'static,
     ) -> Promise {
         let (x, request) = match parsed {
             Ok(p) => p,
             Err(e) => return Promise::reject(&to_js(e)),
         };
-        let call = self.instance.call(&x, request);
-        let instance = self.instance.clone();
+        let call = self.engine.call(&x, request);
+        let engine = self.engine.clone();
         future_to_promise(async move {
-            let (ctx, mut done) = call.await.map_err(to_js)?;
+            let mut done = call.await.map_err(to_js)?;
             if let Some(out) = done.gpu.take() {
-                let y = tensor_value(out.y, &instance);
+                let y = tensor_value(out.y, &engine);
                 return Ok(match out.sum {
                     Some(sum) if request.sum && request.to == Destination::Gpu => {
-                        object(&[("output", y), ("sum", tensor_value(sum, &instance))])
+                        object(&[("output", y), ("sum", tensor_value(sum, &engine))])
                     }
                     _ => y,
                 });
@@ -317,7 +350,7 @@ impl FusedRmsNorm {
             if request.to == Destination::InPlace {
                 return Ok(JsValue::UNDEFINED);
             }
-            finish(done, &ctx).map_err(to_js)
+            finish(done).map_err(to_js)
         })
     }
 }

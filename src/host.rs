@@ -42,6 +42,18 @@ pub trait HostArray: Len {
 
     /// This argument with any host data copied (tensors stay as they are).
     fn detach(&self) -> Arg<OwnedArray>;
+
+    /// The numbers copied into wasm memory, for the CPU backend; the error says why the
+    /// browser refused the array.
+    fn to_cpu(&self) -> Result<CpuData, String>;
+}
+
+/// Numbers in wasm memory (natively: in Rust vectors): the CPU backend's arrays and tensors.
+#[derive(Clone, Debug, PartialEq)]
+pub enum CpuData {
+    F32(Vec<f32>),
+    /// Half-precision bits.
+    F16(Vec<u16>),
 }
 
 impl Len for OwnedArray {
@@ -61,6 +73,10 @@ impl HostArray for OwnedArray {
 
     fn detach(&self) -> Arg<OwnedArray> {
         Arg::Host(self.clone())
+    }
+
+    fn to_cpu(&self) -> Result<CpuData, String> {
+        (**self).to_cpu()
     }
 }
 
@@ -108,24 +124,35 @@ impl<H: HostArray> HostArray for Arg<H> {
             Arg::Gpu(t) => Arg::Gpu(t.clone()),
         }
     }
+
+    fn to_cpu(&self) -> Result<CpuData, String> {
+        match self {
+            Arg::Host(h) => h.to_cpu(),
+            Arg::Gpu(_) => Err("a GpuTensor is used as it is, never copied".into()),
+        }
+    }
 }
 
 #[cfg(not(target_arch = "wasm32"))]
 mod imp {
     use std::rc::Rc;
 
-    use super::{Arg, HostArray, OwnedArray, Upload};
+    use super::{Arg, CpuData, HostArray, OwnedArray, Upload};
     use crate::dtype::Dtype;
     use crate::shape::Len;
 
     /// Numbers whose little-endian bytes are uploaded as they are: f32, or f16 as its bits.
     trait Element: Copy + 'static {
         const DTYPE: Dtype;
+        fn cpu(v: Vec<Self>) -> CpuData;
         fn le_bytes(self) -> impl IntoIterator<Item = u8>;
     }
 
     impl Element for f32 {
         const DTYPE: Dtype = Dtype::F32;
+        fn cpu(v: Vec<f32>) -> CpuData {
+            CpuData::F32(v)
+        }
         fn le_bytes(self) -> impl IntoIterator<Item = u8> {
             self.to_le_bytes()
         }
@@ -133,6 +160,9 @@ mod imp {
 
     impl Element for u16 {
         const DTYPE: Dtype = Dtype::F16;
+        fn cpu(v: Vec<u16>) -> CpuData {
+            CpuData::F16(v)
+        }
         fn le_bytes(self) -> impl IntoIterator<Item = u8> {
             self.to_le_bytes()
         }
@@ -172,6 +202,10 @@ mod imp {
                 fn detach(&self) -> Arg<OwnedArray> {
                     Arg::Host(Rc::new(self.to_vec()))
                 }
+
+                fn to_cpu(&self) -> Result<CpuData, String> {
+                    Ok(<$e as Element>::cpu(self.to_vec()))
+                }
             }
         };
     }
@@ -191,6 +225,14 @@ mod imp {
 
     pub fn new_host_vec(len: usize, _dtype: Dtype) -> HostVec {
         Vec::with_capacity(len)
+    }
+
+    /// A result computed in memory, as the host receives it.
+    pub fn host_vec(data: &CpuData) -> HostVec {
+        match data {
+            CpuData::F32(v) => v.clone(),
+            CpuData::F16(v) => v.iter().map(|&h| crate::dtype::f16_value(h)).collect(),
+        }
     }
 
     /// Appends `count` numbers read from the mapped `buffer` at element `start` of `dst`.
@@ -224,7 +266,7 @@ mod imp {
 mod imp {
     use std::rc::Rc;
 
-    use super::{Arg, HostArray, OwnedArray, Upload};
+    use super::{Arg, CpuData, HostArray, OwnedArray, Upload};
     use crate::dtype::Dtype;
     use crate::shape::Len;
     use js_sys::{ArrayBuffer, Float32Array, Function, Object, Reflect, Uint16Array};
@@ -260,6 +302,7 @@ mod imp {
         byte_offset: Option<Function>,
         buffer: Option<Function>,
         slice: Option<Function>,
+        set: Option<Function>,
     }
 
     impl Intrinsics {
@@ -278,6 +321,9 @@ mod imp {
                 byte_offset: accessor(&"byteOffset".into()),
                 buffer: accessor(&"buffer".into()),
                 slice: Reflect::get(&proto, &"slice".into())
+                    .ok()
+                    .and_then(|f| f.dyn_into().ok()),
+                set: Reflect::get(&proto, &"set".into())
                     .ok()
                     .and_then(|f| f.dyn_into().ok()),
             }
@@ -394,6 +440,44 @@ mod imp {
         fn detach(&self) -> Arg<OwnedArray> {
             Arg::Host(Rc::new(self.copy()))
         }
+
+        fn to_cpu(&self) -> Result<CpuData, String> {
+            // `%TypedArray%.prototype.set` on a view of wasm memory: one copy, sized by the
+            // source's internal length (never a getter's), and a throw comes back as an Err.
+            // f16 goes through a Uint16Array of the same bits, so a Float16Array is not
+            // converted value by value.
+            let copy = |dst: &JsValue, src: &JsValue| {
+                INTRINSICS
+                    .with(|i| i.set.as_ref().map(|set| set.call1(dst, src)))
+                    .unwrap_or_else(|| Err(JsValue::from_str("no TypedArray.prototype.set")))
+                    .map(|_| ())
+                    .map_err(|e| {
+                        Reflect::get(&e, &"message".into())
+                            .ok()
+                            .and_then(|m| m.as_string())
+                            .unwrap_or_else(|| "the copy failed".into())
+                    })
+            };
+            match self.dtype {
+                Dtype::F32 => {
+                    let mut v = vec![0f32; self.len];
+                    // The view lives only for this copy: nothing allocates meanwhile, so
+                    // wasm memory cannot grow and detach it.
+                    let view = unsafe { Float32Array::view_mut_raw(v.as_mut_ptr(), v.len()) };
+                    copy(&view, &self.array)?;
+                    Ok(CpuData::F32(v))
+                }
+                Dtype::F16 => {
+                    let bits = self
+                        .bits()
+                        .map_err(|_| "a typed array whose bits can be read".to_string())?;
+                    let mut v = vec![0u16; self.len];
+                    let view = unsafe { Uint16Array::view_mut_raw(v.as_mut_ptr(), v.len()) };
+                    copy(&view, &bits)?;
+                    Ok(CpuData::F16(v))
+                }
+            }
+        }
     }
 
     /// A result under assembly: a fresh typed array owned by JavaScript.
@@ -426,6 +510,14 @@ mod imp {
         match dtype {
             Dtype::F32 => HostVec::F32(Float32Array::new_with_length(len as u32)),
             Dtype::F16 => HostVec::F16(Uint16Array::new_with_length(len as u32)),
+        }
+    }
+
+    /// A result computed in wasm memory, copied out into a fresh typed array.
+    pub fn host_vec(data: &CpuData) -> HostVec {
+        match data {
+            CpuData::F32(v) => HostVec::F32(Float32Array::from(&v[..])),
+            CpuData::F16(v) => HostVec::F16(Uint16Array::from(&v[..])),
         }
     }
 

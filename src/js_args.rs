@@ -10,6 +10,7 @@
 use js_sys::{Object, Reflect};
 use wasm_bindgen::prelude::*;
 
+use crate::backend::Choice;
 use crate::dtype::Dtype;
 use crate::error::Error;
 use crate::host::{Arg, JsArray};
@@ -39,7 +40,7 @@ extern "C" {
 const ARGS_KEYS: [&str; 9] = [
     "input", "residual", "gamma", "beta", "bias", "hidden", "eps", "output", "inPlace",
 ];
-const OPTIONS_KEYS: [&str; 2] = ["powerPreference", "shaderF16"];
+const OPTIONS_KEYS: [&str; 3] = ["backend", "powerPreference", "shaderF16"];
 const UPLOAD_OPTIONS_KEYS: [&str; 1] = ["dtype"];
 const PREPARE_KEYS: [&str; 6] = ["hidden", "bias", "beta", "sum", "dtype", "inPlace"];
 
@@ -400,19 +401,32 @@ fn parse_kernel(o: &JsValue) -> Result<Kernel, Error> {
     })
 }
 
-/// `create`'s options.
-pub fn settings(options: Option<&JsValue>) -> Result<Settings, Error> {
+/// `create`'s options: the device's settings, and the backend asked for.
+pub fn settings(options: Option<&JsValue>) -> Result<(Settings, Choice), Error> {
     let mut settings = Settings::default();
     let Some(o) = options.filter(|o| !o.is_undefined() && !o.is_null()) else {
-        return Ok(settings);
+        return Ok((settings, Choice::default()));
     };
     if !o.is_object() {
         return Err(Error::Type(format!(
-            "options: expected an object {{ powerPreference?, shaderF16? }} or undefined, got {}",
+            "options: expected an object {{ backend?, powerPreference?, shaderF16? }} or undefined, got {}",
             describe(o)
         )));
     }
     check_keys(o, "options", &OPTIONS_KEYS)?;
+    let b = get(o, "backend");
+    let choice = match b.as_string().as_deref() {
+        _ if b.is_undefined() => Choice::default(),
+        Some("webgpu") => Choice::WebGpu,
+        Some("cpu") => Choice::Cpu,
+        Some("auto") => Choice::Auto,
+        _ => {
+            return Err(Error::Type(format!(
+                "options.backend: expected \"webgpu\", \"cpu\" or \"auto\", got {}",
+                describe(&b)
+            )))
+        }
+    };
     let p = get(o, "powerPreference");
     settings.power = match p.as_string().as_deref() {
         _ if p.is_undefined() => wgpu::PowerPreference::default(),
@@ -436,7 +450,7 @@ pub fn settings(options: Option<&JsValue>) -> Result<Settings, Error> {
             )));
         }
     };
-    Ok(settings)
+    Ok((settings, choice))
 }
 
 /// A plain object of `fields`, for results.

@@ -9,8 +9,8 @@ use js_sys::Promise;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::future_to_promise;
 
+use crate::backend::Engine;
 use crate::error::Error;
-use crate::instance::Instance;
 use crate::js_args::{get, prototype_of, to_js};
 use crate::tensor::Tensor;
 
@@ -20,7 +20,7 @@ use crate::tensor::Tensor;
 pub struct GpuTensor {
     handle: u32,
     tensor: Rc<Tensor>,
-    instance: Rc<Instance>,
+    engine: Engine,
 }
 
 thread_local! {
@@ -33,7 +33,7 @@ thread_local! {
 }
 
 /// Hands `tensor` to JavaScript as a `GpuTensor`.
-pub fn tensor_value(tensor: Rc<Tensor>, instance: &Rc<Instance>) -> JsValue {
+pub fn tensor_value(tensor: Rc<Tensor>, engine: &Engine) -> JsValue {
     let handle = NEXT_HANDLE.with(|n| {
         let h = n.get();
         n.set(h.wrapping_add(1).max(1));
@@ -43,7 +43,7 @@ pub fn tensor_value(tensor: Rc<Tensor>, instance: &Rc<Instance>) -> JsValue {
     let v: JsValue = GpuTensor {
         handle,
         tensor,
-        instance: instance.clone(),
+        engine: engine.clone(),
     }
     .into();
     TENSOR_PROTOTYPE.with(|p| {
@@ -115,7 +115,7 @@ impl GpuTensor {
     /// `Uint16Array` of the half-precision bits for f16.
     #[wasm_bindgen(unchecked_return_type = "Promise<Float32Array | Uint16Array>")]
     pub fn read(&self) -> Promise {
-        let read = self.instance.read(&self.tensor);
+        let read = self.engine.read(&self.tensor);
         future_to_promise(async move {
             let done = read.await.map_err(to_js)?;
             Ok(done.host.map_or(JsValue::UNDEFINED, |o| o.y.into()))

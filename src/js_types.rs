@@ -106,6 +106,12 @@ export interface GpuTensorOptions<D extends Dtype = Dtype> {
 
 /** Options of `FusedRmsNorm.create`. */
 export interface FusedRmsNormOptions {
+  /**
+   * `"webgpu"` (default): the GPU, or a rejection where there is none. `"cpu"`: WebAssembly
+   * SIMD in this thread. `"auto"`: WebGPU on a real GPU adapter, the CPU backend where
+   * WebGPU is missing, has no adapter, or only a software (fallback) one.
+   */
+  backend?: "webgpu" | "cpu" | "auto";
   powerPreference?: "low-power" | "high-performance";
   /** f16 data through WGSL `shader-f16` where the adapter has it (default true); false packs halves in u32s. */
   shaderF16?: boolean;
@@ -197,8 +203,10 @@ export class FusedRmsNorm {
   prepare(kernels: FusedRmsNormKernel | readonly FusedRmsNormKernel[]): Promise<void>;
   /** Releases the GPU buffers pooled for reuse (they also go after 5 s idle). */
   trim(): void;
-  /** The adapter this instance runs on. */
+  /** The adapter this instance runs on (on the CPU backend: `architecture: "cpu"`). */
   readonly adapterInfo: FusedRmsNormAdapterInfo;
+  /** Which backend runs. */
+  readonly backend: "webgpu" | "cpu";
   /** Counters for leak checks. */
   debugStats(): FusedRmsNormDebugStats;
   /** Called when the device is lost; tensors of the lost device hold nothing. */

@@ -197,13 +197,10 @@ impl Variant {
     /// a struct every access is a named field, which needs no unrolling.
     fn cache_wgsl(&self) -> String {
         const SIG_FILL: &str = "fn fill(c: ptr<function, Cache>, base: u32, lid: u32, width: u32, acc: ptr<function, vec2<f32>>)";
-        const SIG_DRAIN: &str = "fn drain(c: ptr<function, Cache>, base: u32, lid: u32, width: u32, pre: f32, post: f32)";
-        const SIG_SQUARES: &str =
-            "fn cached_squares(c: ptr<function, Cache>, lid: u32, width: u32, scale: f32) -> f32";
+        const SIG_DRAIN: &str =
+            "fn drain(c: ptr<function, Cache>, base: u32, lid: u32, width: u32, post: f32)";
         if self.slots == 0 {
-            return format!(
-                "alias Cache = u32;\n{SIG_FILL} {{}}\n{SIG_DRAIN} {{}}\n{SIG_SQUARES} {{ return 0.0; }}\n"
-            );
+            return format!("alias Cache = u32;\n{SIG_FILL} {{}}\n{SIG_DRAIN} {{}}\n");
         }
         if !self.unroll {
             let each = |body: &str| {
@@ -211,15 +208,14 @@ impl Variant {
             };
             return format!(
                 "alias Cache = array<Slot, SLOTS>;\n\
-                 {SIG_FILL} {{\n{}{}    if WRITE_SUM {{\n{}    }}\n}}\n\
-                 {SIG_DRAIN} {{\n{}{}}}\n\
-                 {SIG_SQUARES} {{\n    var s = 0.0;\n{}    return s;\n}}\n",
+                 {SIG_FILL} {{\n{}{}    if WRITE_SUM && !IN_PLACE {{\n{}    }}\n}}\n\
+                 {SIG_DRAIN} {{\n{}{}{}}}\n",
                 each("if EXACT || i < width { (*c)[k] = fetch(base, i); }"),
                 each("tally(acc, (*c)[k].v);"),
                 each("if EXACT || i < width { put_v(base + i, (*c)[k].v); }"),
+                each("if IN_PLACE && (EXACT || i < width) { put_v(base + i, (*c)[k].v); }"),
                 each("if EXACT || i < width { (*c)[k] = with_affine(i, (*c)[k]); }"),
-                each("if EXACT || i < width { store_y(base, i, (*c)[k], pre, post); }"),
-                each("s += square_sum((*c)[k].v * scale);"),
+                each("if EXACT || i < width { store_y(base, i, (*c)[k], post); }"),
             );
         }
         let fields: String = (0..self.slots).map(|k| format!(" s{k}: Slot,")).collect();
@@ -235,15 +231,14 @@ impl Variant {
         };
         format!(
             "struct Cache {{{fields} }};\n\
-             {SIG_FILL} {{\n{}{}    if WRITE_SUM {{\n{}    }}\n}}\n\
-             {SIG_DRAIN} {{\n{}{}}}\n\
-             {SIG_SQUARES} {{\n    var s = 0.0;\n{}    return s;\n}}\n",
+             {SIG_FILL} {{\n{}{}    if WRITE_SUM && !IN_PLACE {{\n{}    }}\n}}\n\
+             {SIG_DRAIN} {{\n{}{}{}}}\n",
             each("if EXACT || i < width { SLOT = fetch(base, i); }"),
             each("tally(acc, SLOT.v);"),
             each("if EXACT || i < width { put_v(base + i, SLOT.v); }"),
+            each("if IN_PLACE && (EXACT || i < width) { put_v(base + i, SLOT.v); }"),
             each("if EXACT || i < width { SLOT = with_affine(i, SLOT); }"),
-            each("if EXACT || i < width { store_y(base, i, SLOT, pre, post); }"),
-            each("s += square_sum(SLOT.v * scale);"),
+            each("if EXACT || i < width { store_y(base, i, SLOT, post); }"),
         )
     }
 

@@ -19,8 +19,10 @@
 //! [`host`] is where numbers live on the host, [`dtype`] how they are stored, and
 //! [`reference`] the f64 CPU reference every test compares against.
 
+pub mod backend;
 pub mod clock;
 pub mod cpu;
+pub mod cpu_driver;
 pub mod device;
 pub mod dtype;
 pub mod error;

@@ -70,7 +70,12 @@ impl GpuContext {
 
     /// Copies a tensor of this context back to the host.
     pub fn read_tensor(&self, t: &Rc<Tensor>) -> Result<Pending, Error> {
-        let buffer = t.check("tensor", self.dev.id)?;
+        t.check("tensor", self.dev.id)?;
+        let Some(buffer) = t.buffer() else {
+            return Err(Error::Type(
+                "tensor: expected a GpuTensor on this device".into(),
+            ));
+        };
         let shape = Shape {
             rows: usize::from(t.len > 0),
             hidden: t.len.max(1),

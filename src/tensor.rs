@@ -3,14 +3,16 @@
 //!
 //! A tensor is made on a device, or, when it is uploaded while a lost device is being
 //! replaced, waits with a host copy of its data until the new device exists (see
-//! `instance.rs`); either way it is placed once and never moves.
+//! `instance.rs`); either way it is placed once and never moves. On the CPU backend a
+//! tensor's numbers live in wasm memory instead, so an app's pipeline code is the same on
+//! both backends.
 
 use std::cell::{OnceCell, RefCell};
 
 use crate::device::{ContextId, LostSlot};
 use crate::dtype::Dtype;
 use crate::error::Error;
-use crate::host::OwnedArray;
+use crate::host::{CpuData, OwnedArray};
 
 /// Where a tensor's numbers live once placed.
 pub struct Placed {
@@ -29,6 +31,8 @@ pub struct Tensor {
     placed: OnceCell<Placed>,
     /// The data of a tensor uploaded while no device was live, until one is.
     waiting: RefCell<Option<OwnedArray>>,
+    /// On the CPU backend: the context that made it, and its numbers.
+    cpu: Option<(ContextId, RefCell<CpuData>)>,
 }
 
 impl Tensor {
@@ -44,7 +48,28 @@ impl Tensor {
             dtype,
             placed: OnceCell::new(),
             waiting: RefCell::new(data),
+            cpu: None,
         }
+    }
+
+    /// A tensor of the CPU backend's context `owner`.
+    pub fn on_cpu(data: CpuData, owner: ContextId) -> Tensor {
+        let (len, dtype) = match &data {
+            CpuData::F32(v) => (v.len(), Dtype::F32),
+            CpuData::F16(v) => (v.len(), Dtype::F16),
+        };
+        Tensor {
+            len,
+            dtype,
+            placed: OnceCell::new(),
+            waiting: RefCell::new(None),
+            cpu: Some((owner, RefCell::new(data))),
+        }
+    }
+
+    /// The numbers of a CPU backend tensor.
+    pub fn cpu_data(&self) -> Option<&RefCell<CpuData>> {
+        self.cpu.as_ref().map(|(_, d)| d)
     }
 
     /// The buffer, once placed.
@@ -68,8 +93,20 @@ impl Tensor {
         }
     }
 
-    /// A tensor argument must be placed on the live device of context `owner`.
-    pub fn check(&self, name: &str, owner: ContextId) -> Result<&wgpu::Buffer, Error> {
+    /// A tensor argument must be context `owner`'s, and if on a device, on a live one.
+    pub fn check(&self, name: &str, owner: ContextId) -> Result<(), Error> {
+        let foreign = || {
+            Error::Type(format!(
+                "{name}: expected a GpuTensor of this FusedRmsNorm, got one of another instance"
+            ))
+        };
+        if let Some((cpu_owner, _)) = &self.cpu {
+            return if *cpu_owner == owner {
+                Ok(())
+            } else {
+                Err(foreign())
+            };
+        }
         let Some(p) = self.placed.get() else {
             return Err(Error::GpuDevice(format!(
                 "{name}: expected a GpuTensor on a live device, got one uploaded while the \
@@ -82,11 +119,9 @@ impl Tensor {
             )));
         }
         if p.owner != owner {
-            return Err(Error::Type(format!(
-                "{name}: expected a GpuTensor of this FusedRmsNorm, got one of another instance"
-            )));
+            return Err(foreign());
         }
-        Ok(&p.buffer)
+        Ok(())
     }
 }
 

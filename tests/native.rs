@@ -688,3 +688,88 @@ fn idle_buffers_are_bounded_released_when_idle_and_trimmed() {
     );
     case.check(&ctx, "after trim");
 }
+
+/// The CPU backend's driver against the same case matrix and reference as the GPU, with host
+/// arrays, tensors, in place and f16, through the same checks.
+#[test]
+fn cpu_backend_runs_the_case_matrix_and_every_kind_of_call() {
+    use webgpu_rmsnorm::cpu_driver::CpuContext;
+    use webgpu_rmsnorm::host::Arg;
+    use webgpu_rmsnorm::Request;
+    let cpu = CpuContext::default();
+    let mut rng = Rng(0x5EED_000E);
+    for c in matrix() {
+        let case = Case::random(&mut rng, c.rows, c.hidden, c.bias, c.beta, c.eps, 1.0);
+        let x = case.inputs();
+        let out = cpu.submit(&x, Request::host(true)).unwrap().host.unwrap();
+        let (want_y, want_v) = fused_rms_norm(&x);
+        assert!(worst_error(&out.y, &want_y, &x, RTOL) <= 1.0, "cpu {c}");
+        assert_eq!(out.sum.unwrap(), want_v, "cpu {c}: sum");
+    }
+    // Tensors: out of place to new tensors, then in place, read back.
+    let case = Case::new(3, 768, true, true, 1e-6, 0x5EED_000F);
+    let up = |a: &[f32]| Arg::<&[f32]>::Gpu(cpu.upload(&a).unwrap());
+    let (input, residual) = (up(&case.input), up(&case.residual));
+    let x = webgpu_rmsnorm::Inputs {
+        input: input.clone(),
+        residual: residual.clone(),
+        gamma: up(&case.gamma),
+        beta: case.beta.as_deref().map(Arg::Host),
+        bias: case.bias.as_deref().map(Arg::Host),
+        hidden: 768,
+        eps: 1e-6,
+    };
+    let gpu = cpu.submit(&x, Request::to_gpu(true)).unwrap().gpu.unwrap();
+    cpu.submit(&x, Request::in_place()).unwrap();
+    let read =
+        |t: &std::rc::Rc<webgpu_rmsnorm::tensor::Tensor>| cpu.read(t).unwrap().host.unwrap().y;
+    let (want_y, want_v) = fused_rms_norm(&case.inputs());
+    let Arg::Gpu(t_in) = &input else {
+        unreachable!()
+    };
+    let Arg::Gpu(t_res) = &residual else {
+        unreachable!()
+    };
+    for (what, y, v) in [
+        ("new tensors", read(&gpu.y), read(gpu.sum.as_ref().unwrap())),
+        ("in place", read(t_in), read(t_res)),
+    ] {
+        assert!(
+            worst_error(&y, &want_y, &case.inputs(), RTOL) <= 1.0,
+            "{what}"
+        );
+        assert_eq!(v, want_v, "{what}: v");
+    }
+    // The same checks as the GPU path: a foreign tensor, a bad length, host data in place.
+    let other = CpuContext::default();
+    let foreign = webgpu_rmsnorm::Inputs {
+        input: Arg::Gpu(other.upload(&case.input.as_slice()).unwrap()),
+        ..x.clone()
+    };
+    assert_eq!(
+        cpu.submit(&foreign, Request::host(false))
+            .err()
+            .map(|e| e.name()),
+        Some("TypeError")
+    );
+    let short = webgpu_rmsnorm::Inputs {
+        gamma: Arg::Host(&case.gamma[..5]),
+        ..x.clone()
+    };
+    assert_eq!(
+        cpu.submit(&short, Request::host(false))
+            .err()
+            .map(|e| e.name()),
+        Some("ShapeError")
+    );
+    let host = webgpu_rmsnorm::Inputs {
+        input: Arg::Host(case.input.as_slice()),
+        ..x
+    };
+    assert_eq!(
+        cpu.submit(&host, Request::in_place())
+            .err()
+            .map(|e| e.name()),
+        Some("TypeError")
+    );
+}

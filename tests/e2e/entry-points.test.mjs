@@ -27,6 +27,8 @@ import * as ref from "/lib/reference.js";
 import * as seeded from "/lib/seeded.js";
 import * as f16 from "/lib/f16.js";
 window.lib = { init, pkg, ref, seeded, f16 };
+// Which backend the tests that run on both make their instances with (?backend=cpu).
+window.backend = new URLSearchParams(location.search).get("backend") ?? "webgpu";
 window.ready = location.search.includes("noinit") ? Promise.resolve() : init();
 </script>`;
 
@@ -186,11 +188,11 @@ test("device loss: a tensor of the lost device rejects GpuDeviceError naming the
   assert.deepEqual(r, []);
 });
 
-test("timing calls: repeat must be an integer from 1 to 10000, checked before anything is recorded", async () => {
+for (const backend of ["webgpu", "cpu"]) test(`timing calls: repeat must be an integer from 1 to 10000, checked before anything is recorded (${backend})`, async () => {
   const r = await inPage(async () => {
     const { pkg, seeded } = window.lib;
     const a = seeded.caseArgs({ rows: 1, hidden: 4, seed: 10 });
-    const n = await pkg.FusedRmsNorm.create();
+    const n = await pkg.FusedRmsNorm.create({ backend: window.backend });
     const SE = "ShapeError", TE = "TypeError";
     const bad = [[-1, SE], [0, SE], [-0, SE], [NaN, SE], [1.5, SE], [1e12, SE], [10001, SE], [2 ** 32 - 1, SE], [Infinity, SE], [-Infinity, SE],
       ["5", TE], [null, TE], [undefined, TE], [{}, TE], [1n, TE], [new Number(3), TE], [[3], TE]];
@@ -212,7 +214,7 @@ test("timing calls: repeat must be an integer from 1 to 10000, checked before an
       if (most instanceof Error) failures.push(`${method}(args, 10000): ${most.name}: ${most.message}`);
     }
     return failures;
-  });
+  }, undefined, { query: `?backend=${backend}` });
   assert.deepEqual(r, []);
 });
 
@@ -252,11 +254,11 @@ const HOSTILE = String.raw`(() => {
   return { data, options, plain, dtypeOf };
 })()`;
 
-test("hostile arguments: upload × options never throws anything but a named TypeError/ShapeError, and valid ones round-trip", async () => {
+for (const backend of ["webgpu", "cpu"]) test(`hostile arguments: upload × options never throws anything but a named TypeError/ShapeError, and valid ones round-trip (${backend})`, async () => {
   const r = await inPage(async (hostileSource) => {
     const { pkg, seeded, ref } = window.lib;
     const { data, options, plain, dtypeOf } = eval(hostileSource);
-    const n = await pkg.FusedRmsNorm.create();
+    const n = await pkg.FusedRmsNorm.create({ backend: window.backend });
     const failures = [];
     let uploads = 0, refused = 0;
     const acceptable = (dn, on, d) =>
@@ -287,16 +289,16 @@ test("hostile arguments: upload × options never throws anything but a named Typ
     if (!after.ok) failures.push("a good call after the sweep failed");
     n.free();
     return { failures, uploads, refused };
-  }, HOSTILE);
+  }, HOSTILE, { query: `?backend=${backend}` });
   assert.deepEqual(r.failures, []);
   assert.ok(r.uploads >= 8 && r.refused > 150, JSON.stringify(r));
 });
 
-test("hostile arguments: timeDispatches and gpuTime with hostile args or repeat reject with a named error, never throw", async () => {
+for (const backend of ["webgpu", "cpu"]) test(`hostile arguments: timeDispatches and gpuTime with hostile args or repeat reject with a named error, never throw (${backend})`, async () => {
   const r = await inPage(async (hostileSource) => {
     const { pkg, seeded, ref } = window.lib;
     const { data } = eval(hostileSource);
-    const n = await pkg.FusedRmsNorm.create();
+    const n = await pkg.FusedRmsNorm.create({ backend: window.backend });
     const a = seeded.caseArgs({ rows: 1, hidden: 4, seed: 12 });
     const argsValues = {
       "null": () => null, "a revoked Proxy": () => Proxy.revocable({}, {}).proxy, "a Float32Array": () => a.input,
@@ -328,16 +330,16 @@ test("hostile arguments: timeDispatches and gpuTime with hostile args or repeat 
     const after = ref.compare(a, await n.run(a));
     if (!after.ok) failures.push("a good call after the sweep failed");
     return { failures, calls };
-  }, HOSTILE);
+  }, HOSTILE, { query: `?backend=${backend}` });
   assert.deepEqual(r.failures, []);
   assert.ok(r.calls > 200, `${r.calls} calls`);
 });
 
-test("freed objects: every member of a freed instance or tensor fails with InvalidStateError; free() twice is harmless", async () => {
+for (const backend of ["webgpu", "cpu"]) test(`freed objects: every member of a freed instance or tensor fails with InvalidStateError; free() twice is harmless (${backend})`, async () => {
   const r = await inPage(async () => {
     const { pkg, seeded } = window.lib;
     const a = seeded.caseArgs({ rows: 1, hidden: 4, seed: 13 });
-    const n = await pkg.FusedRmsNorm.create();
+    const n = await pkg.FusedRmsNorm.create({ backend: window.backend });
     const t = n.upload(a.input);
     const kept = n.upload(a.residual);
     t.free();
@@ -374,7 +376,7 @@ test("freed objects: every member of a freed instance or tensor fails with Inval
       "new FusedRmsNorm().run": await outcome(() => new pkg.FusedRmsNorm().run(a)),
     });
     return out;
-  });
+  }, undefined, { query: `?backend=${backend}` });
   const want = {};
   for (const k of Object.keys(r)) want[k] = k.startsWith("run") || ["tensor.read()", "timeDispatches", "gpuTime", "new FusedRmsNorm().run"].includes(k) ? "rejected InvalidStateError" : "threw InvalidStateError";
   want["a live tensor of a freed instance, read()"] = "resolved";
@@ -399,11 +401,11 @@ test("before init(): create() rejects InvalidStateError saying to call `await in
   assert.equal(r.after, true);
 });
 
-test("soak: upload → run(output: gpu) → free, 2000 times: GPU buffers, live tensors and wasm memory stay flat", async () => {
+for (const backend of ["webgpu", "cpu"]) test(`soak: upload → run(output: gpu) → free, 2000 times: GPU buffers, live tensors and wasm memory stay flat (${backend})`, async () => {
   const r = await inPage(async () => {
     const { pkg, seeded, ref } = window.lib;
     const a = seeded.caseArgs({ rows: 4, hidden: 256, beta: true, seed: 15 });
-    const n = await pkg.FusedRmsNorm.create();
+    const n = await pkg.FusedRmsNorm.create({ backend: window.backend });
     const gamma = n.upload(a.gamma);
     const step = async () => {
       const x = n.upload(a.input);
@@ -420,12 +422,52 @@ test("soak: upload → run(output: gpu) → free, 2000 times: GPU buffers, live 
     const ok = ref.compare(a, await y.read()).ok;
     y.free();
     return { warm, end, ok };
-  });
+  }, undefined, { query: `?backend=${backend}` });
   assert.equal(r.ok, true);
   assert.equal(r.end.liveBuffers, r.warm.liveBuffers, JSON.stringify(r));
   assert.equal(r.end.liveTensors, 1, "only gamma is alive");
   assert.equal(r.end.liveTensors, r.warm.liveTensors);
   assert.equal(r.end.wasmMemoryBytes, r.warm.wasmMemoryBytes);
+});
+
+test("CPU backend: every kind of call matches the reference; auto picks it on this fallback adapter; a tensor of the other backend is refused", async () => {
+  const r = await inPage(async (kindsSource) => {
+    const { pkg, seeded } = window.lib;
+    const kinds = eval(kindsSource);
+    const failures = [];
+    const n = await pkg.FusedRmsNorm.create({ backend: "cpu" });
+    const auto = await pkg.FusedRmsNorm.create({ backend: "auto" });
+    const gpu = await pkg.FusedRmsNorm.create();
+    for (const [shape, seed] of [[[3, 64], 21], [[1, 4099], 22], [[0, 8], 23], [[5, 768], 24]]) {
+      const [rows, hidden] = shape;
+      const a = seeded.caseArgs({ rows, hidden, bias: true, beta: seed % 2 === 0, eps: seed === 23 ? 0 : 1e-6, seed });
+      for (const [name, call] of Object.entries(kinds)) {
+        if (name === "f16 arrays" && hidden % 4) continue;
+        if (name === "in place" && rows === 0) continue;
+        try {
+          const rep = await call(n, window.lib, a);
+          if (!rep.ok) failures.push(`${name} ${rows}x${hidden}: ${rep.problems.join("; ")}`);
+        } catch (e) {
+          failures.push(`${name} ${rows}x${hidden}: ${e?.name}: ${e?.message}`);
+        }
+      }
+    }
+    const a = seeded.caseArgs({ rows: 2, hidden: 8, seed: 25 });
+    const other = await gpu.run({ ...a, input: n.upload(a.input) }).then(() => "resolved", (e) => e.name);
+    const back = await n.run({ ...a, gamma: gpu.upload(a.gamma) }).then(() => "resolved", (e) => e.name);
+    return {
+      failures,
+      backends: [n.backend, auto.backend, gpu.backend],
+      info: n.adapterInfo.architecture,
+      gpuTime: await n.gpuTime(a, 2),
+      other, back,
+    };
+  }, KINDS);
+  assert.deepEqual(r.failures, []);
+  assert.deepEqual(r.backends, ["cpu", "cpu", "webgpu"], "auto on SwiftShader (a fallback adapter) is the CPU backend");
+  assert.equal(r.info, "cpu");
+  assert.equal(r.gpuTime, undefined);
+  assert.deepEqual([r.other, r.back], ["TypeError", "TypeError"]);
 });
 
 /** Runs tsc on a project of tests/types; resolves with its exit code and output. */

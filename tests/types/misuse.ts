@@ -36,6 +36,7 @@ export async function misuse(norm: FusedRmsNorm, good: FusedRmsNormArgs): Promis
   await norm.run({ input, residual, gamma, hidden: 4, Eps: 1e-5 }); // misuse: misspelt eps
   await norm.prepare({ hidden: 4, dtype: "bf16" }); // misuse: no such dtype
   norm.ondevicelost = "reload"; // misuse: a handler must be a function
+  await FusedRmsNorm.create({ backend: "wasm" }); // misuse: no such backend
 
   console.log(total, doubled, notAwaited, output, made, wrong);
 }

@@ -17,7 +17,9 @@ type Expect<T extends true> = T;
 export async function overloads(): Promise<void> {
   // The README's form of init, with an explicit path (no deprecation warning).
   await init({ module_or_path: new URL("webgpu_rmsnorm_bg.wasm", import.meta.url) });
-  const norm = await FusedRmsNorm.create();
+  const norm = await FusedRmsNorm.create({ backend: "auto" });
+  const backend: "webgpu" | "cpu" = norm.backend;
+  console.log(backend, await FusedRmsNorm.create({ backend: "cpu" }));
   const hidden = 8;
   const f32 = () => new Float32Array(2 * hidden);
   const f16 = () => new Uint16Array(2 * hidden);
