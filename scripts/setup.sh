@@ -29,13 +29,16 @@ fi
 missing=()
 command -v chromium >/dev/null || missing+=(chromium)
 command -v chromedriver >/dev/null || missing+=(chromium-driver)
+# Firefox ESR: the end-to-end suite's second browser, where WebGPU is missing (the CPU backend).
+command -v firefox-esr >/dev/null || missing+=(firefox-esr)
 # lavapipe: a Vulkan driver on the CPU, for the native GPU tests.
 ls /usr/share/vulkan/icd.d/lvp_icd*.json >/dev/null 2>&1 || missing+=(mesa-vulkan-drivers)
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     say "apt-get install ${missing[*]}"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+    # Another apt-get (an unattended upgrade) may hold the dpkg lock: wait for it, not fail.
+    apt-get -o DPkg::Lock::Timeout=600 update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq "${missing[@]}" >/dev/null
   else
     echo "Missing system packages: ${missing[*]}" >&2
     echo "Install them (Debian/Ubuntu: sudo apt-get install ${missing[*]}) and run again." >&2
@@ -43,7 +46,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   fi
 fi
 
-if [ ! -d node_modules/playwright-core ]; then
+if [ ! -d node_modules/playwright-core ] || [ ! -d node_modules/puppeteer-core ]; then
   say "installing node packages"
   npm ci --no-audit --no-fund
 fi

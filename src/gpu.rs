@@ -27,6 +27,9 @@ pub struct GpuContext {
     pool: Rc<BufferPool>,
     /// When the pool was last trimmed of buffers idle too long (ms, `clock::now_ms`).
     trimmed_at: Cell<f64>,
+    /// The error scopes of the call being encoded, once it has pushed them (`creating`).
+    scopes: RefCell<Option<(wgpu::ErrorScopeGuard, wgpu::ErrorScopeGuard)>>,
+    in_call: Cell<bool>,
     /// Uniform blocks by content (see `uniform`).
     uniforms: RefCell<HashMap<[u8; Params::SIZE], wgpu::Buffer>>,
 }
@@ -62,6 +65,8 @@ impl GpuContext {
             pool: Rc::new(BufferPool::default()),
             trimmed_at: Cell::new(0.0),
             uniforms: RefCell::new(HashMap::new()),
+            scopes: RefCell::new(None),
+            in_call: Cell::new(false),
             dev,
         }
     }
@@ -93,12 +98,14 @@ impl GpuContext {
 
     /// The pipeline for `variant`, compiled on first use.
     pub fn pipeline(&self, variant: crate::kernel::Variant) -> wgpu::ComputePipeline {
-        self.pipelines.get(&self.dev.device, variant)
+        self.pipelines
+            .get(&self.dev.device, variant, &|| self.creating())
     }
 
     /// Binds one dispatch's buffers (see [`BINDINGS`]).
     pub fn bind_group(&self, in_place: bool, bound: &Bound) -> wgpu::BindGroup {
-        self.pipelines.bind(&self.dev.device, in_place, bound)
+        self.pipelines
+            .bind(&self.dev.device, in_place, bound, &|| self.creating())
     }
 
     /// A uniform buffer holding `params`, outside the pool (for benchmarks).
@@ -226,7 +233,46 @@ impl GpuContext {
             plan.dtype,
             request.to == Destination::Host,
         );
+        self.in_call.set(true);
+        let encoded = self.encode_call(x, &plan, &mut pending);
+        self.in_call.set(false);
+        // Popped in the order pushed's reverse, as scopes nest.
+        if let Some((oom, validation)) = self.scopes.take() {
+            pending
+                .scopes
+                .push(("the GPU rejected the work", Box::pin(validation.pop())));
+            pending
+                .scopes
+                .push(("the GPU ran out of memory", Box::pin(oom.pop())));
+        }
+        encoded?;
+        Ok(pending)
+    }
+
+    /// Pushes the call's error scopes, if not yet pushed, before it creates a GPU object.
+    /// A call that creates nothing (in place on tensors, every object cached: an inference
+    /// app's decode step) pushes none and resolves without waiting on them: on Dawn on an
+    /// H200, awaiting two scopes cost a call 12 µs, pushing and popping them more in the
+    /// browser. Such a call records the same commands on the same objects as an earlier
+    /// call that was checked, and a lost device is caught by the next call.
+    fn creating(&self) {
+        if self.in_call.get() && self.scopes.borrow().is_none() {
+            let device = &self.dev.device;
+            let oom = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+            let validation = device.push_error_scope(wgpu::ErrorFilter::Validation);
+            *self.scopes.borrow_mut() = Some((oom, validation));
+        }
+    }
+
+    fn encode_call<A: HostArray>(
+        &self,
+        x: &Inputs<A>,
+        plan: &Plan,
+        pending: &mut Pending,
+    ) -> Result<(), Error> {
+        let request = plan.request;
         if request.to == Destination::Gpu {
+            self.creating();
             pending.gpu = Some(GpuOutput {
                 y: self.tensor(plan.shape.len(), plan.dtype),
                 sum: request
@@ -235,28 +281,11 @@ impl GpuContext {
             });
         }
         if plan.shape.is_empty() {
-            return Ok(pending);
+            return Ok(());
         }
-        // Everything between the pushes and the pops is synchronous, so calls that
+        // Everything from the first push to the pops is synchronous, so calls that
         // interleave at their awaits never share a scope.
-        let oom_scope = self
-            .dev
-            .device
-            .push_error_scope(wgpu::ErrorFilter::OutOfMemory);
-        let validation_scope = self
-            .dev
-            .device
-            .push_error_scope(wgpu::ErrorFilter::Validation);
-        let encoded = self.encode(x, &plan, &mut pending);
-        pending.scopes.push((
-            "the GPU rejected the work",
-            Box::pin(validation_scope.pop()),
-        ));
-        pending
-            .scopes
-            .push(("the GPU ran out of memory", Box::pin(oom_scope.pop())));
-        encoded?;
-        Ok(pending)
+        self.encode(x, plan, pending)
     }
 
     /// Records and submits `plan`'s dispatches, chunk by chunk of rows.
@@ -329,6 +358,7 @@ impl GpuContext {
             let group = self.bind_group(in_place, &bound);
             // The first chunk's pass is the one timed (a timed call is one chunk in practice).
             let query = (timed && self.dev.caps.timestamps && first == 0).then(|| {
+                self.creating();
                 self.dev.device.create_query_set(&wgpu::QuerySetDescriptor {
                     label: Some("pass time"),
                     ty: wgpu::QueryType::Timestamp,
@@ -424,8 +454,12 @@ impl GpuContext {
     /// A pooled storage buffer of `len` elements.
     fn pooled_storage(&self, len: usize, dtype: Dtype, extra: wgpu::BufferUsages) -> Pooled {
         let usage = wgpu::BufferUsages::STORAGE | extra;
-        self.pool
-            .take(&self.dev.device, usage, (len * dtype.bytes()) as u64)
+        self.pool.take(
+            &self.dev.device,
+            usage,
+            (len * dtype.bytes()) as u64,
+            &|| self.creating(),
+        )
     }
 
     /// The uniform buffer holding `params`: one per distinct block, written once. An app
@@ -439,6 +473,7 @@ impl GpuContext {
         if uniforms.len() >= MAX_UNIFORMS {
             uniforms.clear();
         }
+        self.creating();
         let b = self.params_buffer(params);
         uniforms.insert(bytes, b.clone());
         b
@@ -454,7 +489,9 @@ impl GpuContext {
     ) -> Pooled {
         let usage = wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST;
         let bytes = dtype.copy_bytes(n);
-        let staging = self.pool.take(&self.dev.device, usage, bytes);
+        let staging = self
+            .pool
+            .take(&self.dev.device, usage, bytes, &|| self.creating());
         encoder.copy_buffer_to_buffer(src, 0, &staging, 0, bytes);
         staging
     }

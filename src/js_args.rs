@@ -47,11 +47,18 @@ const PREPARE_KEYS: [&str; 6] = ["hidden", "bias", "beta", "sum", "dtype", "inPl
 /// A misspelt field would otherwise be ignored and its default used without a word (`Eps`
 /// for `eps`): every own key of `o` must be one of `known`. Inherited fields (getters on a
 /// class) are the caller's own business and are not checked.
-fn check_keys(o: &JsValue, what: &str, known: &[&str]) -> Result<(), Error> {
+fn check_keys(o: &JsValue, what: &str, known: &'static [&'static str]) -> Result<(), Error> {
     let Ok(keys) = own_keys(o) else {
         return Ok(());
     };
-    for key in keys.iter().filter_map(|k| k.as_string()) {
+    // Matched as JavaScript strings against a Set of the known names: reading every name
+    // into Rust (a UTF-8 encode each) on every call cost more than the check is worth.
+    let set = known_set(known);
+    for key in keys
+        .iter()
+        .filter(|k| !set.has(k))
+        .filter_map(|k| k.as_string())
+    {
         if known.contains(&key.as_str()) {
             continue;
         }
@@ -69,6 +76,26 @@ fn check_keys(o: &JsValue, what: &str, known: &[&str]) -> Result<(), Error> {
         )));
     }
     Ok(())
+}
+
+thread_local! {
+    static KNOWN_SETS: std::cell::RefCell<Vec<(usize, js_sys::Set)>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// `known` as a JavaScript Set, made once per list.
+fn known_set(known: &'static [&'static str]) -> js_sys::Set {
+    let id = known.as_ptr() as usize;
+    KNOWN_SETS.with(|sets| {
+        if let Some((_, s)) = sets.borrow().iter().find(|(k, _)| *k == id) {
+            return s.clone();
+        }
+        let s = js_sys::Set::new(&JsValue::UNDEFINED);
+        for k in known {
+            s.add(&JsValue::from_str(k));
+        }
+        sets.borrow_mut().push((id, s.clone()));
+        s
+    })
 }
 
 /// Levenshtein distance, for suggesting the field a typo meant.
@@ -90,7 +117,9 @@ fn edit_distance(a: &str, b: &str) -> usize {
 }
 
 pub fn get(obj: &JsValue, key: &str) -> JsValue {
-    Reflect::get(obj, &JsValue::from_str(key)).unwrap_or(JsValue::UNDEFINED)
+    // Interned: the same few field names are read on every call, and making a JavaScript
+    // string from Rust each time (a UTF-8 decode) was a measurable part of a small call.
+    Reflect::get(obj, &JsValue::from_str(wasm_bindgen::intern(key))).unwrap_or(JsValue::UNDEFINED)
 }
 
 pub fn to_js(e: Error) -> JsValue {

@@ -206,8 +206,43 @@ impl Layout {
 /// of buffers (its tensors, the pool's buffers of its few shapes) over and over.
 const MAX_BIND_GROUPS: usize = 128;
 
-/// What a bind group binds: in place or not, and each binding's buffer (stubs included).
-type GroupKey = (bool, [Option<wgpu::Buffer>; BINDINGS.len()]);
+/// What a bind group binds: in place or not, and each binding's buffer (stubs included), by
+/// identity.
+type GroupKey = (bool, [Identity; BINDINGS.len()]);
+
+/// A buffer's identity as wgpu hashes it: on the web backend a counter never reused, natively
+/// an id with its epoch. Taken through `Hash` because cloning a buffer to key a map with it
+/// is a call into JavaScript on the web, several per call; `None` if wgpu ever hashes more
+/// than this holds (then nothing is cached).
+type Identity = Option<[u8; 32]>;
+
+#[derive(Default)]
+struct Capture {
+    bytes: [u8; 32],
+    len: usize,
+    overflow: bool,
+}
+
+impl std::hash::Hasher for Capture {
+    fn write(&mut self, bytes: &[u8]) {
+        match self.bytes.get_mut(self.len..self.len + bytes.len()) {
+            Some(dst) => dst.copy_from_slice(bytes),
+            None => self.overflow = true,
+        }
+        self.len += bytes.len();
+    }
+
+    fn finish(&self) -> u64 {
+        0
+    }
+}
+
+fn identity(buffer: &wgpu::Buffer) -> Identity {
+    use std::hash::Hash;
+    let mut c = Capture::default();
+    buffer.hash(&mut c);
+    (!c.overflow).then_some(c.bytes)
+}
 
 /// A device's layouts and its pipelines, compiled on first use and cached by variant.
 pub struct Pipelines {
@@ -254,10 +289,17 @@ impl Pipelines {
     }
 
     /// The pipeline for `variant`, compiled on first use.
-    pub fn get(&self, device: &wgpu::Device, variant: Variant) -> wgpu::ComputePipeline {
+    /// The pipeline for `variant`, compiled on first use (`creating` runs first then).
+    pub fn get(
+        &self,
+        device: &wgpu::Device,
+        variant: Variant,
+        creating: &dyn Fn(),
+    ) -> wgpu::ComputePipeline {
         if let Some(p) = self.cache.borrow().get(&variant) {
             return p.clone();
         }
+        creating();
         let label = variant.label();
         let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
             label: Some(&label),
@@ -281,22 +323,38 @@ impl Pipelines {
     }
 
     /// Binds one dispatch's buffers: a cached group where the same buffers were bound before.
-    pub fn bind(&self, device: &wgpu::Device, in_place: bool, bound: &Bound) -> wgpu::BindGroup {
-        let mut buffers: [Option<wgpu::Buffer>; BINDINGS.len()] = Default::default();
+    pub fn bind(
+        &self,
+        device: &wgpu::Device,
+        in_place: bool,
+        bound: &Bound,
+        creating: &dyn Fn(),
+    ) -> wgpu::BindGroup {
+        let mut buffers: [Option<&wgpu::Buffer>; BINDINGS.len()] = [None; BINDINGS.len()];
+        let mut ids: [Identity; BINDINGS.len()] = [None; BINDINGS.len()];
         for b in BINDINGS.iter().filter(|b| b.present(in_place)) {
             let stub = if b.role == Role::Output {
                 &self.stub_out
             } else {
                 &self.stub_in
             };
-            buffers[b.index as usize] = Some(bound[b.index as usize].unwrap_or(stub).clone());
+            let buffer = bound[b.index as usize].unwrap_or(stub);
+            buffers[b.index as usize] = Some(buffer);
+            ids[b.index as usize] = identity(buffer);
         }
-        let key = (in_place, buffers);
-        if let Some(group) = self.groups.borrow().get(&key) {
-            return group.clone();
+        let cacheable = buffers
+            .iter()
+            .zip(&ids)
+            .all(|(b, id)| b.is_none() || id.is_some());
+        let key = (in_place, ids);
+        if let Some(group) = cacheable
+            .then(|| self.groups.borrow().get(&key).cloned())
+            .flatten()
+        {
+            return group;
         }
-        let entries: Vec<wgpu::BindGroupEntry> = key
-            .1
+        creating();
+        let entries: Vec<wgpu::BindGroupEntry> = buffers
             .iter()
             .enumerate()
             .filter_map(|(i, b)| {
@@ -311,6 +369,9 @@ impl Pipelines {
             layout: &self.layout(in_place).bind_group,
             entries: &entries,
         });
+        if !cacheable {
+            return group;
+        }
         let mut groups = self.groups.borrow_mut();
         if groups.len() >= MAX_BIND_GROUPS {
             // The buffers of old groups are usually gone: start over rather than track ages.

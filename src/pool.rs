@@ -80,8 +80,15 @@ pub fn size_class(size: u64) -> u64 {
 }
 
 impl BufferPool {
-    /// A buffer of at least `size` bytes with exactly `usage`.
-    pub fn take(&self, device: &wgpu::Device, usage: wgpu::BufferUsages, size: u64) -> Pooled {
+    /// A buffer of at least `size` bytes with exactly `usage`; `creating` runs before a new
+    /// one is made.
+    pub fn take(
+        &self,
+        device: &wgpu::Device,
+        usage: wgpu::BufferUsages,
+        size: u64,
+        creating: &dyn Fn(),
+    ) -> Pooled {
         let size = size_class(size);
         let mut idle = self.idle.borrow_mut();
         // Best fit among the idle, and not more than twice the size asked for.
@@ -96,6 +103,7 @@ impl BufferPool {
         let buffer = match found {
             Some(i) => idle.remove(i).buffer,
             None => {
+                creating();
                 self.live.set(self.live.get() + 1);
                 device.create_buffer(&wgpu::BufferDescriptor {
                     label: None,

@@ -1,5 +1,8 @@
 // The demo page (www/) as `bash scripts/demo.sh` serves it: www/ at /, pkg/ at /pkg/.
 // Drives it through its controls like a user, and leaves a screenshot in test-results/.
+// It opens on the Auto backend; the WebGPU cards are checked on WebGPU (headless Chromium's
+// SwiftShader adapter), then the same cards on the CPU backend. Firefox, which has no WebGPU,
+// loads it in firefox.test.mjs.
 //
 //   node --test --test-reporter=spec tests/e2e/
 import { test as nodeTest, before, after } from "node:test";
@@ -65,12 +68,60 @@ async function progressThrough(progressId, buttonId) {
   );
 }
 
+/** Picks a backend in the control; resolves once the new instance is ready, with the panel's facts. */
+async function chooseBackend(choice, want = choice) {
+  await page.check(`#backend-${choice}`);
+  await page.waitForSelector(`#adapter[data-backend="${want}"]`, { timeout: 20_000 });
+  await page.waitForSelector('#status[data-state="ready"]', { timeout: 20_000 });
+  await page.waitForSelector("#run:not([disabled])");
+  return {
+    backend: await page.getAttribute("#adapter", "data-backend"),
+    field: (await page.textContent('#adapter [data-field="backend"]')).trim(),
+    kind: (await page.textContent('#adapter [data-field="fallback"]')).trim(),
+    status: (await page.textContent("#status")).trim(),
+  };
+}
+
+/** Whether this browser's WebGPU adapter is a software fallback, as the page's own would see. */
+async function fallbackAdapter() {
+  return page.evaluate(async () => {
+    const a = await navigator.gpu?.requestAdapter();
+    return a ? Boolean(a.info?.isFallbackAdapter ?? a.isFallbackAdapter) : null;
+  });
+}
+
 /** "12.3 µs" / "1.20 ms" as milliseconds; NaN when it is not a time. */
 function parseMs(text) {
   const m = /^\s*([\d.]+(?:e[-+]?\d+)?)\s*(µs|ms|s)\s*$/.exec(text);
   if (!m) return NaN;
   return Number(m[1]) * { "µs": 1e-3, ms: 1, s: 1e3 }[m[2]];
 }
+
+test("demo opens on the Auto backend and shows which one runs: CPU on a fallback adapter, else WebGPU", async (t) => {
+  assert.equal(await page.isChecked("#backend-auto"), true, "#backend-auto is the default");
+  const fallback = await fallbackAdapter();
+  assert.notEqual(fallback, null, "headless Chromium with --enable-unsafe-webgpu has an adapter");
+  const want = fallback ? "cpu" : "webgpu";
+  assert.equal(await page.getAttribute("#adapter", "data-backend"), want);
+  const field = (await page.textContent('#adapter [data-field="backend"]')).trim();
+  assert.match(field, want === "cpu" ? /^CPU .*auto: WebGPU's adapter here is a software fallback/ : /^WebGPU.*auto: a hardware GPU adapter/);
+  assert.ok(await page.isHidden("#no-webgpu"), "WebGPU exists here: no WebGPU-missing panel");
+  assert.match(await page.textContent("#status"), want === "cpu" ? /Ready on the CPU backend/ : /Ready on WebGPU/);
+  for (const id of ["backend-auto", "backend-webgpu", "backend-cpu"]) {
+    const label = await page.$eval(`#${id}`, (el) => el.labels?.[0]?.textContent.trim() ?? "");
+    assert.ok(label.length > 0, `#${id} has a label`);
+  }
+  t.diagnostic(`auto: ${field}`);
+});
+
+test("demo backend control: WebGPU recreates the instance on the adapter", async () => {
+  const r = await chooseBackend("webgpu");
+  assert.equal(r.backend, "webgpu");
+  assert.match(r.field, /^WebGPU/);
+  assert.match(r.kind, /Fallback|Hardware/);
+  assert.match(r.status, /Ready on WebGPU/);
+  assert.match(page.url(), /[?&]backend=webgpu/, "the address keeps the choice");
+});
 
 test("demo shows the adapter: vendor, architecture and whether it is a fallback", async () => {
   const text = await page.textContent("#adapter");
@@ -160,8 +211,8 @@ test("demo shows library errors by name and message, then recovers", async () =>
   assert.match(await page.textContent("#output"), /empty/);
 });
 
-test("demo size sweep (#sweep) shows progress and draws both series", async (t) => {
-  await setProblem({ rows: 4, hidden: 4096 });
+/** Runs the size sweep; returns its series, each with its point count, and the table's rows. */
+async function runSweep() {
   await page.click("#sweep");
   await progressThrough("sweep-progress", "sweep");
   const state = await page.getAttribute("#status", "data-state");
@@ -170,11 +221,25 @@ test("demo size sweep (#sweep) shows progress and draws both series", async (t) 
   const series = await page.$$eval("#chart polyline", (ls) =>
     ls.map((l) => ({ key: l.dataset.series, points: l.getAttribute("points").trim().split(/\s+/).length })),
   );
+  const table = await page.$$eval("#sweep-table tbody tr", (rows) => rows.map((r) => [...r.cells].map((c) => c.textContent)));
+  return { sizes, series, table };
+}
+
+test("demo size sweep (#sweep) shows progress and draws WebGPU, the CPU backend and the JS loop", async (t) => {
+  await setProblem({ rows: 4, hidden: 4096 });
+  const { sizes, series, table } = await runSweep();
   assert.deepEqual(series, [
     { key: "gpu", points: sizes },
+    { key: "cpu", points: sizes },
     { key: "js", points: sizes },
   ]);
-  assert.equal(await page.$$eval("#sweep-table tbody tr", (rows) => rows.length), sizes);
+  assert.equal(table.length, sizes);
+  for (const row of table) {
+    assert.equal(row.length, 5, "rows × hidden, elements, WebGPU, CPU backend, JS loop");
+    for (const ms of row.slice(2)) assert.ok(Number.parseFloat(ms) > 0, `a positive time in ${row.join(" | ")}`);
+  }
+  for (const key of ["gpu", "cpu", "js"]) assert.ok(await page.isVisible(`.legend .key-${key}`), `legend ${key}`);
+  assert.equal(await page.getAttribute("#adapter", "data-backend"), "webgpu", "the sweep leaves the page's backend as it was");
   t.diagnostic(`sweep: ${await page.textContent("#chart-desc")}`);
 });
 
@@ -202,6 +267,55 @@ test("demo pipeline (#pipeline): 32 layers three ways, progress shown, the final
   t.diagnostic(await page.textContent("#pipeline-results .aside"));
 });
 
+test("demo backend control: CPU gives backend \"cpu\" and correct results, f32 and f16, and the pipeline", async (t) => {
+  const r = await chooseBackend("cpu");
+  assert.equal(r.backend, "cpu");
+  assert.match(r.field, /^CPU \(WebAssembly SIMD, this thread\)chosen/);
+  assert.match(r.kind, /CPU backend/);
+  assert.match(r.status, /Ready on the CPU backend/);
+
+  await setProblem({ rows: 6, hidden: 1000 });
+  const status = await settle(() => page.click("#run"));
+  assert.equal(status.state, "done", status.text);
+  assert.match(status.text, /6 × 1000 rows in f32 on the CPU backend, matches the f64 reference/);
+  const maxError = Number.parseFloat(await page.textContent("#max-error"));
+  const maxRel = Number.parseFloat(await page.textContent("#max-rel"));
+  assert.ok(Number.isFinite(maxError) && maxError < 1e-4, `#max-error is ${maxError}`);
+  assert.ok(Number.isFinite(maxRel) && maxRel <= 1e-5, `#max-rel is ${maxRel}`);
+  assert.ok(parseMs(await page.textContent("#time")) > 0, "end-to-end time shown");
+  assert.ok(parseMs(await page.textContent("#kernel-time")) > 0, "kernel time shown");
+  assert.match(await page.textContent("#kernel-note"), /timeDispatches, K = 1 → \d+, median of 3; wall clock \(the CPU backend has no GPU timestamps\)/);
+  t.diagnostic(`CPU 6 × 1000: max error ${maxError}, ${await page.textContent("#time")} end to end, kernel ${await page.textContent("#kernel-time")}, JS loop ${await page.textContent("#js-time")}`);
+
+  await setProblem({ rows: 8, hidden: 768, dtype: "f16" });
+  const f16 = await settle(() => page.click("#run"));
+  assert.equal(f16.state, "done", f16.text);
+  assert.match(f16.text, /8 × 768 rows in f16 on the CPU backend/);
+  assert.ok(Number.parseFloat(await page.textContent("#max-rel")) <= 1e-3);
+  await page.check("#dtype-f32");
+
+  await setProblem({ rows: 2, hidden: 4, eps: "-1" });
+  const bad = await settle(() => page.click("#run"));
+  assert.equal(bad.state, "error", bad.text);
+  assert.match(bad.text, /^ShapeError: eps:/);
+
+  // The pipeline card's GPU-resident and in-place chains run on the CPU backend's tensors.
+  await setProblem({ rows: 4, hidden: 256 });
+  await page.fill("#pipeline-rows", "2");
+  await page.click("#pipeline");
+  await progressThrough("pipeline-progress", "pipeline");
+  assert.equal(await page.getAttribute("#status", "data-state"), "done", await page.textContent("#status"));
+  assert.match(await page.textContent("#pipeline-results"), /The three final outputs agree/);
+  assert.ok(Number.parseFloat(await page.textContent("#pipeline-max-rel")) < 1e-4);
+});
+
+test("demo backend control: back to Auto", async () => {
+  const want = (await fallbackAdapter()) ? "cpu" : "webgpu";
+  const r = await chooseBackend("auto", want);
+  assert.match(r.field, /auto:/);
+  assert.doesNotMatch(page.url(), /backend=/, "auto is the default address");
+});
+
 test("demo screenshot after a run is saved to test-results/demo.png", async (t) => {
   await setProblem({ rows: 8, hidden: 768 });
   const status = await settle(() => page.click("#run"));
@@ -212,47 +326,86 @@ test("demo screenshot after a run is saved to test-results/demo.png", async (t) 
   t.diagnostic(`screenshot: ${SCREENSHOT}`);
 });
 
-/** Loads the demo with `script` run before the page's own, in a fresh context. */
-async function withInitScript(script) {
+/**
+ * Loads the demo (`query`: e.g. "?backend=webgpu") with `script` run before the page's own, in
+ * a fresh context; with the CPU backend running, a Run must match the reference too.
+ */
+async function withInitScript(script, query = "") {
   const context = await browser.newContext();
   const own = [];
   const p = await watchedPage(context, own);
   await p.addInitScript(script);
-  await p.goto(server.url);
-  await p.waitForSelector('#status[data-state="unavailable"], #status[data-state="error"]', { timeout: 20_000 });
+  await p.goto(server.url + query);
+  await p.waitForSelector('#status[data-state="ready"], #status[data-state="unavailable"], #status[data-state="error"]', { timeout: 20_000 });
   const result = {
     state: await p.getAttribute("#status", "data-state"),
+    backend: await p.getAttribute("#adapter", "data-backend"),
     panelVisible: await p.isVisible("#no-webgpu"),
+    cpuNoteVisible: await p.isVisible("#no-webgpu-cpu"),
     reason: await p.textContent("#no-webgpu-reason"),
     panelText: await p.textContent("#no-webgpu"),
     runDisabled: await p.isDisabled("#run"),
     problems: own,
   };
+  if (result.state === "ready") {
+    await p.fill("#rows", "3");
+    await p.fill("#hidden", "100");
+    await p.click("#run");
+    await p.waitForSelector('#status:not([data-state="running"]):not([data-state="ready"])', { timeout: 30_000 });
+    result.run = (await p.textContent("#status")).trim();
+  }
   await context.close();
   return result;
 }
 
-test("demo shows the how-to-enable panel when navigator.gpu is absent", async () => {
-  const r = await withInitScript(() => {
-    delete Navigator.prototype.gpu;
-  });
+const NO_NAVIGATOR_GPU = () => {
+  delete Navigator.prototype.gpu;
+};
+const NO_ADAPTER = () => {
+  GPU.prototype.requestAdapter = async () => null;
+};
+
+test("demo without navigator.gpu, on Auto: the panel says why and that the CPU backend runs; Run works", async () => {
+  const r = await withInitScript(NO_NAVIGATOR_GPU);
+  assert.equal(r.state, "ready");
+  assert.equal(r.backend, "cpu");
+  assert.ok(r.panelVisible, "#no-webgpu is shown");
+  assert.ok(r.cpuNoteVisible, "#no-webgpu-cpu is shown");
+  assert.match(r.reason, /navigator\.gpu/);
+  assert.match(r.panelText, /The CPU backend is running instead/);
+  assert.match(r.panelText, /enable-unsafe-webgpu/);
+  assert.equal(r.runDisabled, false, "#run is enabled");
+  assert.match(r.run, /^Done: 3 × 100 rows in f32 on the CPU backend, matches the f64 reference/);
+  assert.deepEqual(r.problems, []);
+});
+
+test("demo without navigator.gpu, WebGPU chosen: the how-to-enable panel, #run disabled", async () => {
+  const r = await withInitScript(NO_NAVIGATOR_GPU, "?backend=webgpu");
   assert.equal(r.state, "unavailable");
   assert.ok(r.panelVisible, "#no-webgpu is shown");
-  assert.match(r.reason, /navigator\.gpu/);
+  assert.equal(r.cpuNoteVisible, false);
+  assert.match(r.reason, /^WebGpuUnavailableError: navigator\.gpu/);
   assert.match(r.panelText, /enable-unsafe-webgpu/);
+  assert.match(r.panelText, /choose Auto\s+or CPU/);
   assert.ok(r.runDisabled, "#run stays disabled");
   assert.deepEqual(r.problems, []);
 });
 
-test("demo shows the panel when create() rejects with WebGpuUnavailableError (no adapter)", async () => {
-  const r = await withInitScript(() => {
-    GPU.prototype.requestAdapter = async () => null;
-  });
+test("demo with no adapter: WebGPU chosen shows WebGpuUnavailableError; Auto runs on the CPU backend", async () => {
+  const r = await withInitScript(NO_ADAPTER, "?backend=webgpu");
   assert.equal(r.state, "unavailable");
   assert.ok(r.panelVisible, "#no-webgpu is shown");
   assert.match(r.reason, /^WebGpuUnavailableError: /);
   assert.ok(r.runDisabled, "#run stays disabled");
   assert.deepEqual(r.problems, []);
+
+  const auto = await withInitScript(NO_ADAPTER);
+  assert.equal(auto.state, "ready");
+  assert.equal(auto.backend, "cpu");
+  assert.ok(auto.panelVisible && auto.cpuNoteVisible, "the panel, with the CPU note");
+  assert.match(auto.reason, /^WebGpuUnavailableError: /);
+  assert.match(auto.run, /on the CPU backend, matches the f64 reference/);
+  assert.deepEqual(auto.problems, []);
 });
 
 test("demo: no console error or uncaught page error", () => {

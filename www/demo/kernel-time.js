@@ -1,5 +1,6 @@
 // The kernel's own time per dispatch, apart from uploads and readback: GPU timestamps where the
-// adapter has them, else the wall-clock slope of timeDispatches over the repeat count.
+// adapter has them, else (and on the CPU backend) the wall-clock slope of timeDispatches over
+// the repeat count.
 import { $ } from "./dom.js";
 import { fmtMs } from "./format.js";
 import { ARRAY_KEYS } from "./problem-form.js";
@@ -55,7 +56,7 @@ export async function kernelTime(norm, args, dtype) {
       if (t === undefined) break;
       gpu.push(t / hi);
     }
-    return { ms: m.ms, lo, hi, gpu: gpu.length ? median(gpu) : undefined };
+    return { ms: m.ms, lo, hi, gpu: gpu.length ? median(gpu) : undefined, backend: norm.backend };
   } finally {
     for (const t of tensors) t.free();
   }
@@ -82,7 +83,8 @@ export function showKernelTime(k) {
   } else {
     $("kernel-time").textContent = slope;
     $("kernel-time").dataset.ms = String(k.ms);
-    $("kernel-note").textContent = `slope of timeDispatches, K = ${k.lo} → ${k.hi}, median of 3; wall clock (this adapter has no timestamp-query)`;
+    const why = k.backend === "cpu" ? "the CPU backend has no GPU timestamps" : "this adapter has no timestamp-query";
+    $("kernel-note").textContent = `slope of timeDispatches, K = ${k.lo} → ${k.hi}, median of 3; wall clock (${why})`;
   }
   $("kernel-note").title = timerNote;
 }

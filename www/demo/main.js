@@ -1,7 +1,8 @@
-// The demo page: one FusedRmsNorm instance shared by the cards, each card's button running one
-// task at a time. Loaded by www/index.html.
+// The demo page: one FusedRmsNorm instance, on the backend chosen in the Backend control,
+// shared by the cards, each card's button running one task at a time. Loaded by www/index.html.
 import init, { FusedRmsNorm } from "../pkg/webgpu_rmsnorm.js";
-import { describeAdapter, showAdapter, showUnavailable, whyNoGpu } from "./adapter-panel.js";
+import { resetAdapter, showBackend, showUnavailable } from "./adapter-panel.js";
+import { enableChoice, initialChoice, onBackendChange, probeWebGpu, showChoice } from "./backend.js";
 import { $, setStatus, showError } from "./dom.js";
 import { setTimerNote } from "./kernel-time.js";
 import { pipeline } from "./pipeline-panel.js";
@@ -14,6 +15,7 @@ let busy = false;
 function setBusy(on) {
   busy = on;
   for (const id of ["run", "sweep", "pipeline"]) $(id).disabled = on || !norm;
+  enableChoice(!on);
   $("controls").setAttribute("aria-busy", String(on));
 }
 
@@ -34,30 +36,60 @@ const onSubmit = (form, task) =>
     exclusive(task);
   });
 
+/**
+ * Replaces the instance with one of `choice` ("auto", "webgpu" or "cpu"). WebGPU chosen where
+ * there is none stops here, with the panel saying why; the CPU backend always runs.
+ */
+async function openBackend(choice) {
+  norm?.free();
+  norm = null;
+  resetAdapter();
+  let created;
+  try {
+    setStatus("loading", choice === "cpu" ? "Starting the CPU backend…" : "Opening a WebGPU device…");
+    created = await FusedRmsNorm.create({ backend: choice });
+  } catch (e) {
+    if (e?.name === "WebGpuUnavailableError") showUnavailable(`${e.name}: ${e.message}`, { cpuRunning: false });
+    else showError(e);
+    return;
+  }
+  const probe = await probeWebGpu();
+  norm = created;
+  setTimerNote(showBackend(norm, choice, probe));
+  if (norm.backend === "cpu" && !probe.available) showUnavailable(probe.reason, { cpuRunning: true });
+  setStatus("ready", `Ready on ${norm.backend === "cpu" ? "the CPU backend" : "WebGPU"}: set a problem and press Run.`);
+}
+
+async function useBackend(choice) {
+  if (busy) return;
+  setBusy(true);
+  try {
+    await openBackend(choice);
+  } finally {
+    setBusy(false);
+  }
+}
+
 async function start() {
   onSubmit("controls", runOnce);
   $("sweep").addEventListener("click", () => exclusive(sweep));
   onSubmit("pipeline-form", pipeline);
+  onBackendChange(useBackend);
   drawEmptySweep(Number($("hidden").value) || 768);
 
-  if (!("gpu" in navigator) || !navigator.gpu) {
-    showUnavailable(whyNoGpu());
-    return;
-  }
+  const choice = initialChoice();
+  showChoice(choice);
+  setBusy(true);
   try {
     setStatus("loading", "Loading the WebAssembly module…");
     await init();
-    setStatus("loading", "Opening a WebGPU device…");
-    norm = await FusedRmsNorm.create();
   } catch (e) {
-    if (e?.name === "WebGpuUnavailableError") showUnavailable(`${e.name}: ${e.message}`);
-    else showError(e);
+    showError(e);
     return;
+  } finally {
+    setBusy(false);
   }
-  showAdapter(norm.adapterInfo);
-  setTimerNote(await describeAdapter());
-  setBusy(false);
-  setStatus("ready", "Ready: set a problem and press Run.");
+  await useBackend(choice);
 }
 
 start();

@@ -9,7 +9,7 @@ import { fmtErr, fmtMs } from "./format.js";
 import { clearKernelTime, kernelTime, showKernelTime } from "./kernel-time.js";
 import { renderPreview } from "./output-preview.js";
 import { makeArgs, readProblem, withDtype } from "./problem-form.js";
-import { median, timeSync } from "./timing.js";
+import { median, timeAsync, timeSync } from "./timing.js";
 
 /** Largest relative error a run may show: f32 per the README; f16 is one rounding (2⁻¹¹). */
 const TOLERANCE = { f32: 1e-5, f16: 1e-3 };
@@ -30,10 +30,10 @@ export async function runOnce(norm) {
     const out = await norm.run(args);
     const firstMs = performance.now() - t0;
     const warm = [];
-    for (let spent = firstMs; warm.length < 3 && spent < 1000; spent += warm.at(-1)) {
+    for (let spent = firstMs; warm.length < 3 && spent < 1000; ) {
       const t = performance.now();
-      await norm.run(args);
-      warm.push(performance.now() - t);
+      warm.push(await timeAsync(() => norm.run(args)));
+      spent += performance.now() - t;
     }
     $("time").textContent = fmtMs(warm.length ? median(warm) : firstMs);
     $("first-time").textContent = warm.length ? `first call ${fmtMs(firstMs)}, then median of ${warm.length}` : "first call";
@@ -54,7 +54,7 @@ export async function runOnce(norm) {
     const verdict = ok ? "matches the f64 reference" : "DOES NOT match the f64 reference";
     setStatus(
       ok ? "done" : "mismatch",
-      `Done: ${problem.rows} × ${args.hidden} ${problem.rows === 1 ? "row" : "rows"} in ${dtype}, ${verdict} (within ${fmtErr(tol)} relative).`,
+      `Done: ${problem.rows} × ${args.hidden} ${problem.rows === 1 ? "row" : "rows"} in ${dtype} on ${norm.backend === "cpu" ? "the CPU backend" : "WebGPU"}, ${verdict} (within ${fmtErr(tol)} relative).`,
     );
   } catch (e) {
     for (const id of RESULT_FIELDS) $(id).textContent = "—";

@@ -1,0 +1,489 @@
+// End to end in a second browser: Firefox ESR, which has no WebGPU. The packed npm tarball is
+// installed into a fresh app and imported by its bare name (as in package.test.mjs);
+// `FusedRmsNorm.create({ backend: "auto" })` must choose the CPU backend there, and every result
+// is checked against the f64 reference. Then the demo page (www/, served as scripts/demo.sh
+// does) must be usable on that backend. Needs `bash scripts/build.sh` first, and firefox-esr
+// (`bash scripts/setup.sh` installs it): where it is missing the tests fail, never skip.
+//
+//   node --test --test-reporter=spec tests/e2e/firefox.test.mjs
+import { test as nodeTest, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import { cp, mkdir, rm, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+
+import { serve } from "../../scripts/serve.mjs";
+import { ROOT } from "./browser.mjs";
+import { launchFirefox, watchedFirefoxPage } from "./firefox.mjs";
+import { packIntoTemp } from "./tarball.mjs";
+
+const run = promisify(execFile);
+const CONSUMER = fileURLToPath(new URL("./firefox-consumer/", import.meta.url));
+
+// page.evaluate has no timeout of its own: a hung call must fail its test, not stall CI.
+const test = (name, fn) => nodeTest(name, { timeout: 90_000 }, fn);
+
+/** The seed of the random sweep: RMSNORM_SEED=<n> replays one run. */
+const SEED = Number(process.env.RMSNORM_SEED ?? Date.now() % 1_000_000);
+
+let tmp, server, demoServer, browser, page;
+let harnessState = "not started";
+const problems = [];
+
+/** Runs `fn(harness, arg)` in the consumer page; fails on a console or page error meanwhile. */
+async function inPage(fn, arg) {
+  assert.equal(harnessState, "ready", "the consumer page's init() and create({ backend: \"auto\" })");
+  const result = await page.evaluate(
+    async (source, arg) => {
+      const h = await window.harness;
+      // Functions do not cross from node into the page: the body travels as source.
+      return (0, eval)(`(${source})`)(h, arg);
+    },
+    fn.toString(),
+    arg,
+  );
+  assert.deepEqual(problems, [], "console errors or page errors in the consumer page");
+  return result;
+}
+
+before(async () => {
+  // Firefox first: where it is missing, say how to install it before packing anything.
+  browser = await launchFirefox();
+  let tarball;
+  ({ tmp, tarball } = await packIntoTemp("webgpu-rmsnorm-firefox-"));
+  const app = join(tmp, "app");
+  await mkdir(app);
+  await writeFile(
+    join(app, "package.json"),
+    JSON.stringify({ name: "consumer-app", version: "1.0.0", private: true, type: "module" }, null, 2),
+  );
+  await run("npm", ["install", "--offline", "--no-audit", "--no-fund", "--loglevel=error", tarball], { cwd: app });
+  await cp(CONSUMER, app, { recursive: true });
+
+  server = await serve({ port: 0, mounts: [["/", app], ["/lib", join(ROOT, "www/lib")]] });
+  page = await watchedFirefoxPage(browser, problems);
+  await page.goto(server.url);
+  harnessState = await page.evaluate(() =>
+    window.harness.then(
+      () => "ready",
+      (e) => `rejected: ${e?.name}: ${e?.message}`,
+    ),
+  );
+}, { timeout: 120_000 });
+
+after(async () => {
+  await browser?.close();
+  await server?.close();
+  await demoServer?.close();
+  if (tmp) await rm(tmp, { recursive: true, force: true });
+});
+
+test("Firefox ESR has no WebGPU; create({ backend: \"auto\" }) resolves with the CPU backend", async () => {
+  const report = await inPage(async (h) => ({
+    gpu: "gpu" in navigator && Boolean(navigator.gpu),
+    secure: window.isSecureContext,
+    backend: h.norm.backend,
+    info: { ...h.norm.adapterInfo },
+    state: document.getElementById("state").textContent,
+    explicit: await h.FusedRmsNorm.create({ backend: "cpu" }).then((n) => {
+      const b = n.backend;
+      n.free();
+      return b;
+    }),
+  }));
+  assert.equal(report.secure, true, "the page is a secure context (127.0.0.1)");
+  assert.equal(report.gpu, false, "this Firefox has no navigator.gpu: the test would not be testing the fallback");
+  assert.equal(report.backend, "cpu");
+  assert.equal(report.state, "ready: cpu");
+  assert.equal(report.info.vendor, "");
+  assert.equal(report.info.architecture, "cpu");
+  assert.equal(report.info.isFallbackAdapter, true);
+  assert.equal(report.explicit, "cpu", 'create({ backend: "cpu" })');
+});
+
+test("create() and create({ backend: \"webgpu\" }) reject with WebGpuUnavailableError naming navigator.gpu", async () => {
+  const failures = await inPage(async (h) => ({
+    default: await h.failureOf(() => h.FusedRmsNorm.create()),
+    webgpu: await h.failureOf(() => h.FusedRmsNorm.create({ backend: "webgpu" })),
+    badBackend: await h.failureOf(() => h.FusedRmsNorm.create({ backend: "wasm" })),
+  }));
+  for (const which of ["default", "webgpu"]) {
+    const f = failures[which];
+    assert.ok(f, `${which}: create() resolved`);
+    assert.equal(f.isError, true, `${which}: a real Error`);
+    assert.equal(f.name, "WebGpuUnavailableError", `${which}: ${f.message}`);
+    assert.match(f.message, /^navigator\.gpu: expected WebGPU in this browser/, which);
+  }
+  assert.equal(failures.badBackend?.name, "TypeError", `backend "wasm": ${JSON.stringify(failures.badBackend)}`);
+  assert.match(failures.badBackend.message, /^options\.backend:/);
+});
+
+// The package test's matrix, and the widths the CPU backend's SIMD lanes split unevenly.
+const CASES = [];
+for (const hidden of [1, 4, 5, 768, 4099])
+  for (const rows of [0, 1, 3])
+    for (const bias of [false, true])
+      for (const beta of [false, true])
+        for (const eps of [0, 1e-6, 1e-2, undefined]) CASES.push({ rows, hidden, bias, beta, eps });
+
+for (const method of ["run", "runWithSum"]) {
+  test(`${method}() on the CPU backend matches the f64 reference${method === "runWithSum" ? " (sum bit for bit)" : ""}: ${CASES.length} cases`, async () => {
+    const failures = await inPage(
+      async (h, { method, cases }) => {
+        const failures = [];
+        for (const [i, c] of cases.entries()) {
+          const args = h.caseArgs({ ...c, seed: i + 1 });
+          const got = await h.norm[method](args);
+          const r = method === "run" ? h.compare(args, got) : h.compare(args, got.output, { sum: got.sum });
+          if (!r.ok) failures.push(`${h.describeArgs(args)}: ${r.problems.join("; ")}`);
+        }
+        return failures;
+      },
+      { method, cases: CASES },
+    );
+    assert.deepEqual(failures, []);
+  });
+}
+
+test("random shapes and options on the CPU backend: 300 cases within 1e-5 of the f64 reference", async (t) => {
+  t.diagnostic(`seed ${SEED} (RMSNORM_SEED=${SEED} replays it)`);
+  const report = await inPage(
+    async (h, seed) => {
+      const next = h.rng(seed);
+      const pick = (xs) => xs[Math.floor(next() * xs.length)];
+      const failures = [];
+      let maxRel = 0;
+      for (let i = 0; i < 300; i++) {
+        const hidden = next() < 0.7 ? 1 + Math.floor(next() * 70) : 1 + Math.floor(next() * 5000);
+        const rows = Math.floor(next() * (hidden > 1000 ? 5 : 24));
+        const c = { rows, hidden, bias: next() < 0.5, beta: next() < 0.5, eps: pick([undefined, 0, 1e-6, 1e-5, 1e-2]) };
+        const args = h.caseArgs({ ...c, seed: seed + i });
+        // Scaled rows too: huge and tiny values must normalize like values of ~1.
+        const scale = pick([1, 1, 1, 1e-30, 1e30, 1e-3, 1e3]);
+        if (scale !== 1) for (const k of ["input", "residual"]) args[k] = args[k].map((x) => x * scale);
+        const withSum = next() < 0.5;
+        const got = withSum ? await h.norm.runWithSum(args) : await h.norm.run(args);
+        const r = withSum ? h.compare(args, got.output, { sum: got.sum }) : h.compare(args, got);
+        maxRel = Math.max(maxRel, r.maxRel);
+        if (!r.ok) failures.push(`#${i} ${h.describeArgs(args)} ×${scale}${withSum ? " withSum" : ""}: ${r.problems.join("; ")}`);
+      }
+      return { failures, maxRel };
+    },
+    SEED,
+  );
+  t.diagnostic(`max relative error ${report.maxRel.toExponential(2)}`);
+  assert.deepEqual(report.failures, []);
+});
+
+test("f16 (Uint16Array halves) on the CPU backend: within 1e-3 of the reference of the widened halves", async (t) => {
+  const report = await inPage(async (h) => {
+    const failures = [];
+    let maxRel = 0;
+    // One f16 rounding: 2⁻¹¹ relative, but results below f16's smallest normal (6.1e-5) are
+    // subnormal halves, spaced 2⁻²⁴ apart, so half of that is allowed on top of 1e-3 relative.
+    const FLOOR = 2 ** -25;
+    const within = (label, got, want) => {
+      for (let i = 0; i < want.y.length; i++) {
+        const err = Math.abs(got[i] - want.y[i]);
+        if (Math.abs(want.y[i]) >= 2 ** -14) maxRel = Math.max(maxRel, err / want.scale[i]);
+        if (!(err <= 1e-3 * want.scale[i] + FLOOR)) {
+          failures.push(`${label}: y[${i}] = ${got[i]}, want ${want.y[i]} (scale ${want.scale[i]})`);
+          return;
+        }
+      }
+    };
+    let seed = 1;
+    for (const hidden of [4, 8, 768, 4096])
+      for (const rows of [0, 1, 3])
+        for (const [bias, beta] of [[false, false], [true, true], [true, false]]) {
+          const { bits, host } = h.asF16(h.caseArgs({ rows, hidden, bias, beta, seed: seed++ }));
+          const label = `f16 ${h.describeArgs(host)}`;
+          const want = h.reference(host);
+          const y = await h.norm.run(bits);
+          if (!(y instanceof Uint16Array) || y.length !== host.input.length) {
+            failures.push(`${label}: run gave ${Object.prototype.toString.call(y)} of ${y?.length}, not a Uint16Array of ${host.input.length}`);
+            continue;
+          }
+          within(label, h.fromF16(y), want);
+          const both = await h.norm.runWithSum(bits);
+          within(`${label} runWithSum`, h.fromF16(both.output), want);
+          // The sum is stored as halves too: one rounding of the f32 v, no more.
+          const sum = h.fromF16(both.sum);
+          for (let i = 0; i < want.v.length; i++) {
+            if (!(Math.abs(sum[i] - want.v[i]) <= 2 ** -11 * Math.abs(want.v[i]) + FLOOR)) {
+              failures.push(`${label} sum[${i}] = ${sum[i]}, want ${want.v[i]} within one f16 rounding`);
+              break;
+            }
+          }
+        }
+    return { failures, maxRel };
+  });
+  t.diagnostic(`max relative error ${report.maxRel.toExponential(2)} where the result is a normal half (one f16 rounding is at most 4.9e-4)`);
+  assert.deepEqual(report.failures, []);
+});
+
+test("GpuTensors on the CPU backend: upload, output \"gpu\", runWithSum chains, in place, f16, read, free", async () => {
+  const failures = await inPage(async (h) => {
+    const { norm } = h;
+    const failures = [];
+    const check = (what, ok, detail = "") => ok || failures.push(`${what}${detail ? `: ${detail}` : ""}`);
+    const baseline = norm.debugStats().liveTensors;
+    const args = h.caseArgs({ rows: 5, hidden: 768, bias: true, beta: true, eps: 1e-5, seed: 42 });
+    const t = {};
+    for (const k of h.ARRAY_KEYS) t[k] = norm.upload(args[k]);
+    check("upload: dtype f32 and length", t.input.dtype === "f32" && t.input.length === args.input.length);
+    const readBack = await t.input.read();
+    check("read() of an upload gives the same values", readBack instanceof Float32Array && readBack.every((x, i) => Object.is(x, args.input[i])));
+
+    const y = await norm.run({ ...t, hidden: 768, eps: 1e-5, output: "gpu" });
+    check("run output \"gpu\" is a GpuTensor", typeof y?.read === "function" && y.length === args.input.length, String(y));
+    const ry = h.compare(args, await y.read());
+    check("run output \"gpu\" matches", ry.ok, ry.problems.join("; "));
+    y.free();
+
+    // Host arrays and tensors mixed in one call.
+    const mixed = await norm.runWithSum({ ...args, input: t.input, gamma: t.gamma, output: "gpu" });
+    const rm = h.compare(args, await mixed.output.read(), { sum: await mixed.sum.read() });
+    check("runWithSum output \"gpu\", mixed arguments", rm.ok, rm.problems.join("; "));
+    mixed.output.free();
+    mixed.sum.free();
+
+    // In place: residual ← input + residual + bias, input ← the normalized output.
+    const x = norm.upload(args.input);
+    const r = norm.upload(args.residual);
+    const none = await norm.run({ input: x, residual: r, gamma: t.gamma, bias: t.bias, beta: t.beta, hidden: 768, eps: 1e-5, inPlace: true });
+    check("in place resolves undefined", none === undefined, String(none));
+    const ri = h.compare(args, await x.read(), { sum: await r.read() });
+    check("in place matches (sum bit for bit)", ri.ok, ri.problems.join("; "));
+    x.free();
+    r.free();
+
+    // A residual chain kept resident, as a model's layers run it.
+    const hidden = 256;
+    const next = h.rng(7);
+    const first = h.randomArgs({ rows: 2, hidden }, next);
+    const layers = Array.from({ length: 8 }, () => h.randomArgs({ rows: 0, hidden, bias: true, beta: true }, next));
+    let cx = norm.upload(first.input);
+    let cr = norm.upload(first.residual);
+    for (const w of layers) {
+      const o = await norm.runWithSum({ input: cx, residual: cr, gamma: w.gamma, bias: w.bias, beta: w.beta, hidden, output: "gpu" });
+      cx.free();
+      cr.free();
+      cx = o.output;
+      cr = o.sum;
+    }
+    const chain = await cx.read();
+    cx.free();
+    cr.free();
+    const want = h.chainReference({ input: first.input, residual: first.residual, layers, hidden }).output;
+    let maxAbs = 0;
+    let maxMag = 0;
+    for (let i = 0; i < want.length; i++) {
+      maxAbs = Math.max(maxAbs, Math.abs(chain[i] - want[i]) || (Number.isNaN(chain[i]) ? Infinity : 0));
+      maxMag = Math.max(maxMag, Math.abs(want[i]));
+    }
+    check("an 8-layer resident chain matches the JS chain", maxAbs <= 1e-4 * maxMag, `max |Δ| ${maxAbs}, max |y| ${maxMag}`);
+
+    // f16 tensors: the bits go in and come back unchanged; a run on them rounds once.
+    const { bits, host } = h.asF16(h.caseArgs({ rows: 3, hidden: 64, bias: true, seed: 5 }));
+    const f = {};
+    for (const k of h.ARRAY_KEYS) if (bits[k]) f[k] = norm.upload(bits[k], { dtype: "f16" });
+    const fb = await f.input.read();
+    check("f16 upload: dtype and bits", f.input.dtype === "f16" && fb instanceof Uint16Array && fb.every((b, i) => b === bits.input[i]));
+    const fy = await norm.run({ ...f, hidden: 64, output: "gpu" });
+    const fyBits = await fy.read();
+    check("f16 output \"gpu\" reads a Uint16Array", fy.dtype === "f16" && fyBits instanceof Uint16Array);
+    const rf = h.compare(host, h.fromF16(fyBits), { tol: 1e-3 });
+    check("f16 output \"gpu\" matches", rf.ok, rf.problems.join("; "));
+    fy.free();
+    for (const k of Object.keys(f)) f[k].free();
+
+    // A freed tensor is an InvalidStateError, to use and to read; the instance keeps working.
+    const gone = norm.upload(args.gamma);
+    gone.free();
+    const e1 = await h.failureOf(() => gone.read());
+    check("read() of a freed tensor", e1?.name === "InvalidStateError", JSON.stringify(e1));
+    const e2 = await h.failureOf(() => norm.run({ ...args, gamma: gone }));
+    check("a freed tensor as an argument", e2?.name === "InvalidStateError", JSON.stringify(e2));
+    // A tensor of another instance is a TypeError.
+    const other = await h.FusedRmsNorm.create({ backend: "cpu" });
+    const foreign = other.upload(args.gamma);
+    const e3 = await h.failureOf(() => norm.run({ ...args, gamma: foreign }));
+    check("a tensor of another instance", e3?.name === "TypeError", JSON.stringify(e3));
+    foreign.free();
+    other.free();
+
+    for (const k of h.ARRAY_KEYS) t[k].free();
+    check("every tensor freed", norm.debugStats().liveTensors === baseline, `liveTensors ${norm.debugStats().liveTensors}, was ${baseline}`);
+    const after = h.compare(args, await norm.run(args));
+    check("a run after all that", after.ok, after.problems.join("; "));
+    return failures;
+  });
+  assert.deepEqual(failures, []);
+});
+
+test("errors by name on the CPU backend: ShapeError, TypeError, InvalidStateError; the instance keeps working", async () => {
+  const report = await inPage(async (h) => {
+    const args = h.caseArgs({ rows: 3, hidden: 5, bias: true, beta: true, seed: 3 });
+    const out = {};
+    for (const method of ["run", "runWithSum"]) {
+      out[`${method} input length`] = await h.failureOf(() => h.norm[method]({ ...args, input: new Float32Array(16) }));
+      out[`${method} gamma length`] = await h.failureOf(() => h.norm[method]({ ...args, gamma: new Float32Array(4) }));
+      out[`${method} hidden 2.5`] = await h.failureOf(() => h.norm[method]({ ...args, hidden: 2.5 }));
+      out[`${method} eps -1`] = await h.failureOf(() => h.norm[method]({ ...args, eps: -1 }));
+      out[`${method} Float64Array input`] = await h.failureOf(() => h.norm[method]({ ...args, input: new Float64Array(args.input) }));
+      out[`${method} plain Array residual`] = await h.failureOf(() => h.norm[method]({ ...args, residual: Array.from(args.residual) }));
+      out[`${method} f16 hidden 5`] = await h.failureOf(() => h.norm[method](h.asF16(args).bits));
+    }
+    out["upload Float64Array"] = await h.failureOf(() => h.norm.upload(new Float64Array(4)));
+    out["timeDispatches repeat 0"] = await h.failureOf(() => h.norm.timeDispatches(args, 0));
+    const freed = await h.FusedRmsNorm.create({ backend: "cpu" });
+    freed.free();
+    out["run after free()"] = await h.failureOf(() => freed.run(args));
+    out["upload after free()"] = await h.failureOf(() => freed.upload(args.gamma));
+    // Rejections, never synchronous throws, for the calls that return Promises.
+    let sync = null;
+    try {
+      h.norm.run({ ...args, input: new Float64Array(15) }).catch(() => {});
+    } catch (e) {
+      sync = `${e.name}: ${e.message}`;
+    }
+    const r = h.compare(args, await h.norm.run(args));
+    const timing = {
+      gpuTime: await h.norm.gpuTime(args, 3),
+      timeDispatches: await h.norm.timeDispatches(args, 3),
+    };
+    return { out, sync, afterOk: r.ok, afterProblems: r.problems, timing };
+  });
+  const want = {
+    "input length": ["ShapeError", "input:"],
+    "gamma length": ["ShapeError", "gamma:"],
+    "hidden 2.5": ["ShapeError", "hidden:"],
+    "eps -1": ["ShapeError", "eps:"],
+    "Float64Array input": ["TypeError", "input:"],
+    "plain Array residual": ["TypeError", "residual:"],
+    "f16 hidden 5": ["ShapeError", "hidden:"],
+  };
+  for (const method of ["run", "runWithSum"]) {
+    for (const [what, [name, prefix]] of Object.entries(want)) {
+      const f = report.out[`${method} ${what}`];
+      assert.ok(f, `${method} ${what}: resolved`);
+      assert.equal(f.isError, true, `${method} ${what}: a real Error`);
+      assert.equal(f.name, name, `${method} ${what}: ${f.message}`);
+      assert.ok(f.message.startsWith(prefix), `${method} ${what}: message ${JSON.stringify(f.message)} starts with ${prefix}`);
+    }
+  }
+  assert.equal(report.out["upload Float64Array"]?.name, "TypeError", JSON.stringify(report.out["upload Float64Array"]));
+  assert.equal(report.out["timeDispatches repeat 0"]?.name, "ShapeError", JSON.stringify(report.out["timeDispatches repeat 0"]));
+  assert.equal(report.out["run after free()"]?.name, "InvalidStateError", JSON.stringify(report.out["run after free()"]));
+  assert.equal(report.out["upload after free()"]?.name, "InvalidStateError", JSON.stringify(report.out["upload after free()"]));
+  assert.equal(report.sync, null, "run() with bad arguments rejects instead of throwing");
+  assert.ok(report.afterOk, `a valid run after the errors: ${report.afterProblems.join("; ")}`);
+  assert.equal(report.timing.gpuTime, undefined, "gpuTime() resolves undefined on the CPU backend");
+  assert.ok(typeof report.timing.timeDispatches === "number" && report.timing.timeDispatches >= 0, `timeDispatches: ${report.timing.timeDispatches}`);
+});
+
+test("the demo page in Firefox: loads on the CPU backend, says so, and a Run matches the reference", async (t) => {
+  demoServer = await serve({ port: 0, mounts: [["/", join(ROOT, "www")], ["/pkg", join(ROOT, "pkg")]] });
+  const own = [];
+  const demo = await watchedFirefoxPage(browser, own);
+  try {
+    await demo.goto(demoServer.url);
+    await demo.waitForSelector('#status[data-state="ready"], #status[data-state="error"], #status[data-state="unavailable"]', { timeout: 30_000 });
+    const status = await demo.$eval("#status", (s) => ({ state: s.dataset.state, text: s.textContent.trim() }));
+    assert.equal(status.state, "ready", status.text);
+    const shown = await demo.evaluate(() => ({
+      choice: document.querySelector('input[name="backend"]:checked')?.value,
+      backend: document.getElementById("adapter").dataset.backend,
+      field: document.querySelector('#adapter [data-field="backend"]').textContent,
+      panelVisible: !document.getElementById("no-webgpu").hidden,
+      panel: document.getElementById("no-webgpu").textContent,
+      reason: document.getElementById("no-webgpu-reason").textContent,
+      runDisabled: document.getElementById("run").disabled,
+    }));
+    assert.equal(shown.choice, "auto", "the backend control starts on auto");
+    assert.equal(shown.backend, "cpu");
+    assert.match(shown.field, /^CPU/);
+    assert.ok(shown.panelVisible, "the WebGPU-missing panel is shown");
+    assert.match(shown.reason, /navigator\.gpu/);
+    assert.match(shown.panel, /CPU backend is running/);
+    assert.equal(shown.runDisabled, false, "#run is enabled: the CPU backend runs");
+
+    // A problem through the controls, then Run.
+    await demo.evaluate(() => {
+      const set = (id, v) => {
+        const el = document.getElementById(id);
+        el.value = v;
+        el.dispatchEvent(new Event("input", { bubbles: true }));
+      };
+      set("rows", "6");
+      set("hidden", "1000");
+      set("eps", "1e-6");
+      set("seed", "3");
+    });
+    await demo.click("#run");
+    await demo.waitForFunction(
+      () => !["running", "ready"].includes(document.getElementById("status").dataset.state) && !document.getElementById("run").disabled,
+      { timeout: 60_000 },
+    );
+    const done = await demo.$eval("#status", (s) => ({ state: s.dataset.state, text: s.textContent.trim() }));
+    assert.equal(done.state, "done", done.text);
+    assert.match(done.text, /6 × 1000/);
+    const maxError = Number.parseFloat(await demo.$eval("#max-error", (e) => e.textContent));
+    const maxRel = Number.parseFloat(await demo.$eval("#max-rel", (e) => e.textContent));
+    assert.ok(Number.isFinite(maxError) && maxError < 1e-4, `#max-error is ${maxError}`);
+    assert.ok(Number.isFinite(maxRel) && maxRel <= 1e-5, `#max-rel is ${maxRel}`);
+    t.diagnostic(`demo in Firefox, 6 × 1000 on the CPU backend: max error ${maxError}, ${await demo.$eval("#time", (e) => e.textContent)} end to end`);
+
+    // The backend control: WebGPU is a dead end here, the CPU backend runs again.
+    await demo.click("#backend-webgpu");
+    await demo.waitForSelector('#status[data-state="unavailable"]', { timeout: 30_000 });
+    const dead = await demo.evaluate(() => ({
+      reason: document.getElementById("no-webgpu-reason").textContent,
+      runDisabled: document.getElementById("run").disabled,
+    }));
+    assert.match(dead.reason, /^WebGpuUnavailableError: navigator\.gpu: expected WebGPU in this browser/);
+    assert.equal(dead.runDisabled, true, "#run is disabled with WebGPU chosen");
+    await demo.click("#backend-cpu");
+    await demo.waitForSelector('#status[data-state="ready"]', { timeout: 30_000 });
+    assert.equal(await demo.$eval("#adapter", (a) => a.dataset.backend), "cpu");
+    assert.equal(await demo.$eval("#run", (b) => b.disabled), false, "#run is enabled again on CPU");
+
+    // The size sweep: the CPU backend and the JS loop only, WebGPU being unavailable.
+    await demo.evaluate(() => {
+      document.getElementById("hidden").value = "4096";
+    });
+    await demo.click("#sweep");
+    await demo.waitForFunction(
+      () => {
+        const p = document.getElementById("sweep-progress");
+        return p.value === p.max && p.max > 1 && !document.getElementById("sweep").disabled;
+      },
+      { timeout: 60_000 },
+    );
+    const sweep = await demo.evaluate(() => ({
+      state: document.getElementById("status").dataset.state,
+      status: document.getElementById("status").textContent,
+      sizes: document.getElementById("sweep-progress").max,
+      series: [...document.querySelectorAll("#chart polyline")].map((l) => ({
+        key: l.dataset.series,
+        points: l.getAttribute("points").trim().split(/\s+/).length,
+      })),
+    }));
+    assert.equal(sweep.state, "done", sweep.status);
+    assert.deepEqual(sweep.series, [
+      { key: "cpu", points: sweep.sizes },
+      { key: "js", points: sweep.sizes },
+    ]);
+    t.diagnostic(`sweep: ${await demo.$eval("#chart-desc", (e) => e.textContent)}`);
+    assert.deepEqual(own, [], "console errors or page errors in the demo");
+  } finally {
+    await demo.close();
+  }
+});
+
+test("no console error or uncaught page error in the consumer page", () => {
+  assert.deepEqual(problems, []);
+});
