@@ -201,6 +201,23 @@ impl FusedRmsNorm {
         Object::freeze(info.unchecked_ref::<Object>()).into()
     }
 
+    /// The `GPUDevice` this instance runs on (`undefined` on the CPU backend), for an app's own
+    /// pipelines beside the package's: tensors' buffers live on it. After a device loss this
+    /// is the new device (read it again in `ondevicerestored`). The app must not destroy it,
+    /// nor change its `onuncapturederror` or the error scopes around the package's calls.
+    #[wasm_bindgen(getter, unchecked_return_type = "WebGpuDevice | undefined")]
+    pub fn device(&self) -> JsValue {
+        self.engine
+            .gpu()
+            .and_then(|g| {
+                g.latest()
+                    .device()
+                    .as_webgpu()
+                    .map(|d| JsValue::from(d.clone()))
+            })
+            .unwrap_or(JsValue::UNDEFINED)
+    }
+
     /// Which backend runs: `"webgpu"` or `"cpu"` (see `create`'s `backend`).
     #[wasm_bindgen(getter)]
     pub fn backend(&self) -> String {

@@ -234,7 +234,9 @@ impl GpuContext {
             request.to == Destination::Host,
         );
         self.in_call.set(true);
-        let encoded = self.encode_call(x, &plan, &mut pending);
+        // Everything from the first push to the pops is synchronous, so calls that
+        // interleave at their awaits never share a scope.
+        let encoded = self.encode(x, &plan, &mut pending);
         self.in_call.set(false);
         // Popped in the order pushed's reverse, as scopes nest.
         if let Some((oom, validation)) = self.scopes.take() {
@@ -264,37 +266,24 @@ impl GpuContext {
         }
     }
 
-    fn encode_call<A: HostArray>(
-        &self,
-        x: &Inputs<A>,
-        plan: &Plan,
-        pending: &mut Pending,
-    ) -> Result<(), Error> {
-        let request = plan.request;
-        if request.to == Destination::Gpu {
-            self.creating();
-            pending.gpu = Some(GpuOutput {
-                y: self.tensor(plan.shape.len(), plan.dtype),
-                sum: request
-                    .sum
-                    .then(|| self.tensor(plan.shape.len(), plan.dtype)),
-            });
-        }
-        if plan.shape.is_empty() {
-            return Ok(());
-        }
-        // Everything from the first push to the pops is synchronous, so calls that
-        // interleave at their awaits never share a scope.
-        self.encode(x, plan, pending)
-    }
-
-    /// Records and submits `plan`'s dispatches, chunk by chunk of rows.
+    /// Makes `plan`'s new tensors, records and submits its dispatches, chunk by chunk of rows.
     fn encode<A: HostArray>(
         &self,
         x: &Inputs<A>,
         plan: &Plan,
         pending: &mut Pending,
     ) -> Result<(), Error> {
+        if plan.request.to == Destination::Gpu {
+            self.creating();
+            let tensor = || self.tensor(plan.shape.len(), plan.dtype);
+            pending.gpu = Some(GpuOutput {
+                y: tensor(),
+                sum: plan.request.sum.then(tensor),
+            });
+        }
+        if plan.shape.is_empty() {
+            return Ok(());
+        }
         let Shape { rows, hidden } = plan.shape;
         let Request {
             to, repeat, timed, ..

@@ -148,25 +148,21 @@ mod imp {
         fn le_bytes(self) -> impl IntoIterator<Item = u8>;
     }
 
-    impl Element for f32 {
-        const DTYPE: Dtype = Dtype::F32;
-        fn cpu(v: Vec<f32>) -> CpuData {
-            CpuData::F32(v)
-        }
-        fn le_bytes(self) -> impl IntoIterator<Item = u8> {
-            self.to_le_bytes()
-        }
+    macro_rules! element {
+        ($t:ty, $dtype:ident) => {
+            impl Element for $t {
+                const DTYPE: Dtype = Dtype::$dtype;
+                fn cpu(v: Vec<$t>) -> CpuData {
+                    CpuData::$dtype(v)
+                }
+                fn le_bytes(self) -> impl IntoIterator<Item = u8> {
+                    self.to_le_bytes()
+                }
+            }
+        };
     }
-
-    impl Element for u16 {
-        const DTYPE: Dtype = Dtype::F16;
-        fn cpu(v: Vec<u16>) -> CpuData {
-            CpuData::F16(v)
-        }
-        fn le_bytes(self) -> impl IntoIterator<Item = u8> {
-            self.to_le_bytes()
-        }
-    }
+    element!(f32, F32);
+    element!(u16, F16);
 
     fn upload<E: Element>(elements: &[E], queue: &wgpu::Queue, buffer: &wgpu::Buffer) {
         let mut bytes: Vec<u8> = elements.iter().flat_map(|v| v.le_bytes()).collect();

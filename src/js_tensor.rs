@@ -122,6 +122,18 @@ impl GpuTensor {
         })
     }
 
+    /// The `GPUBuffer` holding the numbers (`undefined` on the CPU backend), valid until the
+    /// tensor is freed: `length` elements of `dtype` from offset 0, row-major, f16 as packed
+    /// halves; its size is rounded up to a multiple of 16 bytes. The app's shaders may read it,
+    /// and write it between the package's calls.
+    #[wasm_bindgen(getter)]
+    pub fn buffer(&self) -> JsValue {
+        self.tensor
+            .buffer()
+            .and_then(|b| b.as_webgpu().map(|b| JsValue::from(b.clone())))
+            .unwrap_or(JsValue::UNDEFINED)
+    }
+
     #[doc(hidden)]
     #[wasm_bindgen(getter, js_name = __handle, skip_typescript)]
     pub fn handle(&self) -> u32 {

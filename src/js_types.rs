@@ -9,6 +9,13 @@ use wasm_bindgen::prelude::*;
 
 #[wasm_bindgen(typescript_custom_section)]
 const TYPES: &'static str = r#"
+/**
+ * WebGPU's `GPUDevice` and `GPUBuffer` where the consumer's types declare WebGPU (the
+ * `@webgpu/types` package), else `object`: the package's types need no WebGPU types to compile.
+ */
+export type WebGpuDevice = typeof globalThis extends { GPUDevice: { prototype: infer P } } ? P : object;
+export type WebGpuBuffer = typeof globalThis extends { GPUBuffer: { prototype: infer P } } ? P : object;
+
 /** How numbers are stored. Arithmetic is f32 either way. */
 export type Dtype = "f32" | "f16";
 
@@ -207,6 +214,11 @@ export class FusedRmsNorm {
   readonly adapterInfo: FusedRmsNormAdapterInfo;
   /** Which backend runs. */
   readonly backend: "webgpu" | "cpu";
+  /**
+   * The `GPUDevice` the instance runs on (`undefined` on the CPU backend), for the app's own
+   * pipelines; the new one after a device loss. Do not destroy it or change its error handling.
+   */
+  readonly device: WebGpuDevice | undefined;
   /** Counters for leak checks. */
   debugStats(): FusedRmsNormDebugStats;
   /** Called when the device is lost; tensors of the lost device hold nothing. */
@@ -230,6 +242,11 @@ export class GpuTensor<D extends Dtype = "f32"> {
   readonly length: number;
   /** Element type on the GPU. */
   readonly dtype: D;
+  /**
+   * The `GPUBuffer` behind the tensor (`undefined` on the CPU backend), valid until `free()`:
+   * `length` elements from offset 0, f16 as packed halves, size rounded up to 16 bytes.
+   */
+  readonly buffer: WebGpuBuffer | undefined;
   /** Copies the data back: a `Float32Array` for f32, a `Uint16Array` of half bits for f16. */
   read(): Promise<HostResult<D>>;
   free(): void;
