@@ -1,14 +1,18 @@
-// `npm run bench`: our fused add+bias+RMSNorm against onnxruntime-web's WebGPU
-// SkipSimplifiedLayerNormalization and a plain JS loop, in one headless Chromium page on one
-// adapter. Prints a table and writes bench-out/browser.json.
+// `npm run bench`: two sections in one headless Chromium page on one adapter.
+// - WebGPU: our fused add+bias+RMSNorm against onnxruntime-web's WebGPU
+//   SkipSimplifiedLayerNormalization and a plain JS loop; table, bench-out/browser.json.
+// - CPU (bench/cpu.mjs): the package's CPU backend against onnxruntime-web's WebAssembly EP,
+//   the JS loop, and the package's "webgpu" and "auto" backends; table, bench-out/cpu.json.
 //
-//   node bench/browser.mjs [--shapes 1x896,16x4096,...] [--k 21] [--budget-ms 4000] [--pkg DIR]
+//   node bench/browser.mjs [--webgpu | --cpu] [--shapes 1x896,16x4096,...] [--k 21]
+//                          [--cpu-shapes 1x4096,...] [--batch-ms 10] [--budget-ms 4000] [--pkg DIR]
 //
-// --pkg measures another build of the package (say, one made from a clean checkout of a
-// commit) instead of ./pkg.
+// Both sections run unless --webgpu or --cpu names one. --pkg measures another build of the
+// package (say, one made from a clean checkout of a commit) instead of ./pkg.
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { EPS, weights } from "./data.mjs";
+import { cpuSection } from "./cpu.mjs";
 import { OUT_DIR, openBench, options as opt } from "./driver.mjs";
 import { skipSimplifiedLayerNormChain } from "./onnx-model.mjs";
 
@@ -25,6 +29,8 @@ const K1 = 1;
 // lifts the difference well clear of it.
 const k2For = ({ rows, hidden }) => Number(opt.k ?? (rows * hidden <= 8192 ? 101 : 21));
 const BUDGET_MS = Number(opt["budget-ms"] ?? 4000);
+const RUN_WEBGPU = !("cpu" in opt) || "webgpu" in opt;
+const RUN_CPU = !("webgpu" in opt) || "cpu" in opt;
 
 async function writeModels() {
   await mkdir(modelDir, { recursive: true });
@@ -60,9 +66,7 @@ function table(results) {
   return [head, head.map(() => "---"), ...rows].map((cells) => `| ${cells.join(" | ")} |`).join("\n");
 }
 
-const models = await writeModels();
-const bench = await openBench({ html: "index.html", mounts: [["/models/", modelDir]] });
-try {
+async function webgpuSection(bench, models) {
   console.log(`per-op: slope of time over repeat ${K1} → K; medians; budget ${BUDGET_MS} ms per measurement\n`);
   const results = [];
   for (const s of SHAPES) {
@@ -83,8 +87,15 @@ try {
     );
   }
   console.log(`\n${table(results)}\n`);
-  const command = ["npm run bench", ...process.argv.slice(2)].join(" ");
+  const command = ["npm run bench", ...(process.argv.length > 2 ? ["--", ...process.argv.slice(2)] : [])].join(" ");
   await bench.finish("browser.json", { command, budgetMs: BUDGET_MS }, results);
+}
+
+const models = RUN_WEBGPU ? await writeModels() : {};
+const bench = await openBench({ html: "index.html", mounts: [["/models/", modelDir]] });
+try {
+  if (RUN_WEBGPU) await webgpuSection(bench, models);
+  if (RUN_CPU) await cpuSection(bench, opt);
 } finally {
   await bench.close();
 }

@@ -96,7 +96,8 @@ export async function openBench({ html, mounts = [] }) {
         process.exitCode = 1;
         return { error };
       }
-      if (JSON.stringify(r.ortAdapter) !== JSON.stringify(env.ours)) {
+      // A WebGPU comparison must have run both on one adapter (the CPU section has no ORT adapter).
+      if ("ortAdapter" in r && JSON.stringify(r.ortAdapter) !== JSON.stringify(env.ours)) {
         throw new Error(`ORT ran on another adapter: ${JSON.stringify(r.ortAdapter)} vs ours ${JSON.stringify(env.ours)}`);
       }
       return r;

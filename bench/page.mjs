@@ -1,8 +1,10 @@
 // The in-browser half of `npm run bench`: our kernel, onnxruntime-web's WebGPU
 // SkipSimplifiedLayerNormalization and a plain JS loop, on the same data in the same page.
-// The Node driver (bench/browser.mjs) calls `window.bench.*` through Playwright.
+// The Node driver (bench/browser.mjs) calls `window.bench.*` through Playwright; the CPU
+// section's half is bench/cpu-page.mjs.
 import { plainLoop } from "../www/lib/plain-loop.js";
 import { reference } from "../www/lib/reference.js";
+import { cpuSetup, cpuShape } from "./cpu-page.mjs";
 import { EPS, activations, weights } from "./data.mjs";
 import { compare, deviceInfo, elapsed, openBoth, ort, sampleTogether, sessionOptions } from "./side-by-side.mjs";
 
@@ -115,5 +117,5 @@ async function shape({ rows, hidden, k1, k2, budgetMs, models }) {
   return res;
 }
 
-window.bench = { setup, shape };
+window.bench = { setup, shape, cpuSetup, cpuShape };
 window.benchReady = true;

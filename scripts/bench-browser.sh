@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # `npm run bench`: our kernel vs onnxruntime-web's WebGPU SkipSimplifiedLayerNormalization vs
-# a plain JS loop, in headless Chromium. Table on stdout, details in bench-out/browser.json.
-# Arguments go to bench/browser.mjs (--shapes 1x896,16x4096 --k 21 --budget-ms 4000).
+# a plain JS loop, then the CPU backend vs onnxruntime-web's wasm EP, the JS loop and the
+# "webgpu" and "auto" backends, in headless Chromium. Tables on stdout, details in
+# bench-out/browser.json and bench-out/cpu.json. Arguments go to bench/browser.mjs
+# (--webgpu or --cpu for one section, --shapes 1x896,16x4096 --k 21 --cpu-shapes 1x4096
+# --batch-ms 10 --budget-ms 4000).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/bench-setup.sh bench

@@ -359,8 +359,9 @@ mod imp {
                 _ => return Ok(None),
             };
             let buffer = intrinsic(|i| &i.buffer, v).unwrap_or(JsValue::UNDEFINED);
+            // Interned: read for every array of every call.
             let flag = |k: &str| {
-                Reflect::get(&buffer, &k.into())
+                Reflect::get(&buffer, &JsValue::from_str(wasm_bindgen::intern(k)))
                     .ok()
                     .and_then(|f| f.as_bool())
             };
@@ -448,28 +449,34 @@ mod imp {
                     .unwrap_or_else(|| Err(JsValue::from_str("no TypedArray.prototype.set")))
                     .map(|_| ())
                     .map_err(|e| {
-                        Reflect::get(&e, &"message".into())
+                        Reflect::get(&e, &JsValue::from_str(wasm_bindgen::intern("message")))
                             .ok()
                             .and_then(|m| m.as_string())
                             .unwrap_or_else(|| "the copy failed".into())
                     })
             };
+            // Into the vector's spare capacity, then its length set: zero-filling first
+            // writes every byte twice (measured: ~14 % of a 1024×4096 call). The view lives
+            // only for this copy: nothing allocates meanwhile, so wasm memory cannot grow and
+            // detach it.
             match self.dtype {
                 Dtype::F32 => {
-                    let mut v = vec![0f32; self.len];
-                    // The view lives only for this copy: nothing allocates meanwhile, so
-                    // wasm memory cannot grow and detach it.
-                    let view = unsafe { Float32Array::view_mut_raw(v.as_mut_ptr(), v.len()) };
+                    let mut v: Vec<f32> = Vec::with_capacity(self.len);
+                    let view = unsafe { Float32Array::view_mut_raw(v.as_mut_ptr(), self.len) };
                     copy(&view, &self.array)?;
+                    // The copy wrote all `len` elements (a failure returned above).
+                    unsafe { v.set_len(self.len) };
                     Ok(CpuData::F32(v))
                 }
                 Dtype::F16 => {
                     let bits = self
                         .bits()
                         .map_err(|_| "a typed array whose bits can be read".to_string())?;
-                    let mut v = vec![0u16; self.len];
-                    let view = unsafe { Uint16Array::view_mut_raw(v.as_mut_ptr(), v.len()) };
+                    let mut v: Vec<u16> = Vec::with_capacity(self.len);
+                    let view = unsafe { Uint16Array::view_mut_raw(v.as_mut_ptr(), self.len) };
                     copy(&view, &bits)?;
+                    // As above: all `len` elements were written.
+                    unsafe { v.set_len(self.len) };
                     Ok(CpuData::F16(v))
                 }
             }

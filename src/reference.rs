@@ -85,8 +85,13 @@ pub fn worst_relative(got: &[f32], want: &[f32]) -> f32 {
 /// subnormal term of `v` may be lost, which adds its own size, times `inv * gamma`, to the
 /// allowance of that element only.
 pub fn worst_error(got: &[f32], want: &[f64], x: &Inputs, rtol: f64) -> f64 {
+    worst_error_at(got, want, x, rtol).0
+}
+
+/// [`worst_error`], and the element where it is.
+pub fn worst_error_at(got: &[f32], want: &[f64], x: &Inputs, rtol: f64) -> (f64, usize) {
     assert_eq!(got.len(), want.len(), "output length");
-    let mut worst = 0.0f64;
+    let mut worst = (0.0f64, 0usize);
     let (_, v) = fused_rms_norm(x);
     // WGSL lets a GPU flush subnormal inputs to zero as it loads them, and NVIDIA's do: that
     // changes the row's mean square, so every element of the row, not only the flushed one.
@@ -120,7 +125,7 @@ pub fn worst_error(got: &[f32], want: &[f64], x: &Inputs, rtol: f64) -> f64 {
             let (g, w) = (got[row_start + i] as f64, want[row_start + i]);
             if w.is_nan() || g.is_nan() {
                 if w.is_nan() != g.is_nan() {
-                    return f64::INFINITY;
+                    return (f64::INFINITY, row_start + i);
                 }
                 continue;
             }
@@ -143,7 +148,9 @@ pub fn worst_error(got: &[f32], want: &[f64], x: &Inputs, rtol: f64) -> f64 {
                 Some(f) => (g - w).abs().min((g - f[at]).abs()),
                 None => (g - w).abs(),
             };
-            worst = worst.max(err / allowed);
+            if err / allowed > worst.0 {
+                worst = (err / allowed, at);
+            }
         }
     }
     worst

@@ -1,0 +1,182 @@
+// The in-browser half of the CPU section of `npm run bench` (bench/cpu.mjs drives it): the
+// package's CPU backend against onnxruntime-web's WebAssembly execution provider, a plain
+// JavaScript loop, and the package's WebGPU backend on this page's adapter, each called as an
+// app calls it: Float32Arrays in, the Promise of a Float32Array awaited. One thread each.
+import { FusedRmsNorm } from "/pkg/webgpu_rmsnorm.js";
+import { plainLoop } from "../www/lib/plain-loop.js";
+import { compare, reference } from "../www/lib/reference.js";
+import { rng } from "../www/lib/seeded.js";
+import { EPS, activations, weights } from "./data.mjs";
+import { skipSimplifiedLayerNormChain } from "./onnx-model.mjs";
+import { deviceInfo } from "./side-by-side.mjs";
+
+// The package's three ways to open an instance, and what each resolved to.
+const BACKENDS = ["cpu", "webgpu", "auto"];
+const norms = {};
+let ortWasm;
+
+/**
+ * Opens onnxruntime-web's wasm build and one instance per backend. Must follow
+ * `window.bench.setup()` (page.mjs), which has run the package's `init()`.
+ */
+export async function cpuSetup() {
+  // The wasm build (its own `env` and wasm module, ort-wasm-simd-threaded.wasm) beside
+  // page.mjs's ort.webgpu.min.mjs, whose CPU EP would run in its asyncify module. Loaded only
+  // when this section runs.
+  ortWasm = await import("/ort/ort.wasm.min.mjs");
+  ortWasm.env.wasm.wasmPaths = "/ort/";
+  // In a cross-origin isolated page ORT defaults to half the cores (up to 4): one thread, as
+  // the package's CPU backend has.
+  ortWasm.env.wasm.numThreads = 1;
+  for (const backend of BACKENDS) norms[backend] ??= await FusedRmsNorm.create({ backend });
+  return {
+    backends: Object.fromEntries(BACKENDS.map((b) => [b, norms[b].backend])),
+    webgpuAdapter: deviceInfo(norms.webgpu.adapterInfo),
+    ortWasm: { versions: ortWasm.env.versions, numThreads: ortWasm.env.wasm.numThreads },
+  };
+}
+
+// performance.now() moves in 5 µs steps here (100 µs without cross-origin isolation) and one
+// call can take about that: time `calls` awaited calls together.
+async function msPerCall(fn, calls) {
+  const t = performance.now();
+  for (let i = 0; i < calls; i++) await fn();
+  return (performance.now() - t) / calls;
+}
+
+// Calls per batch so that one batch takes about `batchMs`; the calls made also warm up.
+async function batchSize(fn, batchMs) {
+  const t = performance.now();
+  let n = 0;
+  while (n < 3 || performance.now() - t < batchMs / 4) {
+    await fn();
+    n++;
+  }
+  return Math.max(1, Math.min(10000, Math.ceil(batchMs / ((performance.now() - t) / n))));
+}
+
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+};
+
+// side-by-side.mjs's sampleTogether, but every round in a fresh (seeded) random order rather
+// than a rotation, in which each way always follows the same other one: whatever a way leaves
+// behind (garbage to collect; for a WebGPU call, the GPU process's work on the same two
+// cores) then falls on every way alike. Between `min` and `max` rounds, stopping once
+// `budgetMs` is spent.
+async function sampleShuffled(fns, { min = 5, max = 60, budgetMs }) {
+  const names = Object.keys(fns);
+  const xs = Object.fromEntries(names.map((n) => [n, []]));
+  const next = rng(names.length);
+  const t0 = performance.now();
+  for (let round = 0; round < max && (round < min || performance.now() - t0 < budgetMs); round++) {
+    const order = names.map((n) => [next(), n]).sort((a, b) => a[0] - b[0]);
+    for (const [, name] of order) xs[name].push(await fns[name]());
+  }
+  return Object.fromEntries(
+    names.map((n) => [n, { median: median(xs[n]), n: xs[n].length, min: Math.min(...xs[n]), max: Math.max(...xs[n]) }]),
+  );
+}
+
+/**
+ * One shape: each way checked against the f64 reference, then timed per call in batches, all
+ * ways (and the diagnostics below) sampled in alternation.
+ */
+export async function cpuShape({ rows, hidden, budgetMs, batchMs }) {
+  const { gamma, bias } = weights(hidden);
+  const { input, residual } = activations(rows, hidden);
+  const args = { input, residual, gamma, bias, hidden, eps: EPS };
+  const dims = [1, rows, hidden];
+  const res = { rows, hidden };
+
+  const model = skipSimplifiedLayerNormChain({ rows, hidden, k: 1, eps: EPS, gamma, bias });
+  const session = await ortWasm.InferenceSession.create(model, { executionProviders: ["wasm"] });
+  const resident = {};
+  try {
+    // What an app calls, each resolving with the output.
+    const ways = {
+      cpu: () => norms.cpu.run(args),
+      ortWasm: async () =>
+        (
+          await session.run({
+            input: new ortWasm.Tensor("float32", input, dims),
+            skip: new ortWasm.Tensor("float32", residual, dims),
+          })
+        ).output.data,
+      js: () => plainLoop(args),
+      webgpu: () => norms.webgpu.run(args),
+      auto: () => norms.auto.run(args),
+    };
+    for (const [k, v] of Object.entries({ input, residual, gamma, bias })) resident[k] = norms.cpu.upload(v);
+    const onTensors = { ...resident, hidden, eps: EPS };
+    const residentRun = () => norms.cpu.run({ ...onTensors, output: "gpu" });
+    ways.cpuResident = async () => {
+      const y = await residentRun();
+      const data = await y.read();
+      y.free();
+      return data;
+    };
+
+    res.checks = {};
+    for (const [name, fn] of Object.entries(ways)) {
+      const { ok, maxAbs, maxRel, problems } = compare(args, await fn());
+      res.checks[name] = { ok, maxAbs, maxRel, problems };
+    }
+    // The JS loop forms v = input + residual + bias in f64, not rounded in the kernel's order
+    // as the reference is (plain-loop.js), so an element whose v cancels to near 0 is off
+    // relative to itself (2e-5 at 128×4096): it is held to 1e-5 of the largest output instead.
+    const js = res.checks.js;
+    const largest = reference(args).scale.reduce((m, x) => Math.max(m, x), 0);
+    js.ok = js.maxAbs <= 1e-5 * largest;
+    js.bound = `maxAbs ≤ 1e-5 × ${largest.toPrecision(3)} (largest |y|)`;
+    if (js.ok) js.problems = [];
+
+    // Where a CPU-backend call's time goes (diagnostics, not an app's calls):
+    // - cpuResident: the call on inputs already in wasm memory (`upload()`ed) with the output
+    //   left there (`output: "gpu"`): `cpu` without the copies in and out;
+    // - cpuCopyIn / cpuCopyOut: the same copies alone, as `upload()` of input and residual
+    //   and `read()` of an output make them (the code paths `run` takes for its arrays);
+    // - copyFloor: what any wasm library pays for them at least: input and residual set()
+    //   into a WebAssembly.Memory allocated once, the output slice()d out of it.
+    const out = await residentRun();
+    const n = rows * hidden;
+    const floor = new Float32Array(new WebAssembly.Memory({ initial: Math.ceil((12 * n) / 65536) }).buffer, 0, 3 * n);
+    const diagnostics = {
+      cpuResident: async () => (await residentRun()).free(),
+      cpuCopyIn: () => {
+        norms.cpu.upload(input).free();
+        norms.cpu.upload(residual).free();
+      },
+      cpuCopyOut: () => out.read(),
+      copyFloor: () => {
+        floor.set(input, 0);
+        floor.set(residual, n);
+        return floor.slice(2 * n, 3 * n);
+      },
+    };
+    const timed = { ...ways, ...diagnostics };
+    const calls = {};
+    for (const [name, fn] of Object.entries(timed)) calls[name] = await batchSize(fn, batchMs);
+    const timers = Object.fromEntries(Object.entries(timed).map(([name, fn]) => [name, () => msPerCall(fn, calls[name])]));
+    // - cpuKernel: the kernel alone. The CPU backend's timeDispatches loops the kernel
+    //   `repeat` times over the same tensors inside one call, so the slope from 1 to K
+    //   repeats is its cost per operation, every fixed cost of a call cancelling. K repeats
+    //   take about `batchMs`; small shapes then run from the CPU's caches.
+    const estimate = (await norms.cpu.timeDispatches(onTensors, 100)) / 100;
+    const k = Math.max(2, Math.min(10000, Math.ceil(batchMs / Math.max(estimate, 1e-4))));
+    calls.cpuKernel = k;
+    timers.cpuKernel = async () => {
+      const one = await norms.cpu.timeDispatches(onTensors, 1);
+      return ((await norms.cpu.timeDispatches(onTensors, k)) - one) / (k - 1);
+    };
+    res.callsPerBatch = calls;
+    res.ms = await sampleShuffled(timers, { budgetMs });
+    out.free();
+  } finally {
+    await session.release();
+    for (const t of Object.values(resident)) t.free();
+  }
+  return res;
+}
