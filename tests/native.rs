@@ -2,18 +2,21 @@
 //! kernel against the f64 reference over the shape matrix, extreme values and random cases.
 #![cfg(not(target_arch = "wasm32"))]
 
+use std::rc::Rc;
 use webgpu_rmsnorm::dtype::{f16_bits, f16_value};
+use webgpu_rmsnorm::host::Arg;
 use webgpu_rmsnorm::kernel::{Options, Params, Storage, Variant};
 use webgpu_rmsnorm::reference::{
-    chain, fused_rms_norm, same_v, worst_error, worst_relative, Inputs,
+    chain, fused_rms_norm, same_v, worst_error, worst_error_at, worst_relative, Inputs,
 };
+use webgpu_rmsnorm::tensor::Tensor;
 use webgpu_rmsnorm::{Error, GpuContext};
 
 /// Relative tolerance against the f64 reference (f32 math; see `worst_error`).
 const RTOL: f64 = 1e-5;
 
 mod common;
-use common::{matrix, Case, Rng};
+use common::{assert_within, matrix, Case, Rng};
 
 fn context() -> GpuContext {
     pollster::block_on(GpuContext::new(wgpu::PowerPreference::HighPerformance))
@@ -36,14 +39,10 @@ impl Check for Case {
         if err > 1.0 {
             // Name the element, so a failure on a new GPU says what went wrong.
             let (_, v) = fused_rms_norm(&x);
-            let at = (0..out.y.len())
-                .max_by(|&a, &b| {
-                    let d = |i: usize| ((out.y[i] as f64) - want_y[i]).abs();
-                    d(a).total_cmp(&d(b))
-                })
-                .unwrap_or(0);
+            let (_, at) = worst_error_at(&out.y, &want_y, &x, RTOL);
             panic!(
-                "{what}: y is {err:.2} tolerances off the f64 reference; worst at {at}: got {}, want {}, \
+                "{}",
+                format!("{what}: y is {err:.2} tolerances off the f64 reference; worst at {at}: got {}, want {}, \
                  v {:e} (GPU {:e}), input {:e}, residual {:e}, row v {:?}",
                 out.y[at],
                 want_y[at],
@@ -52,7 +51,7 @@ impl Check for Case {
                 x.input[at],
                 x.residual[at],
                 &v[at / x.hidden * x.hidden..(at / x.hidden + 1) * x.hidden].iter().take(8).collect::<Vec<_>>()
-            );
+            ) + &short_row_dump(&x, &out.y, at));
         }
         let sum = out.sum.expect("sum was asked for");
         assert!(
@@ -63,6 +62,69 @@ impl Check for Case {
             "{what}: sum differs from input + residual (+ bias)"
         );
     }
+}
+
+/// `x` with its input and residual made tensors by `upload`, as an in-place call needs them;
+/// gamma, beta and bias stay host arrays.
+fn resident<'a, T>(
+    x: &webgpu_rmsnorm::Inputs<&'a [T]>,
+    upload: impl Fn(&'a [T]) -> Rc<Tensor>,
+) -> webgpu_rmsnorm::Inputs<Arg<&'a [T]>> {
+    webgpu_rmsnorm::Inputs {
+        input: Arg::Gpu(upload(x.input)),
+        residual: Arg::Gpu(upload(x.residual)),
+        gamma: Arg::Host(x.gamma),
+        beta: x.beta.map(Arg::Host),
+        bias: x.bias.map(Arg::Host),
+        hidden: x.hidden,
+        eps: x.eps,
+    }
+}
+
+/// A call with neither beta nor bias and the default eps.
+fn bare<A>(input: A, residual: A, gamma: A, hidden: usize) -> webgpu_rmsnorm::Inputs<A> {
+    webgpu_rmsnorm::Inputs {
+        input,
+        residual,
+        gamma,
+        beta: None,
+        bias: None,
+        hidden,
+        eps: 1e-6,
+    }
+}
+
+/// The tensor of an argument that is one.
+fn tensor<H>(a: &Arg<H>) -> &Rc<Tensor> {
+    let Arg::Gpu(t) = a else {
+        panic!("a host array where a tensor was meant")
+    };
+    t
+}
+
+/// What a tensor argument holds now, read back from the GPU.
+fn read<H>(ctx: &GpuContext, a: &Arg<H>) -> Vec<f32> {
+    pollster::block_on(ctx.read_tensor(tensor(a)).unwrap().read())
+        .unwrap()
+        .y
+}
+
+/// A short row in full, every input and output, for a failure on a GPU not at hand.
+fn short_row_dump(x: &Inputs, y: &[f32], at: usize) -> String {
+    let h = x.hidden;
+    if h > 16 {
+        return String::new();
+    }
+    let r = at / h * h..at / h * h + h;
+    format!(
+        "\n  input {:?}\n  residual {:?}\n  bias {:?}\n  gamma {:?}\n  beta {:?}\n  y {:?}",
+        &x.input[r.clone()],
+        &x.residual[r.clone()],
+        x.bias,
+        x.gamma,
+        x.beta,
+        &y[r]
+    )
 }
 
 #[test]
@@ -178,10 +240,7 @@ fn nan_and_inf_poison_only_their_own_row() {
     let ctx = context();
     let mut rng = Rng(0x5EED_0004);
     for hidden in [4usize, 5, 4096] {
-        let mut case = Case::random(&mut rng, 4, hidden, false, true, 1e-6, 1.0);
-        case.input[hidden / 2] = f32::NAN;
-        case.input[hidden + 1] = f32::INFINITY;
-        case.residual[2 * hidden] = f32::NEG_INFINITY;
+        let case = Case::poisoned(&mut rng, hidden);
         case.check(&ctx, &format!("4x{hidden} with NaN/Inf"));
         let out = pollster::block_on(ctx.run(&case.inputs(), false)).unwrap();
         assert!(
@@ -195,31 +254,8 @@ fn nan_and_inf_poison_only_their_own_row() {
 #[test]
 fn random_shapes_and_options_match_the_reference() {
     let ctx = context();
-    let seed = std::env::var("RMSNORM_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0x5EED_0005u64);
-    let mut rng = Rng(seed);
-    for i in 0..1000 {
-        let hidden = match rng.below(3) {
-            0 => 1 + rng.below(16) as usize,
-            1 => 1 + rng.below(3000) as usize,
-            _ => 4 * (1 + rng.below(3000) as usize),
-        };
-        let rows = rng.below(20) as usize;
-        let scale = [1.0f32, 1e-3, 1e3, 1e25, 1e-25][rng.below(5) as usize];
-        let eps = [0.0f32, 1e-6, 1e-5, 1e-2][rng.below(4) as usize];
-        let (bias, beta) = (rng.below(2) == 0, rng.below(2) == 0);
-        let mut case = Case::random(&mut rng, rows, hidden, bias, beta, eps, scale);
-        // Now and then a NaN or an Inf, which must poison its own row only.
-        if rows > 1 && rng.below(8) == 0 {
-            let at = rng.below((rows * hidden) as u64) as usize;
-            case.input[at] = [f32::NAN, f32::INFINITY, f32::NEG_INFINITY][rng.below(3) as usize];
-        }
-        case.check(
-            &ctx,
-            &format!("case {i} (RMSNORM_SEED={seed}): {rows}x{hidden} scale {scale:e} eps {eps}"),
-        );
+    for (case, what) in Case::sweep(0x5EED_0005, 1000) {
+        case.check(&ctx, &what);
     }
 }
 
@@ -227,15 +263,7 @@ fn random_shapes_and_options_match_the_reference() {
 fn bad_shapes_are_named_errors_and_the_context_keeps_working() {
     let ctx = context();
     let a = vec![1.0f32; 12];
-    let mut x = Inputs {
-        input: &a,
-        residual: &a,
-        gamma: &a[..4],
-        beta: None,
-        bias: None,
-        hidden: 5,
-        eps: 1e-6,
-    };
+    let mut x = bare(&a[..], &a[..], &a[..4], 5);
     let e = pollster::block_on(ctx.run(&x, false))
         .err()
         .expect("12 is not a multiple of 5");
@@ -251,7 +279,7 @@ fn bad_shapes_are_named_errors_and_the_context_keeps_working() {
     x.eps = 1e-6;
     let out = pollster::block_on(ctx.run(&x, false)).expect("the context survived");
     let (want, _) = fused_rms_norm(&x);
-    assert!(worst_error(&out.y, &want, &x, RTOL) <= 1.0);
+    assert_within(&out.y, &want, &x, RTOL, "after the rejections");
 }
 
 #[test]
@@ -266,15 +294,7 @@ fn splits_rows_across_bindings_when_one_cannot_hold_them() {
         case.check(&ctx, &format!("83x{hidden} split across 64 KiB bindings"));
     }
     let a = vec![1.0f32; 16385];
-    let x = Inputs {
-        input: &a,
-        residual: &a,
-        gamma: &a,
-        beta: None,
-        bias: None,
-        hidden: 16385,
-        eps: 1e-6,
-    };
+    let x = bare(&a[..], &a[..], &a[..], 16385);
     let e = pollster::block_on(ctx.run(&x, false))
         .err()
         .expect("a row larger than a binding");
@@ -316,7 +336,6 @@ fn buffers_are_reused_not_leaked() {
 
 #[test]
 fn gpu_resident_chain_matches_layer_by_layer_reference() {
-    use webgpu_rmsnorm::host::Arg;
     let ctx = context();
     let mut rng = Rng(0x5EED_0008);
     let (rows, hidden, layers) = (3usize, 256usize, 4);
@@ -330,24 +349,13 @@ fn gpu_resident_chain_matches_layer_by_layer_reference() {
     let (mut x_in, mut x_res) = (up(&input0), up(&residual0));
     let gamma_tensors: Vec<_> = gammas.iter().map(up).collect();
     for g in &gamma_tensors {
-        let x = webgpu_rmsnorm::Inputs {
-            input: x_in.clone(),
-            residual: x_res.clone(),
-            gamma: g.clone(),
-            beta: None,
-            bias: None,
-            hidden,
-            eps: 1e-6,
-        };
+        let x = bare(x_in.clone(), x_res.clone(), g.clone(), hidden);
         let out = pollster::block_on(ctx.submit_to_gpu(&x, true).unwrap().read_gpu()).unwrap();
         let out = out.expect("new tensors");
         x_in = Arg::Gpu(out.y);
         x_res = Arg::Gpu(out.sum.expect("sum"));
     }
-    let Arg::Gpu(y) = &x_in else { unreachable!() };
-    let got = pollster::block_on(ctx.read_tensor(y).unwrap().read())
-        .unwrap()
-        .y;
+    let got = read(&ctx, &x_in);
     let worst = worst_relative(&got, &input);
     assert!(
         worst < 1e-4,
@@ -357,20 +365,11 @@ fn gpu_resident_chain_matches_layer_by_layer_reference() {
 
 #[test]
 fn tensors_of_another_context_are_refused() {
-    use webgpu_rmsnorm::host::Arg;
     let (a, b) = (context(), context());
     let data = vec![1.0f32; 8];
     let foreign = Arg::<&[f32]>::Gpu(b.upload(&data.as_slice()).unwrap());
     let own = Arg::Host(data.as_slice());
-    let x = webgpu_rmsnorm::Inputs {
-        input: foreign,
-        residual: own.clone(),
-        gamma: Arg::Host(&data[..4]),
-        beta: None,
-        bias: None,
-        hidden: 4,
-        eps: 1e-6,
-    };
+    let x = bare(foreign, own.clone(), Arg::Host(&data[..4]), 4);
     let e = pollster::block_on(a.run(&x, false))
         .err()
         .expect("a foreign tensor");
@@ -427,45 +426,25 @@ fn f16_storage_matches_the_reference_on_both_paths() {
             (2, 4096, true, false),
             (7, 132, false, true),
         ] {
-            let case = Case::random(&mut rng, rows, hidden, bias, beta, 1e-6, 1.0);
-            let h = |v: &[f32]| v.iter().map(|&x| f16_bits(x)).collect::<Vec<u16>>();
-            let (hin, hres, hg) = (h(&case.input), h(&case.residual), h(&case.gamma));
-            let (hbeta, hbias) = (case.beta.as_deref().map(h), case.bias.as_deref().map(h));
-            let x = webgpu_rmsnorm::Inputs {
-                input: hin.as_slice(),
-                residual: hres.as_slice(),
-                gamma: hg.as_slice(),
-                beta: hbeta.as_deref(),
-                bias: hbias.as_deref(),
-                hidden,
-                eps: 1e-6,
-            };
-            let out = pollster::block_on(ctx.run(&x, true)).unwrap();
+            let halves = Case::random(&mut rng, rows, hidden, bias, beta, 1e-6, 1.0).halves();
+            let out = pollster::block_on(ctx.run(&halves.inputs(), true)).unwrap();
             // The reference sees exactly the halves the GPU saw, widened to f32.
-            let w = |v: &[u16]| v.iter().map(|&b| f16_value(b)).collect::<Vec<f32>>();
-            let (win, wres, wg) = (w(&hin), w(&hres), w(&hg));
-            let (wbeta, wbias) = (hbeta.as_deref().map(w), hbias.as_deref().map(w));
-            let r = Inputs {
-                input: &win,
-                residual: &wres,
-                gamma: &wg,
-                beta: wbeta.as_deref(),
-                bias: wbias.as_deref(),
-                hidden,
-                eps: 1e-6,
-            };
+            let widened = halves.widened();
+            let r = widened.inputs();
             let (want_y, want_v) = fused_rms_norm(&r);
-            // One f16 rounding of the result: 2^-11 relative, and 1e-3 leaves room for f32.
-            let err = worst_error(&out.y, &want_y, &r, 1e-3);
             let path = if ctx.uses_shader_f16() {
                 "shader-f16"
             } else {
                 "packed"
             };
             eprintln!("f16 {rows}x{hidden} on the {path} path");
-            assert!(
-                err <= 1.0,
-                "{path} {rows}x{hidden}: y is {err:.2} tolerances off"
+            // One f16 rounding of the result: 2^-11 relative, and 1e-3 leaves room for f32.
+            assert_within(
+                &out.y,
+                &want_y,
+                &r,
+                1e-3,
+                &format!("{path} {rows}x{hidden}"),
             );
             let sum = out.sum.unwrap();
             for (got, want) in sum.iter().zip(&want_v) {
@@ -480,52 +459,23 @@ fn f16_storage_matches_the_reference_on_both_paths() {
 
 #[test]
 fn in_place_overwrites_input_with_y_and_residual_with_v() {
-    use webgpu_rmsnorm::host::Arg;
     let ctx = context();
     let mut rng = Rng(0x5EED_000A);
     for (rows, hidden) in [(3usize, 4096usize), (4, 4099), (2, 20000), (5, 7)] {
         let case = Case::random(&mut rng, rows, hidden, true, true, 1e-6, 1.0);
-        let up = |a: &[f32]| Arg::<&[f32]>::Gpu(ctx.upload(&a).unwrap());
-        let (input, residual) = (up(&case.input), up(&case.residual));
-        let x = webgpu_rmsnorm::Inputs {
-            input: input.clone(),
-            residual: residual.clone(),
-            gamma: Arg::Host(case.gamma.as_slice()),
-            beta: case.beta.as_deref().map(Arg::Host),
-            bias: case.bias.as_deref().map(Arg::Host),
-            hidden,
-            eps: 1e-6,
-        };
+        let x = resident(&case.inputs(), |a| ctx.upload(&a).unwrap());
         let none = pollster::block_on(ctx.submit_in_place(&x).unwrap().read_gpu()).unwrap();
         assert!(none.is_none(), "in place makes no new tensors");
-        let read = |a: &Arg<&[f32]>| {
-            let Arg::Gpu(t) = a else { unreachable!() };
-            pollster::block_on(ctx.read_tensor(t).unwrap().read())
-                .unwrap()
-                .y
-        };
-        let (y, v) = (read(&input), read(&residual));
+        let (y, v) = (read(&ctx, &x.input), read(&ctx, &x.residual));
         let r = case.inputs();
         let (want_y, want_v) = fused_rms_norm(&r);
-        let err = worst_error(&y, &want_y, &r, RTOL);
-        assert!(
-            err <= 1.0,
-            "{rows}x{hidden}: y in input is {err:.2} tolerances off"
-        );
+        assert_within(&y, &want_y, &r, RTOL, &format!("{rows}x{hidden}, in input"));
         assert_eq!(v, want_v, "{rows}x{hidden}: residual holds v");
     }
     // Host data cannot be written in place, and input and residual must differ.
     let a = vec![1.0f32; 8];
     let t = Arg::<&[f32]>::Gpu(ctx.upload(&a.as_slice()).unwrap());
-    let host = webgpu_rmsnorm::Inputs {
-        input: Arg::Host(a.as_slice()),
-        residual: t.clone(),
-        gamma: Arg::Host(&a[..4]),
-        beta: None,
-        bias: None,
-        hidden: 4,
-        eps: 1e-6,
-    };
+    let host = bare(Arg::Host(a.as_slice()), t.clone(), Arg::Host(&a[..4]), 4);
     assert_eq!(
         ctx.submit_in_place(&host).err().map(|e| e.name()),
         Some("TypeError")
@@ -568,10 +518,7 @@ fn timed_dispatches_report_gpu_time_where_the_device_has_timestamps() {
     let x = case.inputs();
     let (out, ns) = pollster::block_on(ctx.submit_timed(&x, 4).unwrap().read_timed()).unwrap();
     let (want, _) = fused_rms_norm(&x);
-    assert!(
-        worst_error(&out.y, &want, &x, RTOL) <= 1.0,
-        "a timed call computes the same result"
-    );
+    assert_within(&out.y, &want, &x, RTOL, "a timed call");
     if ctx
         .device()
         .features()
@@ -588,45 +535,17 @@ fn timed_dispatches_report_gpu_time_where_the_device_has_timestamps() {
 /// result), also for columns past the ones a thread caches (CPU tiling caches 64 per row).
 #[test]
 fn in_place_equals_out_of_place_bit_for_bit_on_every_storage() {
-    use webgpu_rmsnorm::host::Arg;
     let mut rng = Rng(0x5EED_000C);
     for (packed, cpu_tiling) in [(false, false), (true, false), (false, true), (true, true)] {
         let mut ctx = context();
         ctx.set_shader_f16(!packed);
         ctx.set_cpu_tiling(cpu_tiling);
         for (rows, hidden) in [(4usize, 768usize), (3, 4096), (2, 132)] {
-            let case = Case::random(&mut rng, rows, hidden, true, true, 1e-6, 1.0);
-            let h = |v: &[f32]| v.iter().map(|&x| f16_bits(x)).collect::<Vec<u16>>();
-            let (hin, hres, hg) = (h(&case.input), h(&case.residual), h(&case.gamma));
-            let (hbeta, hbias) = (case.beta.as_deref().map(h), case.bias.as_deref().map(h));
-            let host = webgpu_rmsnorm::Inputs {
-                input: hin.as_slice(),
-                residual: hres.as_slice(),
-                gamma: hg.as_slice(),
-                beta: hbeta.as_deref(),
-                bias: hbias.as_deref(),
-                hidden,
-                eps: 1e-6,
-            };
+            let halves = Case::random(&mut rng, rows, hidden, true, true, 1e-6, 1.0).halves();
+            let host = halves.inputs();
             let want = pollster::block_on(ctx.run(&host, true)).unwrap();
-            let up = |a: &[u16]| Arg::<&[u16]>::Gpu(ctx.upload(&a).unwrap());
-            let (input, residual) = (up(&hin), up(&hres));
-            let x = webgpu_rmsnorm::Inputs {
-                input: input.clone(),
-                residual: residual.clone(),
-                gamma: Arg::Host(hg.as_slice()),
-                beta: hbeta.as_deref().map(Arg::Host),
-                bias: hbias.as_deref().map(Arg::Host),
-                hidden,
-                eps: 1e-6,
-            };
+            let x = resident(&host, |a| ctx.upload(&a).unwrap());
             pollster::block_on(ctx.submit_in_place(&x).unwrap().read_gpu()).unwrap();
-            let read = |a: &Arg<&[u16]>| {
-                let Arg::Gpu(t) = a else { unreachable!() };
-                pollster::block_on(ctx.read_tensor(t).unwrap().read())
-                    .unwrap()
-                    .y
-            };
             let what = format!("f16 {rows}x{hidden} packed={packed} cpu_tiling={cpu_tiling}");
             let same = |a: &[f32], b: &[f32]| {
                 a.iter()
@@ -635,12 +554,12 @@ fn in_place_equals_out_of_place_bit_for_bit_on_every_storage() {
                     .count()
             };
             assert_eq!(
-                same(&read(&input), &want.y),
+                same(&read(&ctx, &x.input), &want.y),
                 0,
                 "{what}: y in place differs"
             );
             assert_eq!(
-                same(&read(&residual), want.sum.as_deref().unwrap()),
+                same(&read(&ctx, &x.residual), want.sum.as_deref().unwrap()),
                 0,
                 "{what}: v in place differs"
             );
@@ -694,7 +613,6 @@ fn idle_buffers_are_bounded_released_when_idle_and_trimmed() {
 #[test]
 fn cpu_backend_runs_the_case_matrix_and_every_kind_of_call() {
     use webgpu_rmsnorm::cpu_driver::CpuContext;
-    use webgpu_rmsnorm::host::Arg;
     use webgpu_rmsnorm::Request;
     let cpu = CpuContext::default();
     let mut rng = Rng(0x5EED_000E);
@@ -703,73 +621,49 @@ fn cpu_backend_runs_the_case_matrix_and_every_kind_of_call() {
         let x = case.inputs();
         let out = cpu.submit(&x, Request::host(true)).unwrap().host.unwrap();
         let (want_y, want_v) = fused_rms_norm(&x);
-        assert!(worst_error(&out.y, &want_y, &x, RTOL) <= 1.0, "cpu {c}");
+        assert_within(&out.y, &want_y, &x, RTOL, &format!("cpu {c}"));
         assert_eq!(out.sum.unwrap(), want_v, "cpu {c}: sum");
     }
     // Tensors: out of place to new tensors, then in place, read back.
     let case = Case::new(3, 768, true, true, 1e-6, 0x5EED_000F);
-    let up = |a: &[f32]| Arg::<&[f32]>::Gpu(cpu.upload(&a).unwrap());
-    let (input, residual) = (up(&case.input), up(&case.residual));
+    let up = |a: &[f32]| cpu.upload(&a).unwrap();
     let x = webgpu_rmsnorm::Inputs {
-        input: input.clone(),
-        residual: residual.clone(),
-        gamma: up(&case.gamma),
-        beta: case.beta.as_deref().map(Arg::Host),
-        bias: case.bias.as_deref().map(Arg::Host),
-        hidden: 768,
-        eps: 1e-6,
+        gamma: Arg::Gpu(up(&case.gamma)),
+        ..resident(&case.inputs(), up)
     };
     let gpu = cpu.submit(&x, Request::to_gpu(true)).unwrap().gpu.unwrap();
     cpu.submit(&x, Request::in_place()).unwrap();
-    let read =
-        |t: &std::rc::Rc<webgpu_rmsnorm::tensor::Tensor>| cpu.read(t).unwrap().host.unwrap().y;
+    let read = |t: &Rc<Tensor>| cpu.read(t).unwrap().host.unwrap().y;
     let (want_y, want_v) = fused_rms_norm(&case.inputs());
-    let Arg::Gpu(t_in) = &input else {
-        unreachable!()
-    };
-    let Arg::Gpu(t_res) = &residual else {
-        unreachable!()
-    };
     for (what, y, v) in [
         ("new tensors", read(&gpu.y), read(gpu.sum.as_ref().unwrap())),
-        ("in place", read(t_in), read(t_res)),
+        (
+            "in place",
+            read(tensor(&x.input)),
+            read(tensor(&x.residual)),
+        ),
     ] {
-        assert!(
-            worst_error(&y, &want_y, &case.inputs(), RTOL) <= 1.0,
-            "{what}"
-        );
+        assert_within(&y, &want_y, &case.inputs(), RTOL, what);
         assert_eq!(v, want_v, "{what}: v");
     }
     // The same checks as the GPU path: a foreign tensor, a bad length, host data in place.
+    let rejection = |x: &webgpu_rmsnorm::Inputs<Arg<&[f32]>>, request| {
+        cpu.submit(x, request).err().map(|e| e.name())
+    };
     let other = CpuContext::default();
     let foreign = webgpu_rmsnorm::Inputs {
         input: Arg::Gpu(other.upload(&case.input.as_slice()).unwrap()),
         ..x.clone()
     };
-    assert_eq!(
-        cpu.submit(&foreign, Request::host(false))
-            .err()
-            .map(|e| e.name()),
-        Some("TypeError")
-    );
+    assert_eq!(rejection(&foreign, Request::host(false)), Some("TypeError"));
     let short = webgpu_rmsnorm::Inputs {
         gamma: Arg::Host(&case.gamma[..5]),
         ..x.clone()
     };
-    assert_eq!(
-        cpu.submit(&short, Request::host(false))
-            .err()
-            .map(|e| e.name()),
-        Some("ShapeError")
-    );
+    assert_eq!(rejection(&short, Request::host(false)), Some("ShapeError"));
     let host = webgpu_rmsnorm::Inputs {
         input: Arg::Host(case.input.as_slice()),
         ..x
     };
-    assert_eq!(
-        cpu.submit(&host, Request::in_place())
-            .err()
-            .map(|e| e.name()),
-        Some("TypeError")
-    );
+    assert_eq!(rejection(&host, Request::in_place()), Some("TypeError"));
 }

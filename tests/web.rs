@@ -6,15 +6,16 @@ use js_sys::{Float32Array, Object, Promise, Reflect};
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
 use wasm_bindgen_test::*;
+use webgpu_rmsnorm::dtype::f16_value;
 use webgpu_rmsnorm::facade::FusedRmsNorm;
-use webgpu_rmsnorm::reference::{chain, fused_rms_norm, worst_error, worst_relative, Inputs};
+use webgpu_rmsnorm::reference::{chain, fused_rms_norm, worst_relative};
 
 wasm_bindgen_test_configure!(run_in_browser);
 
 const RTOL: f64 = 1e-5;
 
 mod common;
-use common::{matrix, Case, Rng};
+use common::{assert_within, matrix, Case, Rng};
 
 /// Fixed pseudo-random test data in [-1, 1).
 fn data(n: usize, seed: u32) -> Vec<f32> {
@@ -29,20 +30,7 @@ trait JsCase {
 
 impl JsCase for Case {
     fn args(&self) -> JsValue {
-        let o = Object::new();
-        let set = |k: &str, v: &JsValue| Reflect::set(&o, &k.into(), v).unwrap();
-        set("input", &Float32Array::from(&self.input[..]));
-        set("residual", &Float32Array::from(&self.residual[..]));
-        set("gamma", &Float32Array::from(&self.gamma[..]));
-        if let Some(b) = &self.beta {
-            set("beta", &Float32Array::from(&b[..]));
-        }
-        if let Some(b) = &self.bias {
-            set("bias", &Float32Array::from(&b[..]));
-        }
-        set("hidden", &(self.hidden as f64).into());
-        set("eps", &(self.eps as f64).into());
-        o.into()
+        js_args(self, |v| Float32Array::from(v).into())
     }
 
     fn assert_output(&self, got: &JsValue, what: &str) {
@@ -52,12 +40,88 @@ impl JsCase for Case {
             .to_vec();
         let x = self.inputs();
         let (want, _) = fused_rms_norm(&x);
-        let err = worst_error(&got, &want, &x, RTOL);
-        assert!(
-            err <= 1.0,
-            "{what}: {err:.2} tolerances off the f64 reference"
-        );
+        assert_within(&got, &want, &x, RTOL, what);
     }
+}
+
+/// Asserts that `norm` still computes `case` right: after a rejected call, it must.
+async fn assert_still_works(norm: &FusedRmsNorm, case: &Case, what: &str) {
+    let y = resolve(norm.run(case.args()))
+        .await
+        .expect("the instance still works");
+    case.assert_output(&y, what);
+}
+
+/// A case's argument object, its arrays made typed arrays by `array`.
+fn js_args<T>(case: &Case<T>, array: impl Fn(&[T]) -> JsValue) -> JsValue {
+    let o = Object::new();
+    let set = |k: &str, v: &JsValue| Reflect::set(&o, &k.into(), v).unwrap();
+    set("input", &array(&case.input));
+    set("residual", &array(&case.residual));
+    set("gamma", &array(&case.gamma));
+    if let Some(b) = &case.beta {
+        set("beta", &array(b));
+    }
+    if let Some(b) = &case.bias {
+        set("bias", &array(b));
+    }
+    set("hidden", &(case.hidden as f64).into());
+    set("eps", &(case.eps as f64).into());
+    o.into()
+}
+
+/// The argument object of an f16 call: its halves as Uint16Arrays.
+fn f16_args(case: &Case<u16>) -> JsValue {
+    js_args(case, |v| js_sys::Uint16Array::from(v).into())
+}
+
+/// An instance made to take the packed f16 path (f16 in u32 words) even where the adapter
+/// offers shader-f16.
+async fn packed_norm() -> FusedRmsNorm {
+    let options = Object::new();
+    Reflect::set(&options, &"shaderF16".into(), &false.into()).unwrap();
+    FusedRmsNorm::create(Some(JsValue::from(options).unchecked_into()))
+        .await
+        .unwrap()
+}
+
+/// Whether the browser's default adapter has a WebGPU feature.
+async fn adapter_has(feature: &str) -> bool {
+    let gpu = Reflect::get(&js_sys::global(), &"navigator".into())
+        .and_then(|n| Reflect::get(&n, &"gpu".into()))
+        .unwrap();
+    let request: js_sys::Function = Reflect::get(&gpu, &"requestAdapter".into())
+        .unwrap()
+        .dyn_into()
+        .unwrap();
+    let adapter = resolve(request.call0(&gpu).unwrap().dyn_into().unwrap())
+        .await
+        .unwrap();
+    let features = Reflect::get(&adapter, &"features".into()).unwrap();
+    let has: js_sys::Function = Reflect::get(&features, &"has".into())
+        .unwrap()
+        .dyn_into()
+        .unwrap();
+    has.call1(&features, &feature.into())
+        .unwrap()
+        .as_bool()
+        .unwrap_or(false)
+}
+
+/// A tensor of `norm` holding `data`.
+fn upload(norm: &FusedRmsNorm, data: &[f32]) -> JsValue {
+    norm.upload(Float32Array::from(data).into(), None)
+        .unwrap()
+        .into()
+}
+
+/// What a tensor holds, read back (`read()`) as the typed array `A` of its dtype.
+async fn read<A: JsCast>(tensor: &JsValue) -> A {
+    resolve(call(tensor, "read", &[]).into())
+        .await
+        .unwrap()
+        .dyn_into()
+        .unwrap()
 }
 
 async fn resolve(p: Promise) -> Result<JsValue, JsValue> {
@@ -237,10 +301,7 @@ async fn bad_arguments_reject_with_named_errors_and_the_instance_keeps_working()
             "message names {arg}: {}",
             error_message(&e)
         );
-        let y = resolve(norm.run(good.args()))
-            .await
-            .expect("the instance still works");
-        good.assert_output(&y, "after a rejection");
+        assert_still_works(&norm, &good, "after a rejection").await;
     }
 }
 
@@ -312,7 +373,7 @@ async fn gpu_resident_chain_runs_without_readback_and_matches_the_reference() {
 
     let (input, residual) = chain(&first.input, &first.residual, &gammas, hidden, 1e-6);
 
-    let up = |v: &[f32]| JsValue::from(norm.upload(Float32Array::from(v).into(), None).unwrap());
+    let up = |v: &[f32]| upload(&norm, v);
     let (mut x_in, mut x_res) = (up(&first.input), up(&first.residual));
     for g in &gammas {
         let args = Object::new();
@@ -331,23 +392,13 @@ async fn gpu_resident_chain_runs_without_readback_and_matches_the_reference() {
             Some((rows * hidden) as f64)
         );
     }
-    let got = resolve(call(&x_in, "read", &[]).into())
-        .await
-        .unwrap()
-        .dyn_into::<Float32Array>()
-        .unwrap()
-        .to_vec();
+    let got = read::<Float32Array>(&x_in).await.to_vec();
     let worst = worst_relative(&got, &input);
     assert!(
         worst < 1e-4,
         "after {layers} layers: worst relative error {worst}"
     );
-    let sum = resolve(call(&x_res, "read", &[]).into())
-        .await
-        .unwrap()
-        .dyn_into::<Float32Array>()
-        .unwrap()
-        .to_vec();
+    let sum = read::<Float32Array>(&x_res).await.to_vec();
     // Not bit-exact: each layer's v includes the previous layer's y, itself within f32
     // rounding of the reference.
     let worst = worst_relative(&sum, &residual);
@@ -362,10 +413,7 @@ async fn freed_and_foreign_tensors_are_named_errors() {
     let (a, b) = (norm().await, norm().await);
     let case = Case::new(2, 8, false, false, 1e-6, 400);
     let args = case.args();
-    let foreign = JsValue::from(
-        b.upload(Float32Array::from(&case.input[..]).into(), None)
-            .unwrap(),
-    );
+    let foreign = upload(&b, &case.input);
     Reflect::set(&args, &"input".into(), &foreign).unwrap();
     let e = resolve(a.run(args.clone()))
         .await
@@ -377,20 +425,12 @@ async fn freed_and_foreign_tensors_are_named_errors() {
     let e = resolve(b.run(args)).await.expect_err("a freed tensor");
     // A bug in the caller, not a device loss: a retry-on-loss handler must not retry it.
     assert_eq!(error_name(&e), "InvalidStateError", "{}", error_message(&e));
-    let y = resolve(b.run(case.args()))
-        .await
-        .expect("the instance still works");
-    case.assert_output(&y, "after a freed tensor");
+    assert_still_works(&b, &case, "after a freed tensor").await;
 }
 
 #[wasm_bindgen_test]
 async fn f16_arrays_on_both_paths_match_the_reference() {
-    use webgpu_rmsnorm::dtype::{f16_bits, f16_value};
-    let packed_options = Object::new();
-    Reflect::set(&packed_options, &"shaderF16".into(), &false.into()).unwrap();
-    let packed = FusedRmsNorm::create(Some(JsValue::from(packed_options).unchecked_into()))
-        .await
-        .unwrap();
+    let packed = packed_norm().await;
     let stats = |n: &FusedRmsNorm| {
         Reflect::get(&n.debug_stats(), &"shaderF16".into())
             .unwrap()
@@ -404,27 +444,7 @@ async fn f16_arrays_on_both_paths_match_the_reference() {
     let default = norm().await;
     // Where the adapter offers shader-f16, the default instance must take that path, so that
     // this test runs both paths rather than the packed one twice.
-    let adapter = JsFuture::from(
-        Reflect::get(&js_sys::global(), &"navigator".into())
-            .and_then(|n| Reflect::get(&n, &"gpu".into()))
-            .and_then(|gpu| {
-                Reflect::get(&gpu, &"requestAdapter".into())?
-                    .unchecked_into::<js_sys::Function>()
-                    .call0(&gpu)
-            })
-            .unwrap()
-            .unchecked_into::<Promise>(),
-    )
-    .await
-    .unwrap();
-    let features = Reflect::get(&adapter, &"features".into()).unwrap();
-    let offered = Reflect::get(&features, &"has".into())
-        .unwrap()
-        .unchecked_into::<js_sys::Function>()
-        .call1(&features, &"shader-f16".into())
-        .unwrap()
-        .as_bool()
-        == Some(true);
+    let offered = adapter_has("shader-f16").await;
     web_sys_log(&format!("adapter offers shader-f16: {offered}"));
     assert_eq!(
         stats(&default),
@@ -437,48 +457,24 @@ async fn f16_arrays_on_both_paths_match_the_reference() {
             (4, 768, true, true),
             (2, 4096, false, true),
         ] {
-            let case = Case::new(rows, hidden, bias, beta, 1e-6, 500 + hidden as u64);
-            let h = |v: &[f32]| v.iter().map(|&x| f16_bits(x)).collect::<Vec<u16>>();
-            let w = |v: &[u16]| v.iter().map(|&b| f16_value(b)).collect::<Vec<f32>>();
-            let (hin, hres, hg) = (h(&case.input), h(&case.residual), h(&case.gamma));
-            let (hbeta, hbias) = (case.beta.as_deref().map(h), case.bias.as_deref().map(h));
-            let args = Object::new();
-            let set = |k: &str, v: &[u16]| {
-                Reflect::set(&args, &k.into(), &js_sys::Uint16Array::from(v)).unwrap()
-            };
-            set("input", &hin);
-            set("residual", &hres);
-            set("gamma", &hg);
-            if let Some(b) = &hbeta {
-                set("beta", b);
-            }
-            if let Some(b) = &hbias {
-                set("bias", b);
-            }
-            Reflect::set(&args, &"hidden".into(), &(hidden as f64).into()).unwrap();
-            let r = resolve(norm.run_with_sum(args.into()))
+            let halves = Case::new(rows, hidden, bias, beta, 1e-6, 500 + hidden as u64).halves();
+            let r = resolve(norm.run_with_sum(f16_args(&halves)))
                 .await
                 .unwrap_or_else(|e| panic!("{path}: {}", error_message(&e)));
             let out: js_sys::Uint16Array = Reflect::get(&r, &"output".into())
                 .unwrap()
                 .dyn_into()
                 .expect("f16 results are Uint16Array bits");
-            let (win, wres, wg) = (w(&hin), w(&hres), w(&hg));
-            let (wbeta, wbias) = (hbeta.as_deref().map(w), hbias.as_deref().map(w));
-            let x = Inputs {
-                input: &win,
-                residual: &wres,
-                gamma: &wg,
-                beta: wbeta.as_deref(),
-                bias: wbias.as_deref(),
-                hidden,
-                eps: 1e-6,
-            };
+            let widened = halves.widened();
+            let x = widened.inputs();
             let (want, _) = fused_rms_norm(&x);
-            let err = worst_error(&w(&out.to_vec()), &want, &x, 1e-3);
-            assert!(
-                err <= 1.0,
-                "{path} {rows}x{hidden}: {err:.2} f16 tolerances off the f64 reference"
+            let got: Vec<f32> = out.to_vec().into_iter().map(f16_value).collect();
+            assert_within(
+                &got,
+                &want,
+                &x,
+                1e-3,
+                &format!("{path} f16 {rows}x{hidden}"),
             );
         }
         // hidden must be a multiple of 4 for f16.
@@ -505,14 +501,7 @@ async fn f16_arrays_on_both_paths_match_the_reference() {
 async fn in_place_update_writes_y_into_input_and_v_into_residual() {
     let norm = norm().await;
     let case = Case::new(3, 4096, true, true, 1e-6, 600);
-    let input = JsValue::from(
-        norm.upload(Float32Array::from(&case.input[..]).into(), None)
-            .unwrap(),
-    );
-    let residual = JsValue::from(
-        norm.upload(Float32Array::from(&case.residual[..]).into(), None)
-            .unwrap(),
-    );
+    let (input, residual) = (upload(&norm, &case.input), upload(&norm, &case.residual));
     let args = case.args();
     Reflect::set(&args, &"input".into(), &input).unwrap();
     Reflect::set(&args, &"residual".into(), &residual).unwrap();
@@ -523,12 +512,7 @@ async fn in_place_update_writes_y_into_input_and_v_into_residual() {
     assert!(r.is_undefined(), "in place resolves with nothing");
     let y = resolve(call(&input, "read", &[]).into()).await.unwrap();
     case.assert_output(&y, "input after the in-place update");
-    let v = resolve(call(&residual, "read", &[]).into())
-        .await
-        .unwrap()
-        .dyn_into::<Float32Array>()
-        .unwrap()
-        .to_vec();
+    let v = read::<Float32Array>(&residual).await.to_vec();
     assert_eq!(v, fused_rms_norm(&case.inputs()).1, "residual holds v");
     // Host arrays cannot be updated in place.
     let bad = case.args();
@@ -547,28 +531,7 @@ async fn gpu_time_comes_from_timestamps_where_the_adapter_has_them() {
         .await
         .unwrap_or_else(|e| panic!("{}", error_message(&e)));
     // SwiftShader offers timestamp-query; an adapter without it answers undefined.
-    let adapter_has = {
-        let gpu = Reflect::get(&js_sys::global(), &"navigator".into())
-            .and_then(|n| Reflect::get(&n, &"gpu".into()))
-            .unwrap();
-        let request: js_sys::Function = Reflect::get(&gpu, &"requestAdapter".into())
-            .unwrap()
-            .dyn_into()
-            .unwrap();
-        let adapter = resolve(request.call0(&gpu).unwrap().dyn_into().unwrap())
-            .await
-            .unwrap();
-        let features = Reflect::get(&adapter, &"features".into()).unwrap();
-        let has: js_sys::Function = Reflect::get(&features, &"has".into())
-            .unwrap()
-            .dyn_into()
-            .unwrap();
-        has.call1(&features, &"timestamp-query".into())
-            .unwrap()
-            .as_bool()
-            .unwrap_or(false)
-    };
-    if adapter_has {
+    if adapter_has("timestamp-query").await {
         let ms = t.as_f64().expect("a number of milliseconds");
         assert!(
             ms > 0.0 && ms < 10_000.0,
@@ -587,31 +550,9 @@ async fn gpu_time_comes_from_timestamps_where_the_adapter_has_them() {
 /// on both f16 paths, for a row longer than the columns a thread caches on this adapter.
 #[wasm_bindgen_test]
 async fn f16_in_place_equals_run_with_sum_bit_for_bit_on_both_paths() {
-    use webgpu_rmsnorm::dtype::f16_bits;
-    let packed_options = Object::new();
-    Reflect::set(&packed_options, &"shaderF16".into(), &false.into()).unwrap();
-    let packed = FusedRmsNorm::create(Some(JsValue::from(packed_options).unchecked_into()))
-        .await
-        .unwrap();
-    for norm in [norm().await, packed] {
-        let case = Case::new(4, 768, true, true, 1e-6, 640);
-        let h = |v: &[f32]| {
-            js_sys::Uint16Array::from(&v.iter().map(|&x| f16_bits(x)).collect::<Vec<u16>>()[..])
-        };
-        let args = Object::new();
-        for (k, v) in [
-            ("input", &case.input),
-            ("residual", &case.residual),
-            ("gamma", &case.gamma),
-            ("beta", case.beta.as_ref().unwrap()),
-            ("bias", case.bias.as_ref().unwrap()),
-        ] {
-            Reflect::set(&args, &k.into(), &h(v)).unwrap();
-        }
-        Reflect::set(&args, &"hidden".into(), &768.into()).unwrap();
-        let want = resolve(norm.run_with_sum(args.clone().into()))
-            .await
-            .unwrap();
+    for norm in [norm().await, packed_norm().await] {
+        let args = f16_args(&Case::new(4, 768, true, true, 1e-6, 640).halves());
+        let want = resolve(norm.run_with_sum(args.clone())).await.unwrap();
         let bits = |v: JsValue| v.dyn_into::<js_sys::Uint16Array>().unwrap().to_vec();
         let (want_y, want_v) = (
             bits(Reflect::get(&want, &"output".into()).unwrap()),
@@ -627,9 +568,8 @@ async fn f16_in_place_equals_run_with_sum_bit_for_bit_on_both_paths() {
         Reflect::set(&args, &"input".into(), &input).unwrap();
         Reflect::set(&args, &"residual".into(), &residual).unwrap();
         Reflect::set(&args, &"inPlace".into(), &true.into()).unwrap();
-        resolve(norm.run(args.into())).await.unwrap();
-        let y = bits(resolve(call(&input, "read", &[]).into()).await.unwrap());
-        let v = bits(resolve(call(&residual, "read", &[]).into()).await.unwrap());
+        resolve(norm.run(args)).await.unwrap();
+        let (y, v) = (bits(read(&input).await), bits(read(&residual).await));
         let differ = |a: &[u16], b: &[u16]| a.iter().zip(b).filter(|(x, y)| x != y).count();
         assert_eq!(
             differ(&y, &want_y),

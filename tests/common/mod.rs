@@ -1,8 +1,9 @@
 //! Test data shared by the native and the browser tests: a seeded generator and one call's
-//! arguments, with the reference's view of them.
+//! arguments (in f32 or as f16 halves), with the reference's view of them.
 #![allow(dead_code)]
 
-use webgpu_rmsnorm::reference::Inputs;
+use webgpu_rmsnorm::dtype::{f16_bits, f16_value};
+use webgpu_rmsnorm::reference::{worst_error, GenericInputs, Inputs};
 
 /// SplitMix64: tiny, seedable, and the same on every machine and target.
 pub struct Rng(pub u64);
@@ -30,13 +31,13 @@ impl Rng {
     }
 }
 
-/// The arguments of one call.
-pub struct Case {
-    pub input: Vec<f32>,
-    pub residual: Vec<f32>,
-    pub gamma: Vec<f32>,
-    pub beta: Option<Vec<f32>>,
-    pub bias: Option<Vec<f32>>,
+/// The arguments of one call: f32 data, or (`Case<u16>`) f16 data as IEEE half bits.
+pub struct Case<T = f32> {
+    pub input: Vec<T>,
+    pub residual: Vec<T>,
+    pub gamma: Vec<T>,
+    pub beta: Option<Vec<T>>,
+    pub bias: Option<Vec<T>>,
     pub hidden: usize,
     pub eps: f32,
 }
@@ -69,8 +70,67 @@ impl Case {
         Case::random(&mut Rng(seed), rows, hidden, bias, beta, eps, 1.0)
     }
 
-    pub fn inputs(&self) -> Inputs<'_> {
-        Inputs {
+    /// The random sweep every suite runs: `n` cases from the seed RMSNORM_SEED (else
+    /// `default_seed`), each with the description a failure prints to replay it. Row lengths
+    /// short, long and multiples of 4; up to 19 rows; magnitudes from 1e-25 to 1e25; every
+    /// option; and now and then a NaN or an Inf, which must poison its own row only.
+    pub fn sweep(default_seed: u64, n: usize) -> impl Iterator<Item = (Case, String)> {
+        let seed = std::env::var("RMSNORM_SEED")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(default_seed);
+        let mut rng = Rng(seed);
+        (0..n).map(move |i| {
+            let hidden = match rng.below(3) {
+                0 => 1 + rng.below(16) as usize,
+                1 => 1 + rng.below(3000) as usize,
+                _ => 4 * (1 + rng.below(3000) as usize),
+            };
+            let rows = rng.below(20) as usize;
+            let scale = [1.0f32, 1e-3, 1e3, 1e25, 1e-25][rng.below(5) as usize];
+            let eps = [0.0f32, 1e-6, 1e-5, 1e-2][rng.below(4) as usize];
+            let (bias, beta) = (rng.below(2) == 0, rng.below(2) == 0);
+            let mut case = Case::random(&mut rng, rows, hidden, bias, beta, eps, scale);
+            if rows > 1 && rng.below(8) == 0 {
+                let at = rng.below((rows * hidden) as u64) as usize;
+                case.input[at] =
+                    [f32::NAN, f32::INFINITY, f32::NEG_INFINITY][rng.below(3) as usize];
+            }
+            let what = format!(
+                "case {i} (RMSNORM_SEED={seed}): {rows}x{hidden} scale {scale:e} eps {eps}"
+            );
+            (case, what)
+        })
+    }
+
+    /// Four rows of `hidden` with a NaN in row 0's input, an Inf in row 1's input and a -Inf
+    /// in row 2's residual: each must poison its own row only, and row 3 stays clean.
+    pub fn poisoned(rng: &mut Rng, hidden: usize) -> Case {
+        let mut case = Case::random(rng, 4, hidden, false, true, 1e-6, 1.0);
+        case.input[hidden / 2] = f32::NAN;
+        case.input[hidden + 1] = f32::INFINITY;
+        case.residual[2 * hidden] = f32::NEG_INFINITY;
+        case
+    }
+
+    /// The same call with f16 data: each value rounded once to the nearest half.
+    pub fn halves(&self) -> Case<u16> {
+        self.map(|v| v.iter().map(|&x| f16_bits(x)).collect())
+    }
+}
+
+impl Case<u16> {
+    /// The values these halves stand for, in f32: what a kernel reading them computes on, so
+    /// the reference of an f16 call is the reference of its widened case.
+    pub fn widened(&self) -> Case {
+        self.map(|v| v.iter().map(|&b| f16_value(b)).collect())
+    }
+}
+
+impl<T> Case<T> {
+    /// The call as slices: what the GPU and CPU contexts and (for f32) the reference take.
+    pub fn inputs(&self) -> GenericInputs<&[T]> {
+        GenericInputs {
             input: &self.input,
             residual: &self.residual,
             gamma: &self.gamma,
@@ -80,6 +140,29 @@ impl Case {
             eps: self.eps,
         }
     }
+
+    /// The same call with every array converted by `f`.
+    fn map<U>(&self, f: impl Fn(&[T]) -> Vec<U>) -> Case<U> {
+        Case {
+            input: f(&self.input),
+            residual: f(&self.residual),
+            gamma: f(&self.gamma),
+            beta: self.beta.as_deref().map(&f),
+            bias: self.bias.as_deref().map(&f),
+            hidden: self.hidden,
+            eps: self.eps,
+        }
+    }
+}
+
+/// Asserts that `got` is within `rtol` of `x`'s reference `want` in every element, as
+/// `worst_error` weighs each element's tolerance.
+pub fn assert_within(got: &[f32], want: &[f64], x: &Inputs, rtol: f64, what: &str) {
+    let err = worst_error(got, want, x, rtol);
+    assert!(
+        err <= 1.0,
+        "{what}: y is {err:.2} tolerances off the f64 reference"
+    );
 }
 
 /// One cell of the case matrix.

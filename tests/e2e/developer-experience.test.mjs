@@ -3,57 +3,14 @@
 // the first call, pooled memory that can be seen and returned, and device-loss handlers.
 //
 //   bash scripts/build.sh && node --test --test-reporter=spec tests/e2e/developer-experience.test.mjs
-import { test as nodeTest, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { chromium } from "playwright-core";
 
-import { serve } from "../../scripts/serve.mjs";
-import { CHROMIUM, CHROMIUM_ARGS, ROOT, assertBuilt, launch, watchedPage } from "./browser.mjs";
+import { CHROMIUM, CHROMIUM_ARGS } from "./browser.mjs";
+import { packagePage, timedTest as test } from "./package-page.mjs";
 
-const test = (name, fn) => nodeTest(name, { timeout: 90_000 }, fn);
-
-const PAGE = `<!doctype html><meta charset="utf-8"><link rel="icon" href="data:,"><script type="module">
-import init, * as pkg from "/pkg/webgpu_rmsnorm.js";
-import * as ref from "/lib/reference.js";
-import * as seeded from "/lib/seeded.js";
-window.lib = { pkg, ref, seeded };
-window.ready = init();
-</script>`;
-
-let server, browser, dir;
-const problems = [];
-
-before(async () => {
-  assertBuilt();
-  dir = await mkdtemp(join(tmpdir(), "rmsnorm-dx-"));
-  await writeFile(join(dir, "index.html"), PAGE);
-  server = await serve({
-    port: 0,
-    mounts: [["/", dir], ["/pkg", join(ROOT, "pkg")], ["/lib", join(ROOT, "www/lib")]],
-  });
-  browser = await launch();
-});
-
-after(async () => {
-  await browser?.close();
-  await server?.close();
-  if (dir) await rm(dir, { recursive: true, force: true });
-});
-
-async function inPage(fn, arg, { on = browser, url = server.url, init } = {}) {
-  const page = await watchedPage(on, problems);
-  try {
-    if (init) await page.addInitScript(init);
-    await page.goto(url);
-    await page.evaluate(() => window.ready);
-    return await page.evaluate(fn, arg);
-  } finally {
-    await page.close();
-  }
-}
+const suite = packagePage("rmsnorm-dx-");
+const { inPage, problems } = suite;
 
 test("typos: an unknown field in args, create, upload or prepare options is a TypeError naming it and the field it resembles", async () => {
   const r = await inPage(async () => {
@@ -100,7 +57,7 @@ test("unavailable: no navigator.gpu, no adapter and an insecure page give three 
   try {
     noAdapter = await inPage(create, undefined, { on: plain });
     // http on a name other than localhost is not a secure context, whatever it resolves to.
-    const { port } = new URL(server.url);
+    const { port } = new URL(suite.server.url);
     insecure = await inPage(create, undefined, { on: plain, url: `http://insecure.test:${port}/` });
   } finally {
     await plain.close();

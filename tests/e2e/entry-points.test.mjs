@@ -5,64 +5,15 @@
 // path, and the types under an older TypeScript lib.
 //
 //   bash scripts/build.sh && node --test --test-reporter=spec tests/e2e/entry-points.test.mjs
-import { test as nodeTest, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { createRequire } from "node:module";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 
-import { serve } from "../../scripts/serve.mjs";
-import { ROOT, assertBuilt, launch, watchedPage } from "./browser.mjs";
+import { ROOT } from "./browser.mjs";
+import { packagePage, timedTest as test } from "./package-page.mjs";
 
-// page.evaluate has no timeout of its own: a hung call must fail its test, not stall CI.
-const test = (name, fn) => nodeTest(name, { timeout: 90_000 }, fn);
-
-// The page imports the package and the shared reference; `window.ready` resolves once the
-// module is initialized (unless the URL says ?noinit, for the test of use before init()).
-const PAGE = `<!doctype html><meta charset="utf-8"><link rel="icon" href="data:,"><script type="module">
-import init, * as pkg from "/pkg/webgpu_rmsnorm.js";
-import * as ref from "/lib/reference.js";
-import * as seeded from "/lib/seeded.js";
-import * as f16 from "/lib/f16.js";
-window.lib = { init, pkg, ref, seeded, f16 };
-// Which backend the tests that run on both make their instances with (?backend=cpu).
-window.backend = new URLSearchParams(location.search).get("backend") ?? "webgpu";
-window.ready = location.search.includes("noinit") ? Promise.resolve() : init();
-</script>`;
-
-let server, browser, dir;
-const problems = [];
-
-before(async () => {
-  assertBuilt();
-  dir = await mkdtemp(join(tmpdir(), "rmsnorm-entry-"));
-  await writeFile(join(dir, "index.html"), PAGE);
-  server = await serve({
-    port: 0,
-    mounts: [["/", dir], ["/pkg", join(ROOT, "pkg")], ["/lib", join(ROOT, "www/lib")]],
-  });
-  browser = await launch();
-});
-
-after(async () => {
-  await browser?.close();
-  await server?.close();
-  if (dir) await rm(dir, { recursive: true, force: true });
-});
-
-/** Runs `fn(arg)` in a fresh page once the module is ready. */
-async function inPage(fn, arg, { query = "" } = {}) {
-  const page = await watchedPage(browser, problems);
-  try {
-    await page.goto(`${server.url}${query}`);
-    await page.evaluate(() => window.ready);
-    return await page.evaluate(fn, arg);
-  } finally {
-    await page.close();
-  }
-}
+const { inPage, problems } = packagePage("rmsnorm-entry-");
 
 // The calls every recovery test makes, one per entry point. Each returns "ok" or what was
 // wrong; `n` is the instance, `lib` the page's modules. Defined in the page (as source).

@@ -8,18 +8,16 @@
 //   node --test --test-reporter=spec tests/e2e/firefox.test.mjs
 import { test as nodeTest, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { execFile } from "node:child_process";
-import { cp, mkdir, rm, writeFile } from "node:fs/promises";
+import { rm } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { promisify } from "node:util";
 
 import { serve } from "../../scripts/serve.mjs";
 import { ROOT } from "./browser.mjs";
+import { CASES } from "./cases.mjs";
 import { launchFirefox, watchedFirefoxPage } from "./firefox.mjs";
-import { packIntoTemp } from "./tarball.mjs";
+import { installIntoConsumerApp } from "./tarball.mjs";
 
-const run = promisify(execFile);
 const CONSUMER = fileURLToPath(new URL("./firefox-consumer/", import.meta.url));
 
 // page.evaluate has no timeout of its own: a hung call must fail its test, not stall CI.
@@ -51,17 +49,8 @@ async function inPage(fn, arg) {
 before(async () => {
   // Firefox first: where it is missing, say how to install it before packing anything.
   browser = await launchFirefox();
-  let tarball;
-  ({ tmp, tarball } = await packIntoTemp("webgpu-rmsnorm-firefox-"));
-  const app = join(tmp, "app");
-  await mkdir(app);
-  await writeFile(
-    join(app, "package.json"),
-    JSON.stringify({ name: "consumer-app", version: "1.0.0", private: true, type: "module" }, null, 2),
-  );
-  await run("npm", ["install", "--offline", "--no-audit", "--no-fund", "--loglevel=error", tarball], { cwd: app });
-  await cp(CONSUMER, app, { recursive: true });
-
+  let app;
+  ({ tmp, app } = await installIntoConsumerApp("webgpu-rmsnorm-firefox-", CONSUMER));
   server = await serve({ port: 0, mounts: [["/", app], ["/lib", join(ROOT, "www/lib")]] });
   page = await watchedFirefoxPage(browser, problems);
   await page.goto(server.url);
@@ -119,14 +108,6 @@ test("create() and create({ backend: \"webgpu\" }) reject with WebGpuUnavailable
   assert.equal(failures.badBackend?.name, "TypeError", `backend "wasm": ${JSON.stringify(failures.badBackend)}`);
   assert.match(failures.badBackend.message, /^options\.backend:/);
 });
-
-// The package test's matrix, and the widths the CPU backend's SIMD lanes split unevenly.
-const CASES = [];
-for (const hidden of [1, 4, 5, 768, 4099])
-  for (const rows of [0, 1, 3])
-    for (const bias of [false, true])
-      for (const beta of [false, true])
-        for (const eps of [0, 1e-6, 1e-2, undefined]) CASES.push({ rows, hidden, bias, beta, eps });
 
 for (const method of ["run", "runWithSum"]) {
   test(`${method}() on the CPU backend matches the f64 reference${method === "runWithSum" ? " (sum bit for bit)" : ""}: ${CASES.length} cases`, async () => {

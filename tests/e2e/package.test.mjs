@@ -6,14 +6,15 @@
 import { test as nodeTest, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
-import { cp, mkdir, readFile, rm, writeFile, stat } from "node:fs/promises";
+import { readFile, rm, stat } from "node:fs/promises";
 import { join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 
 import { serve } from "../../scripts/serve.mjs";
 import { ROOT, launch, watchedPage } from "./browser.mjs";
-import { packIntoTemp } from "./tarball.mjs";
+import { CASES } from "./cases.mjs";
+import { installIntoConsumerApp } from "./tarball.mjs";
 
 const run = promisify(execFile);
 const CONSUMER = fileURLToPath(new URL("./consumer/", import.meta.url));
@@ -32,18 +33,7 @@ async function inPage(fn, arg) {
 }
 
 before(async () => {
-  let tarball;
-  ({ tmp, tarball } = await packIntoTemp("webgpu-rmsnorm-e2e-"));
-
-  app = join(tmp, "app");
-  await mkdir(app);
-  await writeFile(
-    join(app, "package.json"),
-    JSON.stringify({ name: "consumer-app", version: "1.0.0", private: true, type: "module" }, null, 2),
-  );
-  // --offline: the package must install with no registry at all (it has no dependencies).
-  await run("npm", ["install", "--offline", "--no-audit", "--no-fund", "--loglevel=error", tarball], { cwd: app });
-  await cp(CONSUMER, app, { recursive: true });
+  ({ tmp, app } = await installIntoConsumerApp("webgpu-rmsnorm-e2e-", CONSUMER));
 
   // The page's seeded inputs and f64 reference are the repository's, not the package's.
   server = await serve({ port: 0, mounts: [["/", app], ["/lib", join(ROOT, "www/lib")]] });
@@ -101,14 +91,6 @@ test("installed package resolves by its bare name through its exports map", asyn
   await stat(resolve(app, "node_modules/webgpu-rmsnorm", types));
   assert.equal(await page.textContent("#state"), "ready", "init() and FusedRmsNorm.create() succeeded in the page");
 });
-
-// Every combination the brief names: hidden × rows × bias × beta × eps (undefined = default).
-const CASES = [];
-for (const hidden of [1, 4, 5, 768, 4099])
-  for (const rows of [0, 1, 3])
-    for (const bias of [false, true])
-      for (const beta of [false, true])
-        for (const eps of [0, 1e-6, 1e-2, undefined]) CASES.push({ rows, hidden, bias, beta, eps });
 
 for (const method of ["run", "runWithSum"]) {
   test(`${method}() matches the f64 reference: ${CASES.length} cases of hidden 1..4099, rows 0..3, bias/beta, eps`, async () => {

@@ -1,9 +1,7 @@
 // Where the consumer's lib has Float16Array (ESNext), the package takes one as f16 data and
 // still resolves with Uint16Array bits. Compiled by tsconfig.esnext.json.
 import { FusedRmsNorm, type GpuTensor } from "webgpu-rmsnorm";
-
-type Equal<X, Y> = (<T>() => T extends X ? 1 : 2) extends <T>() => T extends Y ? 1 : 2 ? true : false;
-type Expect<T extends true> = T;
+import type { Equal, Expect } from "./exact";
 
 export async function float16(norm: FusedRmsNorm): Promise<void> {
   const hidden = 4;

@@ -10,9 +10,7 @@ import init, {
   type FusedRmsNormWithSum,
   type GpuTensor,
 } from "webgpu-rmsnorm";
-
-type Equal<X, Y> = (<T>() => T extends X ? 1 : 2) extends <T>() => T extends Y ? 1 : 2 ? true : false;
-type Expect<T extends true> = T;
+import type { Equal, Expect } from "./exact";
 
 export async function overloads(): Promise<void> {
   // The README's form of init, with an explicit path (no deprecation warning).

@@ -11,11 +11,8 @@ import init, {
   type FusedRmsNormWithSum,
   type InitOutput,
 } from "webgpu-rmsnorm";
+import type { Equal, Expect } from "./exact";
 
-// `const x: T = value` also accepts `any`; exact equality does not, so a declaration that
-// degrades to `any` fails here instead of silently type-checking every consumer.
-type Equal<X, Y> = (<T>() => T extends X ? 1 : 2) extends <T>() => T extends Y ? 1 : 2 ? true : false;
-type Expect<T extends true> = T;
 export type ExactTypes = [
   Expect<Equal<Awaited<ReturnType<typeof init>>, InitOutput>>,
   Expect<Equal<Awaited<ReturnType<typeof FusedRmsNorm.create>>, FusedRmsNorm>>,

@@ -1,9 +1,9 @@
 // The kernel's own time per dispatch, apart from uploads and readback: GPU timestamps where the
 // adapter has them, else (and on the CPU backend) the wall-clock slope of timeDispatches over
 // the repeat count.
+import { ARRAY_KEYS } from "../lib/f16.js";
 import { $ } from "./dom.js";
 import { fmtMs } from "./format.js";
-import { ARRAY_KEYS } from "./problem-form.js";
 import { median } from "./timing.js";
 
 /** The slope is taken between these two repeat counts… */

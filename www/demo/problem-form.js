@@ -1,13 +1,11 @@
 // The Problem card: its controls read into a problem, and the problem made into the arguments
 // of a call, in f32 or as f16 halves.
-import { fromF16, toF16 } from "../lib/f16.js";
+import { argsToF16 } from "../lib/f16.js";
 import { randomArgs, rng } from "../lib/seeded.js";
 import { $, pageError } from "./dom.js";
 
 /** Beyond this the page's own f64 reference and copies would take hundreds of MB. */
 export const MAX_ELEMENTS = 1 << 23;
-/** Array arguments of a call; the rest (hidden, eps) are numbers. */
-export const ARRAY_KEYS = ["input", "residual", "gamma", "bias", "beta"];
 /** A γ near 1 and a small β, as in a trained model, keep the demo's numbers plausible. */
 export const DEMO_RANGES = {
   input: [-2, 2],
@@ -56,12 +54,6 @@ export function makeArgs({ rows, hidden, bias, beta, eps, seed }) {
  */
 export function withDtype(args, dtype) {
   if (dtype !== "f16") return { gpu: args, host: args };
-  const gpu = { ...args };
-  const host = { ...args };
-  for (const k of ARRAY_KEYS) {
-    if (!args[k]) continue;
-    gpu[k] = toF16(args[k]);
-    host[k] = fromF16(gpu[k]);
-  }
-  return { gpu, host };
+  const { bits, host } = argsToF16(args);
+  return { gpu: bits, host };
 }

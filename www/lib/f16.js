@@ -55,3 +55,22 @@ export function fromF16(h) {
   for (let i = 0; i < h.length; i++) a[i] = f16BitsToF32(h[i]);
   return a;
 }
+
+/** The array arguments of a call; the rest (hidden, eps, options) are not data. */
+export const ARRAY_KEYS = ["input", "residual", "gamma", "bias", "beta"];
+
+/**
+ * The same call in f16: `bits`, its arrays as Uint16Arrays of halves (what the package gets),
+ * and `host`, those halves widened back to f32 arrays. The reference of an f16 call is the
+ * reference of `host`: of the very halves the kernel reads, not of the f32 data they came from.
+ */
+export function argsToF16(args) {
+  const bits = { ...args };
+  const host = { ...args };
+  for (const k of ARRAY_KEYS) {
+    if (!args[k]) continue;
+    bits[k] = toF16(args[k]);
+    host[k] = fromF16(bits[k]);
+  }
+  return { bits, host };
+}

@@ -1,26 +1,13 @@
 // A consumer app of the installed npm package in a browser without WebGPU, as an app written
 // for both kinds of browser would open it: `backend: "auto"`. It exposes `window.harness` for
 // tests/e2e/firefox.test.mjs to drive; the checks run here, next to the data, and only small
-// JSON reports cross back to node. Inputs, the f64 reference and f16 conversions are the
-// repository's own (www/lib/), served at /lib/.
+// JSON reports cross back to node. Its page is tests/e2e/consumer/index.html, as for the
+// Chromium consumer. Inputs, the f64 reference and f16 conversions are the repository's own
+// (www/lib/), served at /lib/.
 import init, { FusedRmsNorm } from "webgpu-rmsnorm";
-import { fromF16, toF16 } from "./lib/f16.js";
+import { ARRAY_KEYS, argsToF16 as asF16, fromF16, toF16 } from "./lib/f16.js";
 import { chainReference, compare, reference } from "./lib/reference.js";
 import { caseArgs, describeArgs, randomArgs, rng } from "./lib/seeded.js";
-
-const ARRAY_KEYS = ["input", "residual", "gamma", "bias", "beta"];
-
-/** The same call in halves: what the package gets, and the widened halves the reference gets. */
-function asF16(args) {
-  const bits = { ...args };
-  const host = { ...args };
-  for (const k of ARRAY_KEYS) {
-    if (!args[k]) continue;
-    bits[k] = toF16(args[k]);
-    host[k] = fromF16(bits[k]);
-  }
-  return { bits, host };
-}
 
 /** The error a call or a getter gave (thrown or rejected), as { name, message }, or null. */
 async function failureOf(fn) {
