@@ -44,6 +44,8 @@ pub mod facade;
 #[cfg(target_arch = "wasm32")]
 mod js_args;
 #[cfg(target_arch = "wasm32")]
+mod js_array;
+#[cfg(target_arch = "wasm32")]
 mod js_tensor;
 #[cfg(target_arch = "wasm32")]
 mod js_types;
