@@ -109,7 +109,9 @@ impl Pending {
     pub async fn finish(mut self) -> Result<Finished, Error> {
         self.check_scopes().await?;
         let gpu = self.gpu.take();
-        if !self.read_back {
+        // Results left on the GPU resolve at once, unless the pass was timed: its
+        // timestamps are read back like a result.
+        if !self.read_back && self.timestamps.is_none() {
             // Results stay on the GPU: the work is accepted, and later work on the same
             // queue sees it. The call's pooled buffers may still be in use by the GPU, so
             // they are not pooled again: dropping destroys them, which WebGPU defers until
