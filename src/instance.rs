@@ -158,20 +158,22 @@ impl Instance {
         x: &Inputs<A>,
         request: Request,
     ) -> impl Future<Output = Result<(Rc<GpuContext>, Finished), Error>> + 'static {
-        let now = self.live().map(|ctx| {
-            let pending = ctx.submit(x, request);
-            (ctx, pending)
-        });
-        let later = now.is_none().then(|| (self.clone(), x.map(|a| a.detach())));
+        // Submitted now on the live device, or kept (host data copied) for the next one.
+        let start = match self.live() {
+            Some(ctx) => {
+                let pending = ctx.submit(x, request);
+                Ok((ctx, pending))
+            }
+            None => Err((self.clone(), x.map(|a| a.detach()))),
+        };
         async move {
-            let (ctx, pending) = match (now, later) {
-                (Some((ctx, pending)), _) => (ctx, pending?),
-                (None, Some((inst, x))) => {
+            let (ctx, pending) = match start {
+                Ok((ctx, pending)) => (ctx, pending?),
+                Err((inst, x)) => {
                     let ctx = inst.context().await?;
                     let pending = ctx.submit(&x, request)?;
                     (ctx, pending)
                 }
-                (None, None) => unreachable!("one of the two is set"),
             };
             Ok((ctx, pending.finish().await?))
         }
@@ -182,13 +184,14 @@ impl Instance {
         self: &Rc<Self>,
         t: &Rc<Tensor>,
     ) -> impl Future<Output = Result<Finished, Error>> + 'static {
-        let now: Option<Result<Pending, Error>> = self.live().map(|ctx| ctx.read_tensor(t));
-        let later = now.is_none().then(|| (self.clone(), t.clone()));
+        let start: Result<Result<Pending, Error>, _> = match self.live() {
+            Some(ctx) => Ok(ctx.read_tensor(t)),
+            None => Err((self.clone(), t.clone())),
+        };
         async move {
-            let pending = match (now, later) {
-                (Some(pending), _) => pending?,
-                (None, Some((inst, t))) => inst.context().await?.read_tensor(&t)?,
-                (None, None) => unreachable!("one of the two is set"),
+            let pending = match start {
+                Ok(pending) => pending?,
+                Err((inst, t)) => inst.context().await?.read_tensor(&t)?,
             };
             pending.finish().await
         }

@@ -316,7 +316,7 @@ pub fn parse_args(args: &JsValue, sum: bool) -> Result<(Args, Request), Error> {
     let hidden = hidden_from_number(hidden)?;
     let e = get(args, "eps");
     let eps = if e.is_undefined() {
-        1e-6
+        crate::shape::DEFAULT_EPS
     } else {
         let Some(eps) = e.as_f64() else {
             return Err(Error::Type(format!(

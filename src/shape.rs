@@ -307,7 +307,23 @@ impl Kernel {
     }
 }
 
+/// `eps` where a call gives none.
+pub const DEFAULT_EPS: f32 = 1e-6;
+
 impl<A> Inputs<A> {
+    /// A call with neither beta nor bias and the default eps.
+    pub fn plain(input: A, residual: A, gamma: A, hidden: usize) -> Inputs<A> {
+        Inputs {
+            input,
+            residual,
+            gamma,
+            beta: None,
+            bias: None,
+            hidden,
+            eps: DEFAULT_EPS,
+        }
+    }
+
     /// The array arguments by name, absent optional ones as `None` skipped.
     pub fn named(&self) -> impl Iterator<Item = (&'static str, &A)> {
         [
@@ -411,15 +427,7 @@ mod tests {
         gamma: &'a [f32],
         hidden: usize,
     ) -> Inputs<&'a [f32]> {
-        Inputs {
-            input,
-            residual,
-            gamma,
-            beta: None,
-            bias: None,
-            hidden,
-            eps: 1e-6,
-        }
+        Inputs::plain(input, residual, gamma, hidden)
     }
 
     #[test]

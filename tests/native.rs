@@ -83,15 +83,7 @@ fn resident<'a, T>(
 
 /// A call with neither beta nor bias and the default eps.
 fn bare<A>(input: A, residual: A, gamma: A, hidden: usize) -> webgpu_rmsnorm::Inputs<A> {
-    webgpu_rmsnorm::Inputs {
-        input,
-        residual,
-        gamma,
-        beta: None,
-        bias: None,
-        hidden,
-        eps: 1e-6,
-    }
+    webgpu_rmsnorm::Inputs::plain(input, residual, gamma, hidden)
 }
 
 /// The tensor of an argument that is one.
