@@ -98,6 +98,12 @@ impl CpuContext {
     /// Checks and computes one call; the results are ready when this returns.
     pub fn submit<A: HostArray>(&self, x: &Inputs<A>, request: Request) -> Result<Finished, Error> {
         let plan = Plan::new(x, request, &CAPS, self.id)?;
+        if let Some((name, _)) = x.named().find(|(_, a)| a.app_buffer().is_some()) {
+            return Err(Error::Type(format!(
+                "{name}: expected a typed array or a GpuTensor (this instance runs on the CPU \
+                 backend, which has no GPU device), got a GPUBuffer"
+            )));
+        }
         match plan.dtype {
             crate::dtype::Dtype::F32 => self.compute::<f32, A>(x, &plan),
             crate::dtype::Dtype::F16 => self.compute::<u16, A>(x, &plan),

@@ -19,10 +19,12 @@ use wasm_bindgen_futures::future_to_promise;
 use crate::backend::Engine;
 use crate::clock::now_ms;
 use crate::device::AdapterSummary;
+use crate::encode::Recorder;
 use crate::error::Error;
 use crate::gpu::GpuContext;
 use crate::js_args::{
-    object, parse_args, parse_kernels, parse_timed, settings, to_js, upload_arg, Args,
+    object, parse_args, parse_encode, parse_kernels, parse_source, parse_timed, settings, to_js,
+    upload_arg, Args,
 };
 use crate::js_tensor::{live_tensors, tensor_value};
 use crate::pending::Finished;
@@ -43,6 +45,8 @@ extern "C" {
 pub struct FusedRmsNorm {
     engine: Engine,
     handlers: Rc<Handlers>,
+    /// `encode`'s WebGPU objects, for the device they were made on.
+    recorder: RefCell<Option<Recorder>>,
 }
 
 /// The app's device-loss handlers (`ondevicelost`, `ondevicerestored`).
@@ -108,7 +112,11 @@ impl FusedRmsNorm {
                 }
             });
         }
-        Ok(FusedRmsNorm { engine, handlers })
+        Ok(FusedRmsNorm {
+            engine,
+            handlers,
+            recorder: RefCell::new(None),
+        })
     }
 
     /// Uploads `data` to the GPU as a tensor this instance's calls accept in place of an
@@ -176,6 +184,49 @@ impl FusedRmsNorm {
                 .ns
                 .map_or(JsValue::UNDEFINED, |ns| JsValue::from_f64(ns / 1e6)))
         })
+    }
+
+    /// Records the normalization of GPU data (`GPUBuffer`s of `norm.device` or `GpuTensor`s)
+    /// into the app's `encoder` as one compute pass: no submission, no await. `args` as
+    /// `run`'s, plus `output` and `sum` (buffers or tensors the results go to) or `inPlace`.
+    /// Throws `TypeError`, `ShapeError`, `InvalidStateError` or `GpuDeviceError` for what can
+    /// be known now; what WebGPU finds later reaches the app's own error scopes.
+    pub fn encode(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "GPUCommandEncoder")] encoder: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "FusedRmsNormEncodeArgs")] args: JsValue,
+    ) -> Result<(), JsValue> {
+        let ctx = self.live_device("encode").map_err(to_js)?;
+        let (x, outputs) = parse_encode(&args).map_err(to_js)?;
+        // An argument's getter may call back into this instance; `encode` within `encode`
+        // is refused rather than allowed to trip the borrow.
+        let Ok(mut recorder) = self.recorder.try_borrow_mut() else {
+            return Err(to_js(Error::InvalidState(
+                "encode: expected no call of encode from inside an argument of encode".into(),
+            )));
+        };
+        if !recorder.as_ref().is_some_and(|r| r.serves(&ctx)) {
+            *recorder = Some(Recorder::new(&ctx).map_err(to_js)?);
+        }
+        let Some(r) = recorder.as_mut() else {
+            return Ok(());
+        };
+        r.record(&ctx, &encoder, &x, &outputs).map_err(to_js)
+    }
+
+    /// The WGSL this instance runs for `kernel` (as `prepare` takes it, plus `rows` for the
+    /// grid), its bindings and uniform block: for engines that build their own pipelines.
+    #[wasm_bindgen(js_name = kernelSource, unchecked_return_type = "FusedRmsNormKernelSource")]
+    pub fn kernel_source(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "FusedRmsNormKernel & { rows?: number }")]
+        kernel: JsValue,
+    ) -> Result<JsValue, JsValue> {
+        let (k, rows) = parse_source(&kernel).map_err(to_js)?;
+        let Some(gpu) = self.engine.gpu() else {
+            return Err(to_js(on_cpu("kernelSource")));
+        };
+        crate::encode::source(&gpu.latest(), &k, rows).map_err(to_js)
     }
 
     /// The adapter this instance runs on.
@@ -339,6 +390,26 @@ impl FusedRmsNorm {
 }
 
 impl FusedRmsNorm {
+    /// The live device, for the synchronous GPU entry points. After a loss a new device is
+    /// opened in the background (as the next asynchronous call would), and this says so.
+    fn live_device(&self, what: &str) -> Result<Rc<GpuContext>, Error> {
+        let Some(instance) = self.engine.gpu() else {
+            return Err(on_cpu(what));
+        };
+        if let Some(ctx) = instance.live() {
+            return Ok(ctx);
+        }
+        let reopen = instance.clone();
+        wasm_bindgen_futures::spawn_local(async move {
+            let _ = reopen.context().await;
+        });
+        Err(Error::GpuDevice(format!(
+            "{what}: the device was lost ({}); a new one is being opened: read norm.device \
+             again once ondevicerestored is called",
+            instance.latest().lost_reason().unwrap_or_default()
+        )))
+    }
+
     /// The one path of every GPU call: the parsed call goes to the instance, which runs it
     /// on the live device (or a new one after a loss); `finish` turns the results into
     /// JavaScript values.
@@ -381,4 +452,11 @@ fn results(done: Finished, want_sum: bool) -> JsValue {
         (true, Some(sum)) => object(&[("output", out.y.into()), ("sum", sum.into())]),
         _ => out.y.into(),
     }
+}
+
+fn on_cpu(what: &str) -> Error {
+    Error::InvalidState(format!(
+        "{what}: expected an instance on the webgpu backend, got one on the CPU backend \
+         (norm.backend is \"cpu\")"
+    ))
 }

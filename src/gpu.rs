@@ -102,6 +102,12 @@ impl GpuContext {
             .get(&self.dev.device, variant, &|| self.creating())
     }
 
+    /// Bound in place of an absent optional binding of `role` (by `encode`, wasm only).
+    #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+    pub(crate) fn stub(&self, role: crate::pipelines::Role) -> &wgpu::Buffer {
+        self.pipelines.stub(role)
+    }
+
     /// Binds one dispatch's buffers (see [`BINDINGS`]).
     pub fn bind_group(&self, in_place: bool, bound: &Bound) -> wgpu::BindGroup {
         self.pipelines
@@ -291,15 +297,26 @@ impl GpuContext {
         let variant = plan.variant;
         let in_place = to == Destination::InPlace;
         let pipeline = self.pipeline(variant);
-        let stage = |name: &str, a: &A, start: usize, count: usize| match a.resident() {
-            Some(t) => Ok(Staged::Resident(t.clone())),
-            None => {
-                let b = self.pooled_storage(count, plan.dtype, wgpu::BufferUsages::COPY_DST);
-                a.upload(self.upload_to(&b, start, count)).map_err(|e| {
-                    Error::Type(format!("{name}: the browser refused the array ({e})"))
-                })?;
-                Ok(Staged::Pooled(b))
+        let copies = RefCell::new(Vec::new());
+        let stage = |name: &'static str, a: &A, start: usize, count: usize| {
+            if let Some(t) = a.resident() {
+                return Ok(Staged::Resident(t.clone()));
             }
+            let b = self.pooled_storage(count, plan.dtype, wgpu::BufferUsages::COPY_DST);
+            match a.app_buffer() {
+                Some(app) => copies.borrow_mut().push(app.copy_into(
+                    name,
+                    &self.dev.device,
+                    &self.dev.queue,
+                    &b,
+                    start,
+                    count,
+                )?),
+                None => a.upload(self.upload_to(&b, start, count)).map_err(|e| {
+                    Error::Type(format!("{name}: the browser refused the array ({e})"))
+                })?,
+            }
+            Ok(Staged::Pooled(b))
         };
         let per_row = |name, a: Option<&A>| a.map(|a| stage(name, a, 0, hidden)).transpose();
         let gamma = stage("gamma", &x.gamma, 0, hidden)?;
@@ -397,6 +414,7 @@ impl GpuContext {
         }
         pending.kept.push(gamma);
         pending.kept.extend(beta.into_iter().chain(bias));
+        pending.copies.extend(copies.take());
         self.dev.queue.submit([encoder.finish()]);
         self.map_results(pending);
         Ok(())
@@ -432,6 +450,7 @@ impl GpuContext {
             pool: self.pool.clone(),
             chunks: Vec::new(),
             scopes: Vec::new(),
+            copies: Vec::new(),
             mapped: Vec::new(),
             kept: Vec::new(),
             holds: Vec::new(),
@@ -453,7 +472,7 @@ impl GpuContext {
 
     /// The uniform buffer holding `params`: one per distinct block, written once. An app
     /// calls with few shapes, so this saves a buffer and a `writeBuffer` per call.
-    fn uniform(&self, params: Params) -> wgpu::Buffer {
+    pub(crate) fn uniform(&self, params: Params) -> wgpu::Buffer {
         let bytes = params.to_bytes();
         if let Some(b) = self.uniforms.borrow().get(&bytes) {
             return b.clone();

@@ -8,6 +8,7 @@
 
 use std::rc::Rc;
 
+use crate::app_buffer::AppBuffer;
 use crate::dtype::Dtype;
 use crate::shape::Len;
 use crate::tensor::Tensor;
@@ -37,6 +38,12 @@ pub trait HostArray: Len {
 
     /// The tensor holding this array on the GPU already, if it is one: bound as it is.
     fn resident(&self) -> Option<&Rc<Tensor>> {
+        None
+    }
+
+    /// The app's GPU buffer holding this array, if it is one: copied on the GPU, never
+    /// through the host.
+    fn app_buffer(&self) -> Option<&AppBuffer> {
         None
     }
 
@@ -80,11 +87,23 @@ impl HostArray for OwnedArray {
     }
 }
 
-/// An argument that is either host data or a GPU-resident tensor.
+/// An argument: host data, a GPU-resident tensor, or a buffer of the app's on the device.
 #[derive(Clone)]
 pub enum Arg<H> {
     Host(H),
     Gpu(Rc<Tensor>),
+    Buffer(AppBuffer),
+}
+
+impl<H> Arg<H> {
+    /// Whether `self` and `other` are the same memory on the GPU (host data never is).
+    pub fn same_storage(&self, other: &Arg<H>) -> bool {
+        match (self, other) {
+            (Arg::Gpu(a), Arg::Gpu(b)) => Rc::ptr_eq(a, b),
+            (Arg::Buffer(a), Arg::Buffer(b)) => a.handle() == b.handle(),
+            _ => false,
+        }
+    }
 }
 
 impl<H: Len> Len for Arg<H> {
@@ -92,6 +111,7 @@ impl<H: Len> Len for Arg<H> {
         match self {
             Arg::Host(h) => h.len(),
             Arg::Gpu(t) => t.len,
+            Arg::Buffer(b) => b.len,
         }
     }
 }
@@ -101,13 +121,21 @@ impl<H: HostArray> HostArray for Arg<H> {
         match self {
             Arg::Host(h) => h.upload(to),
             Arg::Gpu(_) => Err("a GpuTensor is bound as it is, never uploaded".into()),
+            Arg::Buffer(_) => Err("a GPUBuffer is copied on the GPU, never uploaded".into()),
         }
     }
 
     fn resident(&self) -> Option<&Rc<Tensor>> {
         match self {
-            Arg::Host(_) => None,
             Arg::Gpu(t) => Some(t),
+            Arg::Host(_) | Arg::Buffer(_) => None,
+        }
+    }
+
+    fn app_buffer(&self) -> Option<&AppBuffer> {
+        match self {
+            Arg::Buffer(b) => Some(b),
+            Arg::Host(_) | Arg::Gpu(_) => None,
         }
     }
 
@@ -115,6 +143,7 @@ impl<H: HostArray> HostArray for Arg<H> {
         match self {
             Arg::Host(h) => h.dtype(),
             Arg::Gpu(t) => t.dtype,
+            Arg::Buffer(b) => b.dtype,
         }
     }
 
@@ -122,6 +151,7 @@ impl<H: HostArray> HostArray for Arg<H> {
         match self {
             Arg::Host(h) => h.detach(),
             Arg::Gpu(t) => Arg::Gpu(t.clone()),
+            Arg::Buffer(b) => Arg::Buffer(b.clone()),
         }
     }
 
@@ -129,6 +159,7 @@ impl<H: HostArray> HostArray for Arg<H> {
         match self {
             Arg::Host(h) => h.to_cpu(),
             Arg::Gpu(_) => Err("a GpuTensor is used as it is, never copied".into()),
+            Arg::Buffer(_) => Err("a GPUBuffer is copied on the GPU, never to the host".into()),
         }
     }
 }

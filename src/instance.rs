@@ -164,7 +164,11 @@ impl Instance {
                 let pending = ctx.submit(x, request);
                 Ok((ctx, pending))
             }
-            None => Err((self.clone(), x.map(|a| a.detach()))),
+            // An app's GPUBuffer belongs to the device that was lost: nothing can copy it.
+            None => match x.named().find(|(_, a)| a.app_buffer().is_some()) {
+                Some((name, _)) => Ok((self.latest(), Err(lost_buffer(name)))),
+                None => Err((self.clone(), x.map(|a| a.detach()))),
+            },
         };
         async move {
             let (ctx, pending) = match start {
@@ -233,4 +237,11 @@ impl Instance {
     pub fn simulate_device_loss(&self) {
         self.latest().destroy_device();
     }
+}
+
+fn lost_buffer(name: &str) -> Error {
+    Error::GpuDevice(format!(
+        "{name}: expected a GPUBuffer on a live device, got one of the device that was lost \
+         (create it again on norm.device once ondevicerestored is called)"
+    ))
 }

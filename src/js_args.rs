@@ -10,6 +10,7 @@
 use js_sys::{Object, Reflect};
 use wasm_bindgen::prelude::*;
 
+use crate::app_buffer::AppBuffer;
 use crate::backend::Choice;
 use crate::dtype::Dtype;
 use crate::error::Error;
@@ -18,7 +19,8 @@ use crate::instance::Settings;
 use crate::js_tensor::tensor_arg;
 use crate::kernel::Options;
 use crate::shape::{
-    eps_from_number, hidden_from_number, repeat_from_number, Inputs, Kernel, Request,
+    eps_from_number, fit_buffers, hidden_from_number, repeat_from_number, rows_from_number, Inputs,
+    Kernel, Outputs, Request,
 };
 
 /// One call's arguments as the driver takes them.
@@ -37,12 +39,19 @@ extern "C" {
 }
 
 /// The fields of a call's argument object, and of `create`'s options.
-const ARGS_KEYS: [&str; 9] = [
-    "input", "residual", "gamma", "beta", "bias", "hidden", "eps", "output", "inPlace",
+const ARGS_KEYS: [&str; 11] = [
+    "input", "residual", "gamma", "beta", "bias", "hidden", "eps", "output", "inPlace", "dtype",
+    "rows",
+];
+/// `encode`'s: `output` and `sum` are where the results go.
+const ENCODE_KEYS: [&str; 12] = [
+    "input", "residual", "gamma", "beta", "bias", "hidden", "eps", "output", "sum", "inPlace",
+    "dtype", "rows",
 ];
 const OPTIONS_KEYS: [&str; 3] = ["backend", "powerPreference", "shaderF16"];
 const UPLOAD_OPTIONS_KEYS: [&str; 1] = ["dtype"];
 const PREPARE_KEYS: [&str; 6] = ["hidden", "bias", "beta", "sum", "dtype", "inPlace"];
+const SOURCE_KEYS: [&str; 7] = ["hidden", "bias", "beta", "sum", "dtype", "inPlace", "rows"];
 
 /// A misspelt field would otherwise be ignored and its default used without a word (`Eps`
 /// for `eps`): every own key of `o` must be one of `known`. Inherited fields (getters on a
@@ -175,30 +184,93 @@ pub fn describe(v: &JsValue) -> String {
     "an object".into()
 }
 
-/// A typed array or a `GpuTensor` argument; `None` when optional and absent.
-fn array_arg(args: &JsValue, name: &str, required: bool) -> Result<Option<Arg<JsArray>>, Error> {
+/// Where a call takes its arrays from, and what it does with the app's `GPUBuffer`s.
+#[derive(Clone, Copy)]
+struct Sources {
+    /// Typed arrays are welcome (`run`), or only GPU data is (`encode`).
+    host: bool,
+    /// The `GPUBufferUsage` bits a `GPUBuffer` argument needs, and their names.
+    usage: (u32, &'static str),
+    /// What a `GPUBuffer` holds (a buffer has no element type of its own).
+    dtype: Dtype,
+}
+
+/// `GPUBufferUsage.COPY_SRC`: `run` copies an app's buffer into one of its own.
+const COPY_SRC: (u32, &str) = (0x4, "COPY_SRC");
+/// `GPUBufferUsage.STORAGE`: `encode` binds an app's buffer as it is.
+const STORAGE: (u32, &str) = (0x80, "STORAGE");
+
+/// A typed array, a `GpuTensor` or a `GPUBuffer` argument; `None` when optional and absent.
+fn array_arg(
+    args: &JsValue,
+    name: &'static str,
+    required: bool,
+    from: Sources,
+) -> Result<Option<Arg<JsArray>>, Error> {
     let v = get(args, name);
     if v.is_undefined() && !required {
         return Ok(None);
     }
     // A transferred (detached) buffer would read as length 0: it gets its own message.
     match JsArray::from_value(&v) {
-        Ok(Some(a)) => return Ok(Some(Arg::Host(a))),
+        Ok(Some(a)) if from.host => return Ok(Some(Arg::Host(a))),
+        Ok(Some(_)) => {
+            return Err(Error::Type(format!(
+                "{name}: expected a GPUBuffer or a GpuTensor (encode records GPU work only: \
+                 upload host data first), got {}",
+                describe(&v)
+            )))
+        }
         Ok(None) => {}
         Err(expected) => return Err(Error::Type(format!("{name}: expected {expected}"))),
     }
     if let Some(t) = tensor_arg(&v, name)? {
         return Ok(Some(Arg::Gpu(t)));
     }
-    let expected = if required {
-        "a Float32Array (or Uint16Array/Float16Array for f16) or a GpuTensor"
-    } else {
-        "a Float32Array (or Uint16Array/Float16Array for f16), a GpuTensor or undefined"
+    if let Some(b) = gpu_buffer_arg(&v, name, from)? {
+        return Ok(Some(Arg::Buffer(b)));
+    }
+    let expected = match (from.host, required) {
+        (true, true) => {
+            "a Float32Array (or Uint16Array/Float16Array for f16), a GpuTensor or a GPUBuffer"
+        }
+        (true, false) => {
+            "a Float32Array (or Uint16Array/Float16Array for f16), a GpuTensor, a GPUBuffer or undefined"
+        }
+        (false, true) => "a GPUBuffer or a GpuTensor",
+        (false, false) => "a GPUBuffer, a GpuTensor or undefined",
     };
     Err(Error::Type(format!(
         "{name}: expected {expected}, got {}",
         describe(&v)
     )))
+}
+
+/// An app's `GPUBuffer`, recognised by its brand (`Symbol.toStringTag`, which WebIDL
+/// interfaces carry); a look-alike gets past this and is refused by WebGPU itself.
+fn gpu_buffer_arg(v: &JsValue, name: &str, from: Sources) -> Result<Option<AppBuffer>, Error> {
+    if !v.is_object() {
+        return Ok(None);
+    }
+    let tag = Reflect::get(v, &js_sys::Symbol::to_string_tag().into()).unwrap_or_default();
+    if tag.as_string().as_deref() != Some("GPUBuffer") {
+        return Ok(None);
+    }
+    let number = |k: &str| get(v, k).as_f64().unwrap_or(0.0);
+    let (size, usage) = (number("size"), number("usage") as u32);
+    let (bits, flag) = from.usage;
+    if usage & bits == 0 {
+        return Err(Error::Type(format!(
+            "{name}: expected a GPUBuffer with GPUBufferUsage.{flag}, got one without it"
+        )));
+    }
+    if size % from.dtype.bytes() as f64 != 0.0 {
+        return Err(Error::Shape(format!(
+            "{name}: expected a GPUBuffer of whole {} elements, got {size} bytes",
+            from.dtype.name()
+        )));
+    }
+    Ok(Some(AppBuffer::new(v.clone(), size as u64, from.dtype)))
 }
 
 /// `upload`'s data: a typed array of either dtype, matching `options.dtype` if given.
@@ -257,26 +329,15 @@ pub fn upload_arg(data: &JsValue, options: Option<&JsValue>) -> Result<JsArray, 
 
 /// The call's inputs, and what it asks for (`sum` is the method's: `runWithSum`).
 pub fn parse_args(args: &JsValue, sum: bool) -> Result<(Args, Request), Error> {
-    if !args.is_object()
-        || args.is_function()
-        || is_array(args).unwrap_or(true)
-        || is_view(args).unwrap_or(true)
-    {
-        return Err(Error::Type(format!(
-            "args: expected an object {{ input, residual, gamma, hidden, beta?, bias?, eps? }}, got {}",
-            describe(args)
-        )));
-    }
-    check_keys(args, "args", &ARGS_KEYS)?;
-    let required =
-        |name| array_arg(args, name, true)?.ok_or_else(|| Error::Type(format!("{name}: missing")));
-    let input = required("input")?;
-    let residual = required("residual")?;
-    let gamma = required("gamma")?;
-    let beta = array_arg(args, "beta", false)?;
-    let bias = array_arg(args, "bias", false)?;
+    let from = Sources {
+        host: true,
+        usage: COPY_SRC,
+        dtype: Dtype::F32,
+    };
+    let mut x = parse_inputs(args, &ARGS_KEYS, from)?;
+    fit_buffers(&mut x, None, rows_field(args)?)?;
     let o = get(args, "output");
-    let mut request = match o.as_string().as_deref() {
+    let request = match o.as_string().as_deref() {
         _ if o.is_undefined() => Request::host(sum),
         Some("array") => Request::host(sum),
         Some("gpu") => Request::to_gpu(sum),
@@ -287,25 +348,87 @@ pub fn parse_args(args: &JsValue, sum: bool) -> Result<(Args, Request), Error> {
             )));
         }
     };
-    let p = get(args, "inPlace");
-    match p.as_bool() {
-        _ if p.is_undefined() => {}
-        Some(false) => {}
-        Some(true) if o.is_undefined() => request = Request::in_place(),
-        Some(true) => {
-            return Err(Error::Type(format!(
-                "output: expected undefined with inPlace: true (the results overwrite input and residual), got {}",
-                describe(&o)
-            )));
-        }
-        None => {
-            return Err(Error::Type(format!(
-                "inPlace: expected a boolean or undefined, got {}",
-                describe(&p)
-            )));
-        }
+    if !flag(args, "inPlace")? {
+        return Ok((x, request));
     }
+    if !o.is_undefined() {
+        return Err(Error::Type(format!(
+            "output: expected undefined with inPlace: true (the results overwrite input and residual), got {}",
+            describe(&o)
+        )));
+    }
+    Ok((x, Request::in_place()))
+}
 
+/// `encode`'s arguments: the inputs (GPU data only), and where the results go.
+pub fn parse_encode(args: &JsValue) -> Result<(Args, Outputs<Arg<JsArray>>), Error> {
+    let from = Sources {
+        host: false,
+        usage: STORAGE,
+        dtype: Dtype::F32,
+    };
+    let mut x = parse_inputs(args, &ENCODE_KEYS, from)?;
+    let output = array_arg(args, "output", false, from)?;
+    let sum = array_arg(args, "sum", false, from)?;
+    let mut outputs = match (flag(args, "inPlace")?, output) {
+        (true, None) if sum.is_none() => Outputs::InPlace,
+        (true, _) => {
+            return Err(Error::Type(
+                "output: expected no output or sum with inPlace: true (the results overwrite input and residual)".into(),
+            ))
+        }
+        (false, Some(output)) => Outputs::To { output, sum },
+        (false, None) => {
+            return Err(Error::Type(
+                "output: expected a GPUBuffer or a GpuTensor for the result (or inPlace: true), got undefined".into(),
+            ))
+        }
+    };
+    fit_buffers(&mut x, Some(&mut outputs), rows_field(args)?)?;
+    Ok((x, outputs))
+}
+
+/// The optional `rows` of a call whose `GPUBuffer`s hold more than its rows.
+fn rows_field(args: &JsValue) -> Result<Option<usize>, Error> {
+    let r = get(args, "rows");
+    if r.is_undefined() {
+        return Ok(None);
+    }
+    let Some(rows) = r.as_f64() else {
+        return Err(Error::Type(format!(
+            "rows: expected a number or undefined, got {}",
+            describe(&r)
+        )));
+    };
+    rows_from_number(rows).map(Some)
+}
+
+/// The arrays, `hidden` and `eps` of a call's argument object. `GPUBuffer`s hold `args.dtype`.
+fn parse_inputs(
+    args: &JsValue,
+    keys: &'static [&'static str],
+    mut from: Sources,
+) -> Result<Args, Error> {
+    if !args.is_object()
+        || args.is_function()
+        || is_array(args).unwrap_or(true)
+        || is_view(args).unwrap_or(true)
+    {
+        return Err(Error::Type(format!(
+            "args: expected an object {{ input, residual, gamma, hidden, beta?, bias?, eps? }}, got {}",
+            describe(args)
+        )));
+    }
+    check_keys(args, "args", keys)?;
+    from.dtype = dtype_field(args, "dtype")?.unwrap_or(Dtype::F32);
+    let required = |name| {
+        array_arg(args, name, true, from)?.ok_or_else(|| Error::Type(format!("{name}: missing")))
+    };
+    let input = required("input")?;
+    let residual = required("residual")?;
+    let gamma = required("gamma")?;
+    let beta = array_arg(args, "beta", false, from)?;
+    let bias = array_arg(args, "bias", false, from)?;
     let h = get(args, "hidden");
     let Some(hidden) = h.as_f64() else {
         return Err(Error::Type(format!(
@@ -326,18 +449,42 @@ pub fn parse_args(args: &JsValue, sum: bool) -> Result<(Args, Request), Error> {
         };
         eps_from_number(eps)?
     };
-    Ok((
-        Inputs {
-            input,
-            residual,
-            gamma,
-            beta,
-            bias,
-            hidden,
-            eps,
-        },
-        request,
-    ))
+    Ok(Inputs {
+        input,
+        residual,
+        gamma,
+        beta,
+        bias,
+        hidden,
+        eps,
+    })
+}
+
+/// An optional boolean field.
+fn flag(o: &JsValue, name: &str) -> Result<bool, Error> {
+    let f = get(o, name);
+    match f.as_bool() {
+        _ if f.is_undefined() => Ok(false),
+        Some(on) => Ok(on),
+        None => Err(Error::Type(format!(
+            "{name}: expected a boolean or undefined, got {}",
+            describe(&f)
+        ))),
+    }
+}
+
+/// An optional `"f32" | "f16"` field.
+fn dtype_field(o: &JsValue, name: &str) -> Result<Option<Dtype>, Error> {
+    let d = get(o, name);
+    match d.as_string().as_deref() {
+        _ if d.is_undefined() => Ok(None),
+        Some("f32") => Ok(Some(Dtype::F32)),
+        Some("f16") => Ok(Some(Dtype::F16)),
+        _ => Err(Error::Type(format!(
+            "{name}: expected \"f32\" or \"f16\", got {}",
+            describe(&d)
+        ))),
+    }
 }
 
 /// A timing call's arguments: the call's, with results read back, and `repeat`.
@@ -375,17 +522,26 @@ pub fn parse_kernels(v: &JsValue) -> Result<Vec<Kernel>, Error> {
             ))
         }
     };
-    list.iter().map(parse_kernel).collect()
+    list.iter()
+        .map(|k| parse_kernel(k, &PREPARE_KEYS))
+        .collect()
 }
 
-fn parse_kernel(o: &JsValue) -> Result<Kernel, Error> {
+/// `kernelSource`'s argument: a kernel as `prepare` takes it, and `rows` to size the grid for.
+pub fn parse_source(v: &JsValue) -> Result<(Kernel, Option<u32>), Error> {
+    let kernel = parse_kernel(v, &SOURCE_KEYS)?;
+    let rows = rows_field(v)?.map(|r| r as u32);
+    Ok((kernel, rows))
+}
+
+fn parse_kernel(o: &JsValue, keys: &'static [&'static str]) -> Result<Kernel, Error> {
     if !o.is_object() || o.is_function() {
         return Err(Error::Type(format!(
             "kernels: expected {{ hidden, bias?, beta?, sum?, dtype?, inPlace? }}, got {}",
             describe(o)
         )));
     }
-    check_keys(o, "kernels", &PREPARE_KEYS)?;
+    check_keys(o, "kernels", keys)?;
     let h = get(o, "hidden");
     let Some(hidden) = h.as_f64() else {
         return Err(Error::Type(format!(
@@ -393,29 +549,8 @@ fn parse_kernel(o: &JsValue) -> Result<Kernel, Error> {
             describe(&h)
         )));
     };
-    let flag = |name: &str| {
-        let f = get(o, name);
-        match f.as_bool() {
-            _ if f.is_undefined() => Ok(false),
-            Some(on) => Ok(on),
-            None => Err(Error::Type(format!(
-                "{name}: expected a boolean or undefined, got {}",
-                describe(&f)
-            ))),
-        }
-    };
-    let d = get(o, "dtype");
-    let dtype = match d.as_string().as_deref() {
-        _ if d.is_undefined() => Dtype::F32,
-        Some("f32") => Dtype::F32,
-        Some("f16") => Dtype::F16,
-        _ => {
-            return Err(Error::Type(format!(
-                "dtype: expected \"f32\" or \"f16\", got {}",
-                describe(&d)
-            )))
-        }
-    };
+    let flag = |name| flag(o, name);
+    let dtype = dtype_field(o, "dtype")?.unwrap_or(Dtype::F32);
     let in_place = flag("inPlace")?;
     Ok(Kernel {
         hidden: hidden_from_number(hidden)?,

@@ -15,6 +15,12 @@ const TYPES: &'static str = r#"
  */
 export type WebGpuDevice = typeof globalThis extends { GPUDevice: { prototype: infer P } } ? P : object;
 export type WebGpuBuffer = typeof globalThis extends { GPUBuffer: { prototype: infer P } } ? P : object;
+/**
+ * The same in argument positions, where a fallback of `object` would accept anything: without
+ * WebGPU types these are `never`, and only typed arrays and tensors type-check.
+ */
+export type WebGpuBufferArg = typeof globalThis extends { GPUBuffer: { prototype: infer P } } ? P : never;
+export type WebGpuCommandEncoder = typeof globalThis extends { GPUCommandEncoder: { prototype: infer P } } ? P : never;
 
 /** How numbers are stored. Arithmetic is f32 either way. */
 export type Dtype = "f32" | "f16";
@@ -33,8 +39,15 @@ export type HostArray<D extends Dtype> = D extends "f16" ? F16Array : Float32Arr
 /** What a call or a read resolves with for a dtype: f16 results are always `Uint16Array`s of bits. */
 export type HostResult<D extends Dtype> = D extends "f16" ? Uint16Array : Float32Array;
 
-/** An array argument: host data or a `GpuTensor` of the same dtype. */
-export type FusedRmsNormArray<D extends Dtype> = HostArray<D> | GpuTensor<D>;
+/**
+ * An array argument: host data, a `GpuTensor` of the same dtype, or a `GPUBuffer` of
+ * `norm.device` with `COPY_SRC` usage, read whole as elements of `args.dtype` (default f32)
+ * and copied on the GPU.
+ */
+export type FusedRmsNormArray<D extends Dtype> = HostArray<D> | GpuTensor<D> | WebGpuBufferArg;
+
+/** Data `encode` binds as it is: a `GpuTensor`, or a `GPUBuffer` of `norm.device` with `STORAGE` usage. */
+export type FusedRmsNormGpuData<D extends Dtype> = GpuTensor<D> | WebGpuBufferArg;
 
 interface FusedRmsNormArgsBase<D extends Dtype> {
   /** rows × hidden, row-major. */
@@ -51,6 +64,8 @@ interface FusedRmsNormArgsBase<D extends Dtype> {
   hidden: number;
   /** Added to the mean square: finite and ≥ 0. Default 1e-6. */
   eps?: number;
+  /** What `GPUBuffer` arguments hold (default "f32"); typed arrays and tensors carry their own. */
+  dtype?: D;
 }
 
 /**
@@ -94,6 +109,75 @@ export interface FusedRmsNormWithSum<D extends Dtype = "f32"> {
 export interface FusedRmsNormGpuWithSum<D extends Dtype = "f32"> {
   output: GpuTensor<D>;
   sum: GpuTensor<D>;
+}
+
+interface FusedRmsNormEncodeBase<D extends Dtype> {
+  input: FusedRmsNormGpuData<D>;
+  residual: FusedRmsNormGpuData<D>;
+  gamma: FusedRmsNormGpuData<D>;
+  beta?: FusedRmsNormGpuData<D>;
+  bias?: FusedRmsNormGpuData<D>;
+  hidden: number;
+  eps?: number;
+  /** What `GPUBuffer` arguments hold (default "f32"). */
+  dtype?: D;
+}
+
+/**
+ * `encode` into buffers or tensors of the app's: `output` receives the normalized rows and
+ * `sum`, if given, `input + residual (+ bias)`; both rows × hidden, neither an input.
+ */
+export interface FusedRmsNormEncodeToArgs<D extends Dtype = "f32"> extends FusedRmsNormEncodeBase<D> {
+  output: FusedRmsNormGpuData<D>;
+  sum?: FusedRmsNormGpuData<D>;
+  inPlace?: false;
+}
+
+/** `encode` in place: `input ← y`, `residual ← input + residual (+ bias)`. */
+export interface FusedRmsNormEncodeInPlaceArgs<D extends Dtype = "f32"> extends FusedRmsNormEncodeBase<D> {
+  inPlace: true;
+  output?: undefined;
+  sum?: undefined;
+}
+
+export type FusedRmsNormEncodeArgs<D extends Dtype = "f32"> =
+  | FusedRmsNormEncodeToArgs<D>
+  | FusedRmsNormEncodeInPlaceArgs<D>;
+
+/** A binding of the kernel, as `kernelSource` describes it (its `@binding` in `@group(0)`). */
+export interface FusedRmsNormBinding {
+  readonly binding: number;
+  readonly name: "input" | "residual" | "gamma" | "beta" | "bias" | "output" | "sum" | "params";
+  /** WebGPU's `GPUBufferBindingType`. */
+  readonly type: "read-only-storage" | "storage" | "uniform";
+  /** Absent from a call that has no such array: bind any small storage buffer there. */
+  readonly optional: boolean;
+}
+
+/**
+ * The kernel as this instance runs it, for an engine's own pipeline. Dispatch
+ * `workgroups` (one workgroup per row; past `maxComputeWorkgroupsPerDimension` rows fold
+ * into y) with a uniform buffer of `params.size` bytes laid out as `params.fields`
+ * (`width` = hidden / `lanes`).
+ */
+export interface FusedRmsNormKernelSource {
+  readonly code: string;
+  readonly entryPoint: "main";
+  readonly bindings: readonly FusedRmsNormBinding[];
+  readonly params: {
+    readonly size: number;
+    readonly fields: readonly {
+      readonly name: "rows" | "width" | "hidden" | "eps";
+      readonly offset: number;
+      readonly type: "u32" | "f32";
+    }[];
+  };
+  readonly lanes: 1 | 4;
+  readonly workgroupSize: number;
+  /** How arrays hold numbers: f32, `shader-f16` halves, or halves packed in u32s. */
+  readonly storage: "f32" | "f16" | "f16-packed";
+  /** The grid for `rows`, where `kernelSource` was given them. */
+  readonly workgroups?: readonly [number, number, 1];
 }
 
 /** A kernel an app will call, for `prepare`: `sum` for `runWithSum`. */
@@ -206,6 +290,15 @@ export class FusedRmsNorm {
    * where the adapter has no `timestamp-query`.
    */
   gpuTime(args: FusedRmsNormArgs<"f32"> | FusedRmsNormArgs<"f16">, repeat: number): Promise<number | undefined>;
+  /**
+   * Records the normalization of GPU data into the app's `encoder` (on `norm.device`) as one
+   * compute pass: no submission, no await. Throws `TypeError`, `ShapeError`,
+   * `InvalidStateError` or `GpuDeviceError` for what is known now; what the GPU finds later
+   * reaches the app's own error scopes.
+   */
+  encode(encoder: WebGpuCommandEncoder, args: FusedRmsNormEncodeArgs<"f32"> | FusedRmsNormEncodeArgs<"f16">): void;
+  /** The WGSL, bindings and uniform layout this instance runs for `kernel`. */
+  kernelSource(kernel: FusedRmsNormKernel & { rows?: number }): FusedRmsNormKernelSource;
   /** Compiles the kernels an app will use ahead of its first calls. */
   prepare(kernels: FusedRmsNormKernel | readonly FusedRmsNormKernel[]): Promise<void>;
   /** Releases the GPU buffers pooled for reuse (they also go after 5 s idle). */

@@ -19,6 +19,7 @@
 //! [`host`] is where numbers live on the host, [`dtype`] how they are stored, and
 //! [`reference`] the f64 CPU reference every test compares against.
 
+pub mod app_buffer;
 pub mod backend;
 pub mod clock;
 pub mod cpu;
@@ -40,6 +41,8 @@ pub mod tensor;
 mod test_hooks;
 
 #[cfg(target_arch = "wasm32")]
+mod encode;
+#[cfg(target_arch = "wasm32")]
 pub mod facade;
 #[cfg(target_arch = "wasm32")]
 mod js_args;
@@ -49,6 +52,8 @@ mod js_array;
 mod js_tensor;
 #[cfg(target_arch = "wasm32")]
 mod js_types;
+#[cfg(target_arch = "wasm32")]
+mod webgpu_raw;
 
 pub use device::AdapterSummary;
 pub use error::Error;

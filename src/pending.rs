@@ -83,6 +83,9 @@ pub struct Pending {
     pub(crate) pool: Rc<BufferPool>,
     pub(crate) chunks: Vec<Chunk>,
     pub(crate) scopes: Vec<(&'static str, ScopeFuture)>,
+    /// The copies from the app's buffers, checked before the call's own scopes: their
+    /// errors name the argument.
+    pub(crate) copies: Vec<crate::app_buffer::Check>,
     pub(crate) mapped: Vec<oneshot::Receiver<MapResult>>,
     /// The call's other buffers, returned to the pool once the GPU is done with them.
     pub(crate) kept: Vec<Staged>,
@@ -159,6 +162,9 @@ impl Pending {
     }
 
     async fn check_scopes(&mut self) -> Result<(), Error> {
+        for copy in std::mem::take(&mut self.copies) {
+            copy.await?;
+        }
         for (what, scope) in std::mem::take(&mut self.scopes) {
             if let Some(e) = scope.await {
                 return Err(match self.lost.reason() {

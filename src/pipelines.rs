@@ -114,11 +114,14 @@ impl Binding {
         !(in_place && self.role == Role::Output)
     }
 
-    fn writable(&self, in_place: bool) -> bool {
+    /// How the binding is bound in the in-place or the out-of-place kernel.
+    pub fn kind(&self, in_place: bool) -> Kind {
         match self.role {
-            Role::Input { written_in_place } => in_place && written_in_place,
-            Role::Output => true,
-            Role::Params => false,
+            Role::Params => Kind::Uniform,
+            Role::Input { written_in_place } if !(in_place && written_in_place) => {
+                Kind::ReadOnlyStorage
+            }
+            Role::Input { .. } | Role::Output => Kind::Storage,
         }
     }
 
@@ -127,16 +130,34 @@ impl Binding {
             binding: self.index,
             visibility: wgpu::ShaderStages::COMPUTE,
             ty: wgpu::BindingType::Buffer {
-                ty: match self.role {
-                    Role::Params => wgpu::BufferBindingType::Uniform,
-                    _ => wgpu::BufferBindingType::Storage {
-                        read_only: !self.writable(in_place),
-                    },
+                ty: match self.kind(in_place) {
+                    Kind::Uniform => wgpu::BufferBindingType::Uniform,
+                    Kind::ReadOnlyStorage => wgpu::BufferBindingType::Storage { read_only: true },
+                    Kind::Storage => wgpu::BufferBindingType::Storage { read_only: false },
                 },
                 has_dynamic_offset: false,
                 min_binding_size: None,
             },
             count: None,
+        }
+    }
+}
+
+/// A binding's type in a bind group layout.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Uniform,
+    ReadOnlyStorage,
+    Storage,
+}
+
+impl Kind {
+    /// WebGPU's `GPUBufferBindingType`.
+    pub fn webgpu_name(self) -> &'static str {
+        match self {
+            Kind::Uniform => "uniform",
+            Kind::ReadOnlyStorage => "read-only-storage",
+            Kind::Storage => "storage",
         }
     }
 }
@@ -150,20 +171,16 @@ pub fn wgsl_declarations(in_place: bool) -> String {
         .filter(|b| b.present(in_place))
         .map(|b| {
             let (index, name) = (b.index, b.name);
-            match b.role {
-                Role::Params => {
+            match b.kind(in_place) {
+                Kind::Uniform => {
                     format!("@group(0) @binding({index}) var<uniform> {name}: Params;\n")
                 }
-                _ => {
-                    let access = if b.writable(in_place) {
-                        "read_write"
-                    } else {
-                        "read"
-                    };
-                    format!(
-                        "@group(0) @binding({index}) var<storage, {access}> {name}: array<S>;\n"
-                    )
+                Kind::ReadOnlyStorage => {
+                    format!("@group(0) @binding({index}) var<storage, read> {name}: array<S>;\n")
                 }
+                Kind::Storage => format!(
+                    "@group(0) @binding({index}) var<storage, read_write> {name}: array<S>;\n"
+                ),
             }
         })
         .collect()
@@ -280,6 +297,15 @@ impl Pipelines {
         }
     }
 
+    /// Bound in place of an absent optional binding of `role`.
+    pub fn stub(&self, role: Role) -> &wgpu::Buffer {
+        if role == Role::Output {
+            &self.stub_out
+        } else {
+            &self.stub_in
+        }
+    }
+
     fn layout(&self, in_place: bool) -> &Layout {
         if in_place {
             &self.in_place
@@ -333,12 +359,7 @@ impl Pipelines {
         let mut buffers: [Option<&wgpu::Buffer>; BINDINGS.len()] = [None; BINDINGS.len()];
         let mut ids: [Identity; BINDINGS.len()] = [None; BINDINGS.len()];
         for b in BINDINGS.iter().filter(|b| b.present(in_place)) {
-            let stub = if b.role == Role::Output {
-                &self.stub_out
-            } else {
-                &self.stub_in
-            };
-            let buffer = bound[b.index as usize].unwrap_or(stub);
+            let buffer = bound[b.index as usize].unwrap_or(self.stub(b.role));
             buffers[b.index as usize] = Some(buffer);
             ids[b.index as usize] = identity(buffer);
         }

@@ -9,7 +9,7 @@ use std::rc::Rc;
 use crate::device::{Caps, ContextId};
 use crate::dtype::Dtype;
 use crate::error::Error;
-use crate::host::HostArray;
+use crate::host::{Arg, HostArray};
 use crate::kernel::{Options, Storage, Variant};
 
 /// The arguments of one call. `A` is where the numbers live: a Rust slice natively, a JS
@@ -174,6 +174,27 @@ impl Request {
     }
 }
 
+/// `run` writes in place only over its own tensors; an app's buffer is written in place by
+/// recording into the app's encoder (`encode`).
+fn not_in_place<A: HostArray>(name: &str, a: &A) -> Error {
+    let got = if a.app_buffer().is_some() {
+        "a GPUBuffer (norm.encode writes GPUBuffers in place)"
+    } else {
+        "host data"
+    };
+    Error::Type(format!(
+        "{name}: expected a GpuTensor with inPlace: true, got {got}"
+    ))
+}
+
+/// Where `encode` writes the results: over `input` (`y`) and `residual` (`v`), or into
+/// the app's buffers or tensors.
+#[derive(Clone)]
+pub enum Outputs<A> {
+    InPlace,
+    To { output: A, sum: Option<A> },
+}
+
 /// A checked call: everything the driver needs to encode it.
 #[derive(Clone, Copy, Debug)]
 pub struct Plan {
@@ -195,6 +216,86 @@ impl Plan {
         caps: &Caps,
         owner: ContextId,
     ) -> Result<Plan, Error> {
+        if request.to == Destination::InPlace {
+            match (x.input.resident(), x.residual.resident()) {
+                (Some(a), Some(b)) if Rc::ptr_eq(a, b) => {
+                    return Err(Error::Type("residual: expected a GpuTensor other than input (both are written in place)".into()));
+                }
+                (Some(_), Some(_)) => {}
+                (None, _) => return Err(not_in_place("input", &x.input)),
+                (_, None) => return Err(not_in_place("residual", &x.residual)),
+            }
+        }
+        Plan::of_inputs(x, request, caps, owner)
+    }
+
+    /// Checks a call recorded into the app's command encoder: its inputs as [`Plan::new`]
+    /// does, its outputs of the inputs' length and dtype, and no buffer bound twice where
+    /// one of the bindings is written (WebGPU would refuse the dispatch, later and unnamed).
+    pub fn encoded<H: HostArray>(
+        x: &Inputs<Arg<H>>,
+        outputs: &Outputs<Arg<H>>,
+        caps: &Caps,
+        owner: ContextId,
+    ) -> Result<Plan, Error> {
+        let request = match outputs {
+            Outputs::InPlace => Request::in_place(),
+            Outputs::To { sum, .. } => Request::to_gpu(sum.is_some()),
+        };
+        let plan = Plan::of_inputs(x, request, caps, owner)?;
+        let written: Vec<(&str, &Arg<H>)> = match outputs {
+            Outputs::InPlace => vec![("input", &x.input), ("residual", &x.residual)],
+            Outputs::To { output, sum } => {
+                let mut w = vec![("output", output)];
+                w.extend(sum.as_ref().map(|s| ("sum", s)));
+                w
+            }
+        };
+        for (name, a) in &written {
+            if let Some(t) = a.resident() {
+                t.check(name, owner)?;
+            }
+            if a.len() != plan.shape.len() {
+                return Err(Error::Shape(format!(
+                    "{name}: expected length {} (the length of input), got {}",
+                    plan.shape.len(),
+                    a.len()
+                )));
+            }
+            if a.dtype() != plan.dtype {
+                return Err(Error::Type(format!(
+                    "{name}: expected {} data like input, got {}",
+                    plan.dtype.name(),
+                    a.dtype().name()
+                )));
+            }
+        }
+        let mut bound: Vec<(&str, &Arg<H>)> = x.named().collect();
+        if let Outputs::To { .. } = outputs {
+            bound.extend(written.iter().copied());
+        }
+        for (i, (name, a)) in bound.iter().enumerate() {
+            let writes = |n: &str| written.iter().any(|(w, _)| *w == n);
+            if let Some((other, _)) = bound[..i]
+                .iter()
+                .find(|(other, b)| (writes(name) || writes(other)) && a.same_storage(b))
+            {
+                return Err(Error::Type(format!(
+                    "{name}: expected a buffer other than {other}'s (one of the two is written)"
+                )));
+            }
+        }
+        Ok(plan)
+    }
+
+    /// The checks every call shares: lengths, dtypes, tensors' owners, the kernel, and
+    /// how many rows one binding holds.
+    fn of_inputs<A: HostArray>(
+        x: &Inputs<A>,
+        request: Request,
+        caps: &Caps,
+        owner: ContextId,
+    ) -> Result<Plan, Error> {
         let shape = Shape::of(x)?;
         check_repeat(request.repeat)?;
         let dtype = x.input.dtype();
@@ -210,24 +311,6 @@ impl Plan {
                     dtype.name(),
                     a.dtype().name()
                 )));
-            }
-        }
-        if request.to == Destination::InPlace {
-            match (x.input.resident(), x.residual.resident()) {
-                (Some(a), Some(b)) if Rc::ptr_eq(a, b) => {
-                    return Err(Error::Type("residual: expected a GpuTensor other than input (both are written in place)".into()));
-                }
-                (Some(_), Some(_)) => {}
-                (None, _) => {
-                    return Err(Error::Type(
-                        "input: expected a GpuTensor with inPlace: true, got host data".into(),
-                    ))
-                }
-                (_, None) => {
-                    return Err(Error::Type(
-                        "residual: expected a GpuTensor with inPlace: true, got host data".into(),
-                    ))
-                }
             }
         }
         let kernel = Kernel {
@@ -395,6 +478,74 @@ pub fn hidden_from_number(hidden: f64) -> Result<usize, Error> {
         )));
     }
     Ok(hidden as usize)
+}
+
+/// `rows` as JavaScript passes it (where a `GPUBuffer` input holds more than the call's rows).
+pub fn rows_from_number(rows: f64) -> Result<usize, Error> {
+    if !(rows.fract() == 0.0 && (0.0..=u32::MAX as f64).contains(&rows)) {
+        return Err(Error::Shape(format!(
+            "rows: expected an integer from 0 to {}, got {rows}",
+            u32::MAX
+        )));
+    }
+    Ok(rows as usize)
+}
+
+/// Sizes the app's buffers to the call. A `GPUBuffer` may be larger than the array it holds
+/// (engines round buffer sizes up: onnxruntime-web's to size buckets), so the array is its
+/// first `rows × hidden` elements (`hidden` for gamma, beta and bias): `rows` as the call gives
+/// them, else from a typed-array or tensor `input`, else the `input` buffer's whole size. A
+/// buffer smaller than that keeps its size, and the shape checks name it.
+pub fn fit_buffers<H: Len>(
+    x: &mut Inputs<Arg<H>>,
+    outputs: Option<&mut Outputs<Arg<H>>>,
+    rows: Option<usize>,
+) -> Result<(), Error> {
+    let hidden = x.hidden.max(1);
+    let input_is_buffer = matches!(x.input, Arg::Buffer(_));
+    let rows = match rows {
+        Some(r) if !input_is_buffer && Some(x.input.len()) != r.checked_mul(hidden) => {
+            return Err(Error::Shape(format!(
+                "rows: expected {} (input.length / hidden), got {r}",
+                x.input.len() as f64 / hidden as f64
+            )));
+        }
+        Some(r) => r,
+        None if x.input.len() % hidden == 0 => x.input.len() / hidden,
+        None => return Ok(()),
+    };
+    let Some(n) = rows.checked_mul(hidden) else {
+        return Err(Error::Shape(format!(
+            "rows: expected at most {} rows of {hidden}, got {rows}",
+            usize::MAX / hidden
+        )));
+    };
+    if let Arg::Buffer(b) = &x.input {
+        if b.len < n {
+            return Err(Error::Shape(format!(
+                "input: expected a GPUBuffer of at least {n} elements (rows × hidden), got {}",
+                b.len
+            )));
+        }
+    }
+    let fit = |a: &mut Arg<H>, want: usize| {
+        if let Arg::Buffer(b) = a {
+            b.len = b.len.min(want);
+        }
+    };
+    fit(&mut x.input, n);
+    fit(&mut x.residual, n);
+    fit(&mut x.gamma, hidden);
+    for a in [x.beta.as_mut(), x.bias.as_mut()].into_iter().flatten() {
+        fit(a, hidden);
+    }
+    if let Some(Outputs::To { output, sum }) = outputs {
+        fit(output, n);
+        if let Some(s) = sum.as_mut() {
+            fit(s, n);
+        }
+    }
+    Ok(())
 }
 
 /// `eps` as JavaScript passes it; it must also be finite once rounded to f32.

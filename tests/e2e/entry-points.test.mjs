@@ -286,6 +286,63 @@ for (const backend of ["webgpu", "cpu"]) test(`hostile arguments: timeDispatches
   assert.ok(r.calls > 200, `${r.calls} calls`);
 });
 
+for (const backend of ["webgpu", "cpu"]) test(`hostile arguments: encode and kernelSource throw only named errors, and run with hostile GPUBuffer-like values rejects with one; nothing reaches the app's error scope (${backend})`, async () => {
+  const r = await inPage(async (hostileSource) => {
+    const { pkg, seeded, ref } = window.lib;
+    const { data } = eval(hostileSource);
+    const n = await pkg.FusedRmsNorm.create({ backend: window.backend });
+    const gpu = await pkg.FusedRmsNorm.create();
+    const device = gpu.device;
+    const a = seeded.caseArgs({ rows: 1, hidden: 4, seed: 16 });
+    const S = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC;
+    const buffer = (arr) => { const b = device.createBuffer({ size: arr.byteLength, usage: S | GPUBufferUsage.COPY_DST }); device.queue.writeBuffer(b, 0, arr); return b; };
+    const dead = buffer(a.input);
+    dead.destroy();
+    const values = {
+      ...data,
+      "a look-alike GPUBuffer": () => ({ [Symbol.toStringTag]: "GPUBuffer", size: 16, usage: 0xffff }),
+      "a GPUBuffer-tagged Proxy that throws": () => new Proxy({}, { get(_, k) { if (k === Symbol.toStringTag) return "GPUBuffer"; throw new Error("boom"); } }),
+      "a destroyed GPUBuffer": () => dead,
+      "a GPUBuffer of 3 bytes": () => device.createBuffer({ size: 3, usage: S }),
+    };
+    const encoders = { "an encoder": () => device.createCommandEncoder(), ...data, "a look-alike encoder": () => ({ [Symbol.toStringTag]: "GPUCommandEncoder" }) };
+    const good = () => ({ input: buffer(a.input), residual: buffer(a.residual), gamma: buffer(a.gamma), hidden: 4, output: device.createBuffer({ size: 16, usage: S }) });
+    const failures = [];
+    let calls = 0;
+    const named = (e) => e instanceof Error && ["TypeError", "ShapeError", "InvalidStateError", "GpuDeviceError"].includes(e.name);
+    device.pushErrorScope("validation");
+    for (const [en, makeEncoder] of Object.entries(encoders)) {
+      for (const key of ["input", "gamma", "output", "dtype", "hidden"]) {
+        for (const [vn, make] of Object.entries(values)) {
+          calls++;
+          try {
+            n.encode(makeEncoder(), { ...good(), [key]: make() });
+          } catch (e) {
+            if (!named(e)) failures.push(`encode(${en}, ${key} = ${vn}) threw ${e?.name}: ${e?.message}`);
+          }
+        }
+      }
+    }
+    for (const [vn, make] of Object.entries(values)) {
+      calls++;
+      try { n.kernelSource(make()); } catch (e) { if (!named(e)) failures.push(`kernelSource(${vn}) threw ${e?.name}: ${e?.message}`); }
+      calls++;
+      let p;
+      try { p = n.run({ ...a, residual: make() }); } catch (e) { failures.push(`run(residual = ${vn}) threw synchronously: ${e?.name}`); continue; }
+      const got = await p.then(() => "resolved", (e) => e);
+      if (got !== "resolved" && !named(got)) failures.push(`run(residual = ${vn}): ${got?.name}: ${got?.message}`);
+    }
+    const scope = await device.popErrorScope();
+    // The encoders recorded into are never submitted: what WebGPU made of them cannot leak.
+    if (scope) failures.push(`the app's scope caught: ${scope.message}`);
+    const after = ref.compare(a, await n.run(a));
+    if (!after.ok) failures.push("a good call after the sweep failed");
+    return { failures, calls };
+  }, HOSTILE, { query: `?backend=${backend}` });
+  assert.deepEqual(r.failures, []);
+  assert.ok(r.calls > 1000, `${r.calls} calls`);
+});
+
 for (const backend of ["webgpu", "cpu"]) test(`freed objects: every member of a freed instance or tensor fails with InvalidStateError; free() twice is harmless (${backend})`, async () => {
   const r = await inPage(async () => {
     const { pkg, seeded } = window.lib;
@@ -322,6 +379,9 @@ for (const backend of ["webgpu", "cpu"]) test(`freed objects: every member of a 
       "debugStats": await outcome(() => n.debugStats()),
       "adapterInfo": await outcome(() => n.adapterInfo),
       "simulateDeviceLoss": await outcome(() => n.simulateDeviceLoss()),
+      "encode": await outcome(() => n.encode(undefined, a)),
+      "kernelSource": await outcome(() => n.kernelSource({ hidden: 4 })),
+      "device": await outcome(() => n.device),
       // A tensor outlives its instance's free(): it holds what it needs.
       "a live tensor of a freed instance, read()": await outcome(() => kept.read()),
       "new FusedRmsNorm().run": await outcome(() => new pkg.FusedRmsNorm().run(a)),
@@ -441,6 +501,12 @@ test("types: with a lib that has Float16Array, it is accepted as f16 data and re
   const { code, out } = await tsc("tests/types/tsconfig.esnext.json");
   assert.equal(code, 0, out);
   assert.match(out, /lib\.esnext\.float16\.d\.ts/, "the check must run with Float16Array declared");
+});
+
+test("types: with WebGPU's own types (@webgpu/types), GPUBuffer arguments, encode and kernelSource type-check and their misuses do not", async () => {
+  const { code, out } = await tsc("tests/types/tsconfig.webgpu.json");
+  assert.equal(code, 0, out);
+  assert.match(out, /@webgpu\/types\/dist\/index\.d\.ts/, "the check must run with WebGPU's types");
 });
 
 test("no console error or uncaught page error in any page", () => {

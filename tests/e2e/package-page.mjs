@@ -27,11 +27,11 @@ export const timedTest = (name, fn) => test(name, { timeout: 90_000 }, fn);
 
 /**
  * Registers the suite's before and after hooks: the page in a temporary folder named
- * `prefix`…, served with /pkg and /lib, and one Chromium. Returns the suite's handle:
+ * `prefix`…, served with /pkg, /lib and `mounts` ([url path, folder] pairs), and one Chromium. Returns the suite's handle:
  * `inPage`, `problems` (every console error and uncaught exception of its pages), and, once
  * started, `server` and `browser`.
  */
-export function packagePage(prefix) {
+export function packagePage(prefix, { mounts = [] } = {}) {
   let dir;
   const suite = { problems: [], server: undefined, browser: undefined, inPage };
 
@@ -41,7 +41,7 @@ export function packagePage(prefix) {
     await writeFile(join(dir, "index.html"), PAGE);
     suite.server = await serve({
       port: 0,
-      mounts: [["/", dir], ["/pkg", join(ROOT, "pkg")], ["/lib", join(ROOT, "www/lib")]],
+      mounts: [["/", dir], ["/pkg", join(ROOT, "pkg")], ["/lib", join(ROOT, "www/lib")], ...mounts],
     });
     suite.browser = await launch();
   });

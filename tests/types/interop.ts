@@ -1,0 +1,43 @@
+// The interop API as a WebGPU app (with @webgpu/types) writes it: GPUBuffer arguments,
+// encode() into its own encoder, kernelSource() for its own pipeline, norm.device and
+// tensor.buffer typed as WebGPU's own classes. Compiled by tsconfig.webgpu.json; the
+// `@ts-expect-error` lines are misuses that must not compile.
+import init, { FusedRmsNorm, type FusedRmsNormKernelSource, type GpuTensor } from "webgpu-rmsnorm";
+
+await init();
+const norm = await FusedRmsNorm.create();
+const device: GPUDevice | undefined = norm.device;
+if (!device) throw new Error("CPU backend");
+const buf: GPUBuffer = device.createBuffer({ size: 64, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC });
+const gamma: GpuTensor<"f32"> = norm.upload(new Float32Array(16));
+const tb: GPUBuffer | undefined = gamma.buffer;
+
+// run with GPUBuffers, mixed with arrays and tensors.
+const y: Float32Array = await norm.run({ input: buf, residual: buf, gamma, hidden: 16 });
+const t: GpuTensor<"f32"> = await norm.run({ input: buf, residual: new Float32Array(16), gamma, hidden: 16, output: "gpu" });
+const h: Uint16Array = await norm.run({ input: buf, residual: new Uint16Array(16), gamma: buf, hidden: 16, dtype: "f16" });
+
+// encode into the app's encoder: into buffers, with sum, or in place.
+const encoder: GPUCommandEncoder = device.createCommandEncoder();
+norm.encode(encoder, { input: buf, residual: buf, gamma, hidden: 16, output: buf, sum: t });
+norm.encode(encoder, { input: t, residual: buf, gamma: buf, beta: buf, hidden: 16, inPlace: true });
+norm.encode(encoder, { input: buf, residual: buf, gamma: buf, hidden: 16, dtype: "f16", output: buf });
+// @ts-expect-error encode takes GPU data only
+norm.encode(encoder, { input: new Float32Array(16), residual: buf, gamma, hidden: 16, output: buf });
+// @ts-expect-error the result needs somewhere to go
+norm.encode(encoder, { input: buf, residual: buf, gamma, hidden: 16 });
+// @ts-expect-error in place has no output
+norm.encode(encoder, { input: buf, residual: buf, gamma, hidden: 16, inPlace: true, output: buf });
+// @ts-expect-error an encoder, not a device
+norm.encode(device, { input: buf, residual: buf, gamma, hidden: 16, output: buf });
+
+// kernelSource for the app's own pipeline.
+const k: FusedRmsNormKernelSource = norm.kernelSource({ hidden: 16, beta: true, rows: 4 });
+const module: GPUShaderModule = device.createShaderModule({ code: k.code });
+const layout: GPUBindGroupLayout = device.createBindGroupLayout({
+  entries: k.bindings.map((b) => ({ binding: b.binding, visibility: GPUShaderStage.COMPUTE, buffer: { type: b.type } })),
+});
+const grid: readonly [number, number, 1] | undefined = k.workgroups;
+// @ts-expect-error the source is read-only
+k.code = "";
+export { y, t, h, tb, module, layout, grid };
