@@ -5,6 +5,8 @@
 //
 //   gpu     our runWithSum({ output: "gpu" }) on GpuTensors, one read() at the end
 //   inPlace our runWithSum({ inPlace: true }) on two GpuTensors, one read() at the end
+//   inFlight the same, every layer's call made before any is awaited
+//   encoded the same layers recorded by norm.encode into one command encoder, one submit
 //   arrays  our runWithSum on Float32Arrays: every layer's output and sum come back to JS
 //   ort     onnxruntime-web WebGPU: one model of L SkipSimplifiedLayerNormalization nodes,
 //           each node's input_skip_bias_sum (output 3) the next node's skip
@@ -113,6 +115,32 @@ async function chain({ rows, hidden, layers, sampling }) {
         r.free();
       }
     },
+    // The same in-place chain with the calls left in flight: all made, then awaited together.
+    inFlight: async (full) => {
+      const x = norm.upload(input);
+      const r = norm.upload(residual);
+      try {
+        await Promise.all(Array.from({ length: layers }, (_, l) => norm.runWithSum(call(x, r, l, { inPlace: true }))));
+        return { output: await x.read(), sum: full ? await r.read() : null };
+      } finally {
+        x.free();
+        r.free();
+      }
+    },
+    // Recorded into one command encoder of the app's (norm.encode), one submission.
+    encoded: async (full) => {
+      const x = norm.upload(input);
+      const r = norm.upload(residual);
+      try {
+        const e = norm.device.createCommandEncoder();
+        for (let l = 0; l < layers; l++) norm.encode(e, call(x, r, l, { inPlace: true }));
+        norm.device.queue.submit([e.finish()]);
+        return { output: await x.read(), sum: full ? await r.read() : null };
+      } finally {
+        x.free();
+        r.free();
+      }
+    },
     arrays: async () => {
       let x = input;
       let r = residual;
@@ -179,7 +207,7 @@ async function chain({ rows, hidden, layers, sampling }) {
         sum: got[name].sum && w.sum ? compare(got[name].sum, w.sum) : null,
       };
     }
-    for (const name of ["inPlace", "arrays"]) {
+    for (const name of ["inPlace", "inFlight", "encoded", "arrays"]) {
       res.checks[`${name}VsGpu`] = {
         output: compare(got[name].output, got.gpu.output),
         sum: compare(got[name].sum, got.gpu.sum),

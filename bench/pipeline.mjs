@@ -28,6 +28,8 @@ const TOLERANCE = 1e-4;
 const VARIANTS = [
   ["gpu", "(a) ours, GpuTensors, output: \"gpu\""],
   ["inPlace", "(a') ours, GpuTensors, inPlace: true"],
+  ["inFlight", "(a2) ours, in place, calls left in flight"],
+  ["encoded", "(a3) ours, in place, norm.encode into one encoder"],
   ["arrays", "(b) ours, Float32Array round trip per layer"],
   ["ort", "(c) onnxruntime-web WebGPU"],
 ];

@@ -267,9 +267,23 @@ test("demo pipeline (#pipeline): 32 layers three ways, progress shown, the final
   t.diagnostic(await page.textContent("#pipeline-results .aside"));
 });
 
+test("demo interop (#interop): the app's matmul, norm.encode and the app's next matmul in one submit, then the buffer as a run argument; every check against f64 passes", async (t) => {
+  await setProblem({ rows: 4, hidden: 256 });
+  await page.click("#interop");
+  await page.waitForFunction(() => ["done", "mismatch", "error"].includes(document.querySelector("#status").dataset.state) && document.querySelector("#interop-label").textContent !== "Recording…", null, { timeout: 60_000 });
+  assert.equal(await page.getAttribute("#status", "data-state"), "done", await page.textContent("#status"));
+  const steps = await page.$$eval("#interop-table tbody tr", (trs) => trs.map((tr) => [...tr.cells].map((c) => c.textContent.trim())));
+  assert.equal(steps.length, 4);
+  assert.match(steps[1][2], /max rel\. error vs f64 .*; sum exact/);
+  assert.match(steps[3][2], /equal to step 2 bit for bit/);
+  assert.equal(await page.textContent("#interop-verdict"), "Every check passed.");
+  t.diagnostic(steps.map((r) => r.join(" | ")).join("; "));
+});
+
 test("demo backend control: CPU gives backend \"cpu\" and correct results, f32 and f16, and the pipeline", async (t) => {
   const r = await chooseBackend("cpu");
   assert.equal(r.backend, "cpu");
+  assert.equal(await page.isDisabled("#interop"), true, "the interop card needs WebGPU");
   assert.match(r.field, /^CPU \(WebAssembly SIMD, this thread\)chosen/);
   assert.match(r.kind, /CPU backend/);
   assert.match(r.status, /Ready on the CPU backend/);

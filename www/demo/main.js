@@ -5,6 +5,7 @@ import { resetAdapter, showBackend, showUnavailable } from "./adapter-panel.js";
 import { enableChoice, initialChoice, onBackendChange, probeWebGpu, showChoice } from "./backend.js";
 import { $, setStatus, showError } from "./dom.js";
 import { setTimerNote } from "./kernel-time.js";
+import { interop } from "./interop-panel.js";
 import { pipeline } from "./pipeline-panel.js";
 import { runOnce } from "./result-view.js";
 import { drawEmptySweep, sweep } from "./size-sweep.js";
@@ -15,6 +16,8 @@ let busy = false;
 function setBusy(on) {
   busy = on;
   for (const id of ["run", "sweep", "pipeline"]) $(id).disabled = on || !norm;
+  // The app's own WebGPU work needs a device to share.
+  $("interop").disabled = on || norm?.backend !== "webgpu";
   enableChoice(!on);
   $("controls").setAttribute("aria-busy", String(on));
 }
@@ -74,6 +77,7 @@ async function start() {
   onSubmit("controls", runOnce);
   $("sweep").addEventListener("click", () => exclusive(sweep));
   onSubmit("pipeline-form", pipeline);
+  $("interop").addEventListener("click", () => exclusive(interop));
   onBackendChange(useBackend);
   drawEmptySweep(Number($("hidden").value) || 768);
 
