@@ -84,6 +84,19 @@ async function chain({ rows, hidden, layers, sampling }) {
   const gpuGammas = gammas.map((g) => norm.upload(g));
   const call = (x, r, l, extra) => ({ input: x, residual: r, gamma: gpuGammas[l], hidden, eps: EPS, ...extra });
 
+  // An in-place chain: x_0 and r_0 uploaded, `layersOn(x, r)` run, x_L (and r_L) read.
+  const inPlaceChain = (layersOn) => async (full) => {
+    const x = norm.upload(input);
+    const r = norm.upload(residual);
+    try {
+      await layersOn(x, r);
+      return { output: await x.read(), sum: full ? await r.read() : null };
+    } finally {
+      x.free();
+      r.free();
+    }
+  };
+
   // Each variant starts from x_0 and r_0 in Float32Arrays and ends with x_L in a Float32Array;
   // `full` also returns r_L (for the checks; not timed).
   const variants = {
@@ -104,43 +117,19 @@ async function chain({ rows, hidden, layers, sampling }) {
         r.free();
       }
     },
-    inPlace: async (full) => {
-      const x = norm.upload(input);
-      const r = norm.upload(residual);
-      try {
-        for (let l = 0; l < layers; l++) await norm.runWithSum(call(x, r, l, { inPlace: true }));
-        return { output: await x.read(), sum: full ? await r.read() : null };
-      } finally {
-        x.free();
-        r.free();
-      }
-    },
-    // The same in-place chain with the calls left in flight: all made, then awaited together.
-    inFlight: async (full) => {
-      const x = norm.upload(input);
-      const r = norm.upload(residual);
-      try {
-        await Promise.all(Array.from({ length: layers }, (_, l) => norm.runWithSum(call(x, r, l, { inPlace: true }))));
-        return { output: await x.read(), sum: full ? await r.read() : null };
-      } finally {
-        x.free();
-        r.free();
-      }
-    },
-    // Recorded into one command encoder of the app's (norm.encode), one submission.
-    encoded: async (full) => {
-      const x = norm.upload(input);
-      const r = norm.upload(residual);
-      try {
-        const e = norm.device.createCommandEncoder();
-        for (let l = 0; l < layers; l++) norm.encode(e, call(x, r, l, { inPlace: true }));
-        norm.device.queue.submit([e.finish()]);
-        return { output: await x.read(), sum: full ? await r.read() : null };
-      } finally {
-        x.free();
-        r.free();
-      }
-    },
+    // Two tensors updated in place by every layer: awaited one by one, left in flight (all
+    // made, then awaited together), or recorded into one command encoder of the app's.
+    inPlace: inPlaceChain(async (x, r) => {
+      for (let l = 0; l < layers; l++) await norm.runWithSum(call(x, r, l, { inPlace: true }));
+    }),
+    inFlight: inPlaceChain((x, r) =>
+      Promise.all(Array.from({ length: layers }, (_, l) => norm.runWithSum(call(x, r, l, { inPlace: true })))),
+    ),
+    encoded: inPlaceChain(async (x, r) => {
+      const e = norm.device.createCommandEncoder();
+      for (let l = 0; l < layers; l++) norm.encode(e, call(x, r, l, { inPlace: true }));
+      norm.device.queue.submit([e.finish()]);
+    }),
     arrays: async () => {
       let x = input;
       let r = residual;
