@@ -42,12 +42,13 @@ worker.addEventListener("message", ({ data }) => {
     const info = data.adapterInfo;
     for (const key of ["vendor", "architecture"]) $("adapter").querySelector(`[data-field="${key}"]`).textContent = info[key] || "(not reported)";
     $("adapter").querySelector('[data-field="scope"]').textContent = data.scope;
+    $("adapter").querySelector('[data-field="backend"]').textContent = data.backend === "cpu" ? "CPU (WebAssembly SIMD, in the worker)" : "WebGPU";
     $("adapter").querySelector('[data-field="fallback"]').innerHTML = info.isFallbackAdapter
       ? '<span class="badge fallback">Fallback (CPU)</span>'
       : '<span class="badge hardware">Hardware</span>';
     $("adapter").setAttribute("aria-busy", "false");
     $("run").disabled = false;
-    setStatus("ready", "Ready: the worker holds a WebGPU device.");
+    setStatus("ready", data.backend === "cpu" ? "Ready: the worker runs the CPU backend." : "Ready: the worker holds a WebGPU device.");
     return;
   }
   if (data.id === null) {

@@ -2,7 +2,7 @@
 // and out stay off the main thread, which only posts inputs and receives the output.
 //
 // Messages in:  { id, args }            args as FusedRmsNorm.run takes them
-// Messages out: { type: "ready", adapterInfo, scope }
+// Messages out: { type: "ready", adapterInfo, backend, scope }
 //               { type: "result", id, output, ms }
 //               { type: "error", id, name, message }
 // Errors cross as plain name/message: structured cloning keeps the `name` of built-in errors
@@ -11,13 +11,15 @@ import init, { FusedRmsNorm } from "./pkg/webgpu_rmsnorm.js";
 
 const plainError = (e) => ({ name: e?.name ?? "Error", message: e?.message ?? String(e) });
 
+// "auto": WebGPU on a real GPU, the CPU backend where a worker has no WebGPU (Firefox ESR,
+// older Safari) or only a software adapter, where the CPU backend is the faster one.
 const ready = (async () => {
   await init();
-  return FusedRmsNorm.create();
+  return FusedRmsNorm.create({ backend: "auto" });
 })();
 
 ready.then(
-  (norm) => postMessage({ type: "ready", adapterInfo: { ...norm.adapterInfo }, scope: self.constructor.name }),
+  (norm) => postMessage({ type: "ready", adapterInfo: { ...norm.adapterInfo }, backend: norm.backend, scope: self.constructor.name }),
   (e) => postMessage({ type: "error", id: null, ...plainError(e) }),
 );
 

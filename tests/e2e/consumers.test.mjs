@@ -197,6 +197,9 @@ test("www/worker.html: the package runs in a module worker and its result matche
     await page.goto(`${server.url}worker.html`);
     await page.waitForSelector('#status[data-state="ready"]', { timeout: 30_000 });
     assert.equal(await page.textContent('#adapter [data-field="scope"]'), "DedicatedWorkerGlobalScope");
+    // backend "auto": the CPU backend on this software adapter, WebGPU on a real GPU.
+    const fallback = (await page.textContent('#adapter [data-field="fallback"]')).includes("Fallback");
+    assert.match(await page.textContent('#adapter [data-field="backend"]'), fallback ? /^CPU/ : /^WebGPU$/);
 
     await page.fill("#rows", "6");
     await page.fill("#hidden", "1000");

@@ -321,6 +321,7 @@ test("demo backend control: CPU gives backend \"cpu\" and correct results, f32 a
   assert.equal(await page.getAttribute("#status", "data-state"), "done", await page.textContent("#status"));
   assert.match(await page.textContent("#pipeline-results"), /The three final outputs agree/);
   assert.ok(Number.parseFloat(await page.textContent("#pipeline-max-rel")) < 1e-4);
+  assert.match(await page.textContent("#pipeline-results .aside"), /tensors live in wasm memory: no GPU buffers/);
 });
 
 test("demo backend control: back to Auto", async () => {

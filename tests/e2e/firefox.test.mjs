@@ -465,6 +465,42 @@ test("the demo page in Firefox: loads on the CPU backend, says so, and a Run mat
   }
 });
 
+test("the worker example in Firefox: the package runs on the CPU backend in a module worker, and its result matches the reference", async (t) => {
+  const own = [];
+  const w = await watchedFirefoxPage(browser, own);
+  try {
+    await w.goto(`${demoServer.url}worker.html`);
+    await w.waitForSelector('#status[data-state="ready"], #status[data-state="error"], #status[data-state="unavailable"]', { timeout: 30_000 });
+    const ready = await w.evaluate(() => ({
+      state: document.getElementById("status").dataset.state,
+      text: document.getElementById("status").textContent.trim(),
+      scope: document.querySelector('#adapter [data-field="scope"]').textContent,
+      backend: document.querySelector('#adapter [data-field="backend"]').textContent,
+    }));
+    assert.equal(ready.state, "ready", ready.text);
+    assert.equal(ready.scope, "DedicatedWorkerGlobalScope");
+    assert.match(ready.backend, /^CPU/);
+    await w.evaluate(() => {
+      document.getElementById("rows").value = "6";
+      document.getElementById("hidden").value = "1000";
+    });
+    await w.click("#run");
+    await w.waitForFunction(
+      () => !["running", "ready"].includes(document.getElementById("status").dataset.state) && !document.getElementById("run").disabled,
+      { timeout: 60_000 },
+    );
+    const done = await w.$eval("#status", (s) => ({ state: s.dataset.state, text: s.textContent.trim() }));
+    assert.equal(done.state, "done", done.text);
+    assert.match(done.text, /6 × 1000/);
+    const maxRel = Number.parseFloat(await w.$eval("#max-rel", (e) => e.textContent));
+    assert.ok(Number.isFinite(maxRel) && maxRel <= 1e-5, `#max-rel is ${maxRel}`);
+    assert.deepEqual(own, [], "console errors or page errors in the worker page");
+    t.diagnostic(`worker in Firefox, 6 × 1000 on the CPU backend: max relative error ${maxRel}`);
+  } finally {
+    await w.close();
+  }
+});
+
 test("no console error or uncaught page error in the consumer page", () => {
   assert.deepEqual(problems, []);
 });

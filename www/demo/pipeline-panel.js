@@ -175,7 +175,7 @@ export async function pipeline(norm) {
     const agree = Math.max(...rows3.map((r) => r.diff.rel));
     const agreeAbs = Math.max(...rows3.map((r) => r.diff.abs));
     const vsRef = difference(finals.resident, refY);
-    renderPipeline({ rows, hidden, rows3, agree, agreeAbs, vsRef, inUseBefore, inUseAfter });
+    renderPipeline({ rows, hidden, rows3, agree, agreeAbs, vsRef, inUseBefore, inUseAfter, backend: norm.backend });
     label.textContent = `Done: ${chains} chains of ${PIPELINE_LAYERS} layers.`;
     const ok = agree < 1e-4 && !Number.isNaN(agree);
     setStatus(
@@ -191,7 +191,7 @@ export async function pipeline(norm) {
   }
 }
 
-function renderPipeline({ rows, hidden, rows3, agree, agreeAbs, vsRef, inUseBefore, inUseAfter }) {
+function renderPipeline({ rows, hidden, rows3, agree, agreeAbs, vsRef, inUseBefore, inUseAfter, backend }) {
   const box = document.createElement("div");
   box.className = "table-box";
   const table = document.createElement("table");
@@ -248,6 +248,8 @@ function renderPipeline({ rows, hidden, rows3, agree, agreeAbs, vsRef, inUseBefo
   aside.className = "aside";
   aside.textContent =
     `Against a JavaScript chain (f64 norm per layer, f32 between layers): max difference ${fmtErr(vsRef.abs)} (${fmtErr(vsRef.rel)} relative). ` +
-    `GPU buffers in use before → after: ${inUseBefore} → ${inUseAfter} (every tensor freed; the rest of the buffers stay pooled for reuse).`;
+    (backend === "cpu"
+      ? "On the CPU backend tensors live in wasm memory: no GPU buffers are used."
+      : `GPU buffers in use before → after: ${inUseBefore} → ${inUseAfter} (every tensor freed; the rest of the buffers stay pooled for reuse).`);
   $("pipeline-results").replaceChildren(box, verdict, aside);
 }
