@@ -286,6 +286,56 @@ for (const backend of ["webgpu", "cpu"]) test(`hostile arguments: timeDispatches
   assert.ok(r.calls > 200, `${r.calls} calls`);
 });
 
+test("device loss: hostile arguments to every entry point while the device is lost (same tick and once reported) get the same named errors, never a throw from async calls; then good calls run on one new device", async () => {
+  const r = await inPage(async (hostileSource) => {
+    const { pkg, seeded, ref } = window.lib;
+    const { data } = eval(hostileSource);
+    const a = seeded.caseArgs({ rows: 1, hidden: 4, seed: 17 });
+    const failures = [];
+    let calls = 0;
+    const named = (e) => e instanceof Error && ["TypeError", "ShapeError", "InvalidStateError", "GpuDeviceError"].includes(e.name);
+    for (const when of ["same tick", "after the loss is reported"]) {
+      const n = await pkg.FusedRmsNorm.create();
+      const gamma = n.upload(a.gamma);
+      n.simulateDeviceLoss();
+      if (when !== "same tick") await new Promise((ok) => setTimeout(ok, 50));
+      const asyncCalls = {
+        run: (v) => n.run({ ...a, input: v }),
+        runWithSum: (v) => n.runWithSum({ ...a, residual: v, output: "gpu" }),
+        inPlace: (v) => n.run({ ...a, input: v, residual: n.upload(a.residual), inPlace: true }),
+        timeDispatches: (v) => n.timeDispatches({ ...a, gamma: v }, 2),
+        gpuTime: (v) => n.gpuTime({ ...a, input: v }, 2),
+        prepare: (v) => n.prepare({ hidden: v }),
+      };
+      for (const [dn, make] of Object.entries(data)) {
+        const valid = dn.endsWith("(valid)");
+        for (const [cn, call] of Object.entries(asyncCalls)) {
+          calls++;
+          let p;
+          try { p = call(make()); } catch (e) { failures.push(`${when}: ${cn}(${dn}) threw ${e?.name}: ${e?.message}`); continue; }
+          const got = await p.then(() => "resolved", (e) => e);
+          if (got !== "resolved" && !named(got)) failures.push(`${when}: ${cn}(${dn}): ${got?.name ?? got}: ${got?.message ?? ""}`);
+          if (valid && cn === "run" && dn === "a Float32Array (valid)" && got !== "resolved") failures.push(`${when}: a valid run rejected: ${got?.message}`);
+        }
+        for (const [cn, call] of Object.entries({ upload: (v) => n.upload(v), encode: (v) => n.encode(v, { ...a, output: v }) })) {
+          calls++;
+          try { call(make()); } catch (e) { if (!named(e)) failures.push(`${when}: ${cn}(${dn}) threw ${e?.name}: ${e?.message}`); }
+        }
+      }
+      // The lost device's tensor holds nothing now: named, and arrays still work.
+      const stale = await n.run({ ...a, gamma }).then(() => "resolved", (e) => e.name);
+      if (stale !== "GpuDeviceError") failures.push(`${when}: a tensor of the lost device: ${stale}`);
+      const y = await n.run(a);
+      if (!ref.compare(a, y).ok) failures.push(`${when}: a good call after the sweep was wrong`);
+      if (n.debugStats().devicesOpened !== 2) failures.push(`${when}: ${n.debugStats().devicesOpened} devices opened, want 2`);
+      n.free();
+    }
+    return { failures, calls };
+  }, HOSTILE);
+  assert.deepEqual(r.failures, []);
+  assert.ok(r.calls > 300, `${r.calls} calls`);
+});
+
 for (const backend of ["webgpu", "cpu"]) test(`hostile arguments: encode and kernelSource throw only named errors, and run with hostile GPUBuffer-like values rejects with one; nothing reaches the app's error scope (${backend})`, async () => {
   const r = await inPage(async (hostileSource) => {
     const { pkg, seeded, ref } = window.lib;
