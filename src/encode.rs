@@ -9,14 +9,13 @@
 //! checks (`Plan::encoded`) as every other call. Nothing is submitted or awaited here: the
 //! GPU's verdict on the recorded work reaches the app through its own error scopes.
 
-use std::collections::HashMap;
-
 use js_sys::{Array, Object, Reflect};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
 use crate::device::ContextId;
 use crate::error::Error;
+use crate::fast_hash::FastMap;
 use crate::gpu::GpuContext;
 use crate::host::{Arg, JsArray};
 use crate::kernel::{grid, Params, Variant};
@@ -38,8 +37,8 @@ pub struct Recorder {
     device: RawDevice,
     /// Bind group layout and pipeline layout, out of place and in place.
     layouts: [Option<(JsValue, JsValue)>; 2],
-    pipelines: HashMap<Variant, JsValue>,
-    groups: HashMap<GroupKey, JsValue>,
+    pipelines: FastMap<Variant, JsValue>,
+    groups: FastMap<GroupKey, JsValue>,
     /// A number per buffer object: JavaScript objects cannot key a Rust map, and a
     /// `WeakMap` forgets buffers the app drops.
     ids: js_sys::WeakMap,
@@ -54,8 +53,8 @@ impl Recorder {
             context: ctx.id(),
             device,
             layouts: [None, None],
-            pipelines: HashMap::new(),
-            groups: HashMap::new(),
+            pipelines: FastMap::default(),
+            groups: FastMap::default(),
             ids: js_sys::WeakMap::new(),
             next_id: 1,
         })

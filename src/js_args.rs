@@ -125,10 +125,28 @@ fn edit_distance(a: &str, b: &str) -> usize {
     row[b.len()]
 }
 
-pub fn get(obj: &JsValue, key: &str) -> JsValue {
-    // Interned: the same few field names are read on every call, and making a JavaScript
-    // string from Rust each time (a UTF-8 decode) was a measurable part of a small call.
-    Reflect::get(obj, &JsValue::from_str(wasm_bindgen::intern(key))).unwrap_or(JsValue::UNDEFINED)
+pub fn get(obj: &JsValue, key: &'static str) -> JsValue {
+    Reflect::get(obj, &field_name(key)).unwrap_or(JsValue::UNDEFINED)
+}
+
+thread_local! {
+    static FIELD_NAMES: std::cell::RefCell<Vec<((usize, usize), JsValue)>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// `key` as a JavaScript string, made once. The same few field names are read on every
+/// call: making each string from Rust (a UTF-8 decode) and then wasm-bindgen's interning
+/// (two string hashes per read) were 17 % of a decode-sized `encode` in a profile on Dawn.
+/// Keys are `'static`, so the text's address identifies one.
+fn field_name(key: &'static str) -> JsValue {
+    let id = (key.as_ptr() as usize, key.len());
+    FIELD_NAMES.with(|names| {
+        if let Some((_, v)) = names.borrow().iter().find(|(k, _)| *k == id) {
+            return v.clone();
+        }
+        let v = JsValue::from_str(key);
+        names.borrow_mut().push((id, v.clone()));
+        v
+    })
 }
 
 pub fn to_js(e: Error) -> JsValue {
@@ -256,7 +274,7 @@ fn gpu_buffer_arg(v: &JsValue, name: &str, from: Sources) -> Result<Option<AppBu
     if tag.as_string().as_deref() != Some("GPUBuffer") {
         return Ok(None);
     }
-    let number = |k: &str| get(v, k).as_f64().unwrap_or(0.0);
+    let number = |k: &'static str| get(v, k).as_f64().unwrap_or(0.0);
     let (size, usage) = (number("size"), number("usage") as u32);
     let (bits, flag) = from.usage;
     if usage & bits == 0 {
@@ -461,7 +479,7 @@ fn parse_inputs(
 }
 
 /// An optional boolean field.
-fn flag(o: &JsValue, name: &str) -> Result<bool, Error> {
+fn flag(o: &JsValue, name: &'static str) -> Result<bool, Error> {
     let f = get(o, name);
     match f.as_bool() {
         _ if f.is_undefined() => Ok(false),
@@ -474,7 +492,7 @@ fn flag(o: &JsValue, name: &str) -> Result<bool, Error> {
 }
 
 /// An optional `"f32" | "f16"` field.
-fn dtype_field(o: &JsValue, name: &str) -> Result<Option<Dtype>, Error> {
+fn dtype_field(o: &JsValue, name: &'static str) -> Result<Option<Dtype>, Error> {
     let d = get(o, name);
     match d.as_string().as_deref() {
         _ if d.is_undefined() => Ok(None),

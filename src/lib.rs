@@ -27,6 +27,7 @@ pub mod cpu_driver;
 pub mod device;
 pub mod dtype;
 pub mod error;
+mod fast_hash;
 pub mod gpu;
 pub mod host;
 pub mod instance;

@@ -5,8 +5,8 @@
 //! three cannot drift apart.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
 
+use crate::fast_hash::FastMap;
 use crate::kernel::Variant;
 
 /// What a binding carries.
@@ -265,11 +265,11 @@ fn identity(buffer: &wgpu::Buffer) -> Identity {
 pub struct Pipelines {
     out_of_place: Layout,
     in_place: Layout,
-    cache: RefCell<HashMap<Variant, wgpu::ComputePipeline>>,
+    cache: RefCell<FastMap<Variant, wgpu::ComputePipeline>>,
     /// Creating a bind group is one of the larger costs of a small call in the browser (a
     /// descriptor of eight entries crosses into the GPU process); the same buffers get the
     /// same group.
-    groups: RefCell<HashMap<GroupKey, wgpu::BindGroup>>,
+    groups: RefCell<FastMap<GroupKey, wgpu::BindGroup>>,
     /// Bound in place of an absent optional input.
     stub_in: wgpu::Buffer,
     /// The same for the `sum` output; a buffer cannot be bound read-only and writable in
@@ -290,8 +290,8 @@ impl Pipelines {
         Pipelines {
             out_of_place: Layout::new(device, false),
             in_place: Layout::new(device, true),
-            cache: RefCell::new(HashMap::new()),
-            groups: RefCell::new(HashMap::new()),
+            cache: RefCell::new(FastMap::default()),
+            groups: RefCell::new(FastMap::default()),
             stub_in: stub("absent input"),
             stub_out: stub("absent output"),
         }
