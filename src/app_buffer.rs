@@ -58,60 +58,49 @@ impl AppBuffer {
         // f16 rows have hidden % 4 == 0 (the plan checks), so both stay multiples of 4 bytes
         // as copies require.
         let (offset, size) = (start as u64 * bytes, count as u64 * bytes);
-        copy(name, &self.buffer, device, queue, dst, offset, size)
-    }
-}
-
-#[cfg(not(target_arch = "wasm32"))]
-fn copy(
-    _name: &'static str,
-    src: &wgpu::Buffer,
-    device: &wgpu::Device,
-    queue: &wgpu::Queue,
-    dst: &wgpu::Buffer,
-    offset: u64,
-    size: u64,
-) -> Result<Check, Error> {
-    let mut encoder = device.create_command_encoder(&Default::default());
-    encoder.copy_buffer_to_buffer(src, offset, dst, 0, size);
-    queue.submit([encoder.finish()]);
-    Ok(Box::pin(async { Ok(()) }))
-}
-
-#[cfg(target_arch = "wasm32")]
-fn copy(
-    name: &'static str,
-    src: &wasm_bindgen::JsValue,
-    device: &wgpu::Device,
-    queue: &wgpu::Queue,
-    dst: &wgpu::Buffer,
-    offset: u64,
-    size: u64,
-) -> Result<Check, Error> {
-    use crate::webgpu_raw as raw;
-    let (Some(raw_device), Some(raw_queue)) = (raw::device(device), raw::queue(queue)) else {
-        return Err(Error::Type(format!(
-            "{name}: expected a GpuTensor or a typed array on this device, got a GPUBuffer"
-        )));
-    };
-    let dst = raw::buffer(dst);
-    let ((), found) = raw::scoped(&raw_device, || {
-        let encoder = raw_device.create_command_encoder()?;
-        encoder.copy_buffer_to_buffer(src, offset as f64, &dst, 0.0, size as f64)?;
-        raw_queue.submit(&js_sys::Array::of1(&encoder.finish()?))
-    })
-    .map_err(|e| {
-        Error::Type(format!(
-            "{name}: expected a GPUBuffer, got an object WebGPU refused ({})",
-            raw::message(&e)
-        ))
-    })?;
-    Ok(Box::pin(async move {
-        match found.await {
-            None => Ok(()),
-            Some(m) => Err(refused(name, &m)),
+        #[cfg(not(target_arch = "wasm32"))]
+        {
+            let _ = name;
+            let mut encoder = device.create_command_encoder(&Default::default());
+            encoder.copy_buffer_to_buffer(&self.buffer, offset, dst, 0, size);
+            queue.submit([encoder.finish()]);
+            Ok(Box::pin(async { Ok(()) }))
         }
-    }))
+        #[cfg(target_arch = "wasm32")]
+        {
+            use crate::webgpu_raw as raw;
+            let (Some(raw_device), Some(raw_queue)) = (raw::device(device), raw::queue(queue))
+            else {
+                return Err(Error::Type(format!(
+                    "{name}: expected a GpuTensor or a typed array on this device, got a GPUBuffer"
+                )));
+            };
+            let dst = raw::buffer(dst);
+            let ((), found) = raw::scoped(&raw_device, || {
+                let encoder = raw_device.create_command_encoder()?;
+                encoder.copy_buffer_to_buffer(
+                    &self.buffer,
+                    offset as f64,
+                    &dst,
+                    0.0,
+                    size as f64,
+                )?;
+                raw_queue.submit(&js_sys::Array::of1(&encoder.finish()?))
+            })
+            .map_err(|e| {
+                Error::Type(format!(
+                    "{name}: expected a GPUBuffer, got an object WebGPU refused ({})",
+                    raw::message(&e)
+                ))
+            })?;
+            Ok(Box::pin(async move {
+                match found.await {
+                    None => Ok(()),
+                    Some(m) => Err(refused(name, &m)),
+                }
+            }))
+        }
+    }
 }
 
 /// The named error for a copy the GPU refused, from the browser's message (Chrome's Dawn
