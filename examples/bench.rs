@@ -4,6 +4,7 @@
 //! cargo run --release --example bench -- [--quick] [--shapes 1x4096,16384x4096]
 //!     [--set wg=512,slots=2,fan=32,preload=1,unroll=1] [--sweep [--sweep-options plain,bb]]
 //!     [--check] [--reps N] [--warmup N] [--heat-ms MS] [--no-seed] [--json path]
+//!     [--emit-wgsl path]
 //! ```
 //!
 //! For every shape, in one run and on GPU-resident buffers: the kernel as the crate selects
@@ -11,7 +12,10 @@
 //! the same 12 bytes per element, and a one-thread-per-row baseline. Times are the median of
 //! the GPU's own timestamps at the begin and end of each compute pass. `--sweep` also times
 //! a grid of tiling variants per shape; `--set` overrides the crate's choice; `--check`
-//! compares every timed variant against the f64 reference on a few rows.
+//! compares every timed variant against the f64 reference on a few rows. Odd widths (scalar
+//! loads) are also compared with a scalar `out = a + b`. `--emit-wgsl` writes the WGSL of
+//! the chosen and swept variants for `--shapes` as JSON (for `bench/dawn/bench.mjs sweep`)
+//! and exits without a GPU.
 
 use std::fmt::Write as _;
 use std::time::Instant;
@@ -36,6 +40,7 @@ const SHAPES: [(usize, usize); 10] = [
 ];
 
 const ROOFLINE_WGSL: &str = include_str!("bench_roofline.wgsl");
+const ROOFLINE_SUM_WGSL: &str = include_str!("bench_roofline_sum.wgsl");
 const ROW_PER_THREAD_WGSL: &str = include_str!("bench_row_per_thread.wgsl");
 
 /// Inputs are rotated among copies until they span this many bytes, so that a shape small
@@ -58,6 +63,7 @@ struct Args {
     warmup: usize,
     reps: usize,
     heat_ms: f64,
+    emit_wgsl: Option<String>,
 }
 
 const PLAIN: Options = Options {
@@ -102,6 +108,7 @@ fn parse_args() -> Args {
         warmup: 10,
         reps: 100,
         heat_ms: 30.0,
+        emit_wgsl: None,
     };
     let (mut warmup, mut reps) = (None, None);
     let mut it = std::env::args().skip(1);
@@ -112,6 +119,7 @@ fn parse_args() -> Args {
         };
         match arg.as_str() {
             "--json" => a.json = Some(value("--json")),
+            "--emit-wgsl" => a.emit_wgsl = Some(value("--emit-wgsl")),
             "--quick" => a.quick = true,
             "--sweep" => a.sweep = true,
             "--check" => a.check = true,
@@ -220,12 +228,13 @@ fn apply_knob(mut v: Variant, key: &str, value: &str) -> Result<Variant, String>
         "slots" => v.slots = num()?,
         "fan" if value == "bal" => v.fan = Variant::balanced_fan(v.workgroup),
         "fan" => v.fan = num()?,
+        "flat" => v.flat = flag()?,
         "preload" => v.preload = flag()?,
         "unroll" => v.unroll = flag()?,
         "exact" => v.exact = flag()?,
         _ => {
             return Err(format!(
-                "{key}: not one of wg, slots, fan, preload, unroll, exact"
+                "{key}: not one of wg, slots, fan, flat, preload, unroll, exact"
             ))
         }
     }
@@ -235,7 +244,18 @@ fn apply_knob(mut v: Variant, key: &str, value: &str) -> Result<Variant, String>
 /// The crate's choice for `hidden` on a device running workgroups of up to `max_wg`, with
 /// the command line's overrides.
 fn chosen(hidden: usize, options: Options, set: &[(String, String)], max_wg: u32) -> Variant {
-    let mut v = Variant::for_shape(hidden as u32, options).within(hidden as u32, max_wg);
+    chosen_for(hidden, options, set, max_wg, false)
+}
+
+/// As [`chosen`], for the browser's stack (`web`: Dawn's tiling) or wgpu/Vulkan's.
+fn chosen_for(
+    hidden: usize,
+    options: Options,
+    set: &[(String, String)],
+    max_wg: u32,
+    web: bool,
+) -> Variant {
+    let mut v = Variant::for_stack(hidden as u32, options, web).within(hidden as u32, max_wg);
     let mut slots_set = false;
     for (k, val) in set {
         v = apply_knob(v, k, val).expect("checked when parsed");
@@ -291,6 +311,16 @@ fn sweep_candidates(hidden: usize, options: Options, max_wg: u32) -> Vec<Variant
                 out.push(at(full, fan, false, false, false));
             }
         }
+        // One barrier and every lane folding every partial: for small workgroups, where
+        // the tree's barriers are most of a short row's reduction.
+        if full <= max_slots(base.lanes) && wg <= 256 {
+            for preload in [false, true] {
+                out.push(Variant {
+                    flat: true,
+                    ..at(full, 0, preload, true, exact)
+                });
+            }
+        }
         if wg >= 128 {
             // Nothing held: the write phase reads the row again (from L2, mostly).
             out.push(at(0, fan, false, false, false));
@@ -301,8 +331,8 @@ fn sweep_candidates(hidden: usize, options: Options, max_wg: u32) -> Vec<Variant
 
 fn short(v: &Variant) -> String {
     format!(
-        "wg={} slots={} fan={} preload={} unroll={} exact={}",
-        v.workgroup, v.slots, v.fan, v.preload as u8, v.unroll as u8, v.exact as u8
+        "wg={} slots={} fan={} flat={} preload={} unroll={} exact={}",
+        v.workgroup, v.slots, v.fan, v.flat as u8, v.preload as u8, v.unroll as u8, v.exact as u8
     )
 }
 
@@ -726,6 +756,60 @@ impl Problem {
         })
     }
 
+    /// `out = a + b, out2 = a - b`: two reads and two writes, as the kernel with `sum` moves.
+    fn time_roofline_sum(
+        &self,
+        b: &Bench,
+        pipeline: &wgpu::ComputePipeline,
+    ) -> Result<Stats, String> {
+        let vec4s = self.elements().div_ceil(4) as u32;
+        let count = b.uniform(&[vec4s.to_le_bytes(), [0; 4], [0; 4], [0; 4]].concat());
+        let groups: Vec<_> = (0..self.inputs.len())
+            .map(|c| {
+                b.bind(
+                    pipeline,
+                    &[
+                        &self.inputs[c],
+                        &self.residuals[c],
+                        &self.out,
+                        &self.sum,
+                        &count,
+                    ],
+                )
+            })
+            .collect();
+        let (x, y) = grid(vec4s.div_ceil(256), b.max_dim);
+        b.time(&mut |pass, i| {
+            pass.set_pipeline(pipeline);
+            pass.set_bind_group(0, &groups[i % groups.len()], &[]);
+            pass.dispatch_workgroups(x, y, 1);
+        })
+    }
+
+    /// `out = a + b` on scalars: what an odd width's scalar loads are measured against.
+    fn time_roofline_scalar(
+        &self,
+        b: &Bench,
+        pipeline: &wgpu::ComputePipeline,
+    ) -> Result<Stats, String> {
+        let n = self.elements() as u32;
+        let count = b.uniform(&[n.to_le_bytes(), [0; 4], [0; 4], [0; 4]].concat());
+        let groups: Vec<_> = (0..self.inputs.len())
+            .map(|c| {
+                b.bind(
+                    pipeline,
+                    &[&self.inputs[c], &self.residuals[c], &self.out, &count],
+                )
+            })
+            .collect();
+        let (x, y) = grid(n.div_ceil(256), b.max_dim);
+        b.time(&mut |pass, i| {
+            pass.set_pipeline(pipeline);
+            pass.set_bind_group(0, &groups[i % groups.len()], &[]);
+            pass.dispatch_workgroups(x, y, 1);
+        })
+    }
+
     fn time_row_per_thread(
         &self,
         b: &Bench,
@@ -778,6 +862,10 @@ struct ShapeResult {
     hidden: usize,
     copies: usize,
     roofline: Result<Stats, String>,
+    /// Odd widths only: `out = a + b` on scalars.
+    roofline_scalar: Option<Result<Stats, String>>,
+    /// `out = a + b, out2 = a - b`, the `sum` kernel's own roofline.
+    roofline_sum: Result<Stats, String>,
     row_per_thread: Option<Result<Stats, String>>,
     kernels: Vec<KernelResult>,
     sweep: Vec<KernelResult>,
@@ -787,8 +875,51 @@ fn gbps(bytes: f64, us: f64) -> f64 {
     bytes / us / 1e3
 }
 
+/// `--emit-wgsl`: the chosen and swept variants of every shape's row length, as JSON.
+fn emit_wgsl(args: &Args, path: &str) {
+    // Dawn's devices on an H200 allow 1024 invocations; the harness skips what its device
+    // does not.
+    const MAX_WG: u32 = 1024;
+    let mut hiddens: Vec<usize> = args.shapes.iter().map(|&(_, h)| h).collect();
+    hiddens.sort_unstable();
+    hiddens.dedup();
+    let mut items = Vec::new();
+    for hidden in hiddens {
+        let options: Vec<(&str, Options)> = if args.sweep {
+            args.sweep_options.clone()
+        } else {
+            KERNELS.to_vec()
+        };
+        for (name, o) in options {
+            // The browser's choice first: this list is for Dawn.
+            let mut vs = vec![chosen_for(hidden, o, &args.set, MAX_WG, true)];
+            if args.sweep {
+                vs.extend(sweep_candidates(hidden, o, MAX_WG));
+            }
+            for (i, v) in vs.into_iter().enumerate() {
+                items.push(format!(
+                    "  {{\"hidden\": {hidden}, \"options\": \"{name}\", \"chosen\": {}, \"knobs\": \"{}\", \"code\": \"{}\"}}",
+                    i == 0,
+                    short(&v),
+                    esc(&v.wgsl())
+                ));
+            }
+        }
+    }
+    let json = format!("[\n{}\n]\n", items.join(",\n"));
+    std::fs::write(path, json).unwrap_or_else(|e| {
+        eprintln!("bench: writing {path}: {e}");
+        std::process::exit(1)
+    });
+    println!("wrote {} variants to {path}", items.len());
+}
+
 fn main() {
     let args = parse_args();
+    if let Some(path) = &args.emit_wgsl {
+        emit_wgsl(&args, path);
+        return;
+    }
     let instance = wgpu::Instance::new(wgpu::InstanceDescriptor {
         backends: wgpu::Backends::VULKAN,
         ..wgpu::InstanceDescriptor::new_without_display_handle()
@@ -846,6 +977,11 @@ fn main() {
         bench.warmup
     );
     let roofline = bench.plain_pipeline("roofline", ROOFLINE_WGSL);
+    let roofline_sum = bench.plain_pipeline("roofline sum", ROOFLINE_SUM_WGSL);
+    let roofline_scalar = bench.plain_pipeline(
+        "roofline scalar",
+        &ROOFLINE_WGSL.replace("array<vec4<f32>>", "array<f32>"),
+    );
     let row_per_thread = bench.plain_pipeline("row per thread", ROW_PER_THREAD_WGSL);
 
     settle(&mut bench, &roofline, args.heat_ms);
@@ -860,6 +996,9 @@ fn main() {
         let p = Problem::new(&bench, rows, hidden);
         let n = p.elements() as f64;
         let roof = p.time_roofline(&bench, &roofline);
+        let roof_sum = p.time_roofline_sum(&bench, &roofline_sum);
+        let roof_scalar =
+            (hidden % 4 != 0).then(|| p.time_roofline_scalar(&bench, &roofline_scalar));
         let seed = args
             .seed_baseline
             .then(|| p.time_row_per_thread(&bench, &row_per_thread));
@@ -900,6 +1039,8 @@ fn main() {
             hidden,
             copies: p.inputs.len(),
             roofline: roof,
+            roofline_scalar: roof_scalar,
+            roofline_sum: roof_sum,
             row_per_thread: seed,
             kernels,
             sweep,
@@ -1081,6 +1222,43 @@ fn print_table(results: &[ShapeResult]) {
             }
         }
     }
+    for r in results {
+        let n = (r.rows * r.hidden) as f64;
+        let sum = r.kernels.iter().find(|k| k.name == "sum");
+        if let (Some(k), Ok(roof)) = (sum, &r.roofline_sum) {
+            // Both move 16 bytes per element.
+            let share = bw_ratio(k, &r.roofline_sum, n).map(|x| x * 12.0 / 16.0);
+            println!(
+                "{}x{} sum against `a + b, a - b` (2 reads, 2 writes: {:.2} µs): {}",
+                r.rows,
+                r.hidden,
+                roof.median_us,
+                share.map_or("-".into(), |x| format!("{:.1}%", 100.0 * x))
+            );
+        }
+    }
+    for r in results {
+        let Some(scalar) = &r.roofline_scalar else {
+            continue;
+        };
+        let n = (r.rows * r.hidden) as f64;
+        let shares: Vec<String> = r
+            .kernels
+            .iter()
+            .map(|k| {
+                bw_ratio(k, scalar, n).map_or(format!("{} -", k.name), |x| {
+                    format!("{} {:.1}%", k.name, 100.0 * x)
+                })
+            })
+            .collect();
+        println!(
+            "{}x{} against a scalar `a + b` ({} µs): {}",
+            r.rows,
+            r.hidden,
+            fmt_us(scalar),
+            shares.join(", ")
+        );
+    }
     let variants: Vec<String> = results
         .iter()
         .map(|r| format!("{}x{}: {}", r.rows, r.hidden, short(&r.kernels[0].variant)))
@@ -1112,13 +1290,14 @@ fn stats_json(s: &Result<Stats, String>) -> String {
 fn kernel_json(k: &KernelResult, roof: &Result<Stats, String>, n: f64) -> String {
     let v = &k.variant;
     let mut s = format!(
-        "{{\"name\": \"{}\", \"variant\": {{\"lanes\": {}, \"workgroup\": {}, \"slots\": {}, \"fan\": {}, \"preload\": {}, \"unroll\": {}, \"exact\": {}, \
+        "{{\"name\": \"{}\", \"variant\": {{\"lanes\": {}, \"workgroup\": {}, \"slots\": {}, \"fan\": {}, \"flat\": {}, \"preload\": {}, \"unroll\": {}, \"exact\": {}, \
          \"bias\": {}, \"beta\": {}, \"sum\": {}}}, \"bytes\": {}, \"time\": {}",
         esc(&k.name),
         v.lanes,
         v.workgroup,
         v.slots,
         v.fan,
+        v.flat,
         v.preload,
         v.unroll,
         v.exact,
@@ -1174,6 +1353,24 @@ fn to_json(adapter: &str, args: &Args, b: &Bench, results: &[ShapeResult]) -> St
                 ", \"roofline_gbps\": {:.1}",
                 gbps(12.0 * n, st.median_us)
             );
+        }
+        let _ = write!(s, ", \"roofline_sum\": {}", stats_json(&r.roofline_sum));
+        let sum = r.kernels.iter().find(|k| k.name == "sum");
+        if let (Some(Ok(st)), Ok(roof)) = (sum.map(|k| &k.stats), &r.roofline_sum) {
+            // Both move 16 bytes per element: the share is the ratio of times.
+            let _ = write!(
+                s,
+                ", \"sum_vs_roofline_sum\": {:.4}",
+                roof.median_us / st.median_us
+            );
+        }
+        if let Some(scalar) = &r.roofline_scalar {
+            let _ = write!(s, ", \"roofline_scalar\": {}", stats_json(scalar));
+            for k in &r.kernels {
+                if let Some(x) = bw_ratio(k, scalar, n) {
+                    let _ = write!(s, ", \"{}_vs_scalar\": {x:.4}", esc(&k.name));
+                }
+            }
         }
         if let Some(seed) = &r.row_per_thread {
             let _ = write!(s, ", \"row_per_thread\": {}", stats_json(seed));

@@ -1,10 +1,12 @@
 //! The 128 MiB cliff, through the package on wgpu/Vulkan: hidden 4096, rows 4096 → 8191 →
 //! 8192 → 16384 in one process, called as an app calls it (host arrays: the call path's
-//! pooled buffers), beside the same kernel in place on tensors uploaded before any call (the
-//! buffers allocated once). GPU timestamps around one pass of `REPEAT` dispatches.
+//! pooled buffers), beside the same kernel dispatched directly on buffers allocated before
+//! anything else (the buffers allocated once), out of place as the call is. GPU timestamps
+//! around one pass of `REPEAT` dispatches.
 //!
 //! ```text
 //! cargo run --release --example cliff
+//! CLIFF_ROWS=16,32 cargo run --release --example cliff    # other row counts (a CPU check)
 //! ```
 //! On an H200, buffers of 128 MiB and more allocated after others were freed can land in
 //! memory that reads at ~40 %; a pool that frees and reallocates them as sizes vary falls off
@@ -22,13 +24,84 @@ fn main() {
 
 #[cfg(not(target_arch = "wasm32"))]
 mod native {
+    use std::rc::Rc;
+
     use webgpu_rmsnorm::host::Arg;
+    use webgpu_rmsnorm::kernel::{Options, Params, Variant};
+    use webgpu_rmsnorm::pipelines::{slot, Bound, BINDINGS};
     use webgpu_rmsnorm::shape::Destination;
+    use webgpu_rmsnorm::tensor::Tensor;
     use webgpu_rmsnorm::{GpuContext, Inputs, Request};
 
     const HIDDEN: usize = 4096;
     const ROWS: [usize; 4] = [4096, 8191, 8192, 16384];
     const REPEAT: u32 = 50;
+
+    /// µs per dispatch of `variant` over `rows` rows of the buffers allocated up front.
+    fn direct(ctx: &GpuContext, variant: Variant, bufs: &[Rc<Tensor>; 4], rows: usize) -> f64 {
+        let device = ctx.device();
+        let buffer = |i: usize| bufs[i].buffer().expect("placed").clone();
+        let (input, residual, gamma, output) = (buffer(0), buffer(1), buffer(2), buffer(3));
+        let params = ctx.params_buffer(Params {
+            rows: rows as u32,
+            width: HIDDEN as u32 / variant.lanes,
+            hidden: HIDDEN as f32,
+            eps: 1e-6,
+        });
+        let mut bound: Bound = [None; BINDINGS.len()];
+        bound[slot::INPUT] = Some(&input);
+        bound[slot::RESIDUAL] = Some(&residual);
+        bound[slot::GAMMA] = Some(&gamma);
+        bound[slot::OUTPUT] = Some(&output);
+        bound[slot::PARAMS] = Some(&params);
+        let pipeline = ctx.pipeline(variant);
+        let group = ctx.bind_group(false, &bound);
+        let queries = device.create_query_set(&wgpu::QuerySetDescriptor {
+            label: None,
+            ty: wgpu::QueryType::Timestamp,
+            count: 2,
+        });
+        let resolve = device.create_buffer(&wgpu::BufferDescriptor {
+            label: None,
+            size: 16,
+            usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
+            mapped_at_creation: false,
+        });
+        let read = device.create_buffer(&wgpu::BufferDescriptor {
+            label: None,
+            size: 16,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let mut encoder = device.create_command_encoder(&Default::default());
+        {
+            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: None,
+                timestamp_writes: Some(wgpu::ComputePassTimestampWrites {
+                    query_set: &queries,
+                    beginning_of_pass_write_index: Some(0),
+                    end_of_pass_write_index: Some(1),
+                }),
+            });
+            for _ in 0..REPEAT {
+                ctx.dispatch(&mut pass, &pipeline, &group, rows as u32);
+            }
+        }
+        encoder.resolve_query_set(&queries, 0..2, &resolve, 0);
+        encoder.copy_buffer_to_buffer(&resolve, 0, &read, 0, 16);
+        ctx.queue().submit([encoder.finish()]);
+        read.map_async(wgpu::MapMode::Read, .., |_| {});
+        let _ = device.poll(wgpu::PollType::wait_indefinitely());
+        let ticks: Vec<u64> = read
+            .slice(..)
+            .get_mapped_range()
+            .expect("mapped")
+            .chunks_exact(8)
+            .map(|b| u64::from_le_bytes(b.try_into().unwrap()))
+            .collect();
+        let ns = ticks[1].wrapping_sub(ticks[0]) as f64 * ctx.queue().get_timestamp_period() as f64;
+        ns / REPEAT as f64 / 1e3
+    }
 
     pub fn main() {
         let ctx = pollster::block_on(GpuContext::new(wgpu::PowerPreference::HighPerformance))
@@ -37,24 +110,25 @@ mod native {
                 std::process::exit(1)
             });
         println!("adapter: {}", ctx.adapter().description);
-        let largest = ROWS.iter().max().copied().unwrap_or(0) * HIDDEN;
+        let rows_list: Vec<usize> = std::env::var("CLIFF_ROWS")
+            .ok()
+            .map(|s| s.split(',').filter_map(|r| r.trim().parse().ok()).collect())
+            .unwrap_or_else(|| ROWS.to_vec());
+        let largest = rows_list.iter().max().copied().unwrap_or(0) * HIDDEN;
         let data: Vec<f32> = (0..largest).map(|i| (i % 97) as f32 / 97.0 - 0.5).collect();
         let gamma = vec![1.0f32; HIDDEN];
-        // Allocated once, first, before any call: the baseline the cliff is measured against.
-        let up_front: Vec<_> = ROWS
-            .iter()
-            .map(|&rows| {
-                let n = rows * HIDDEN;
-                let up = |d: &[f32]| ctx.upload(&d).expect("upload");
-                (up(&data[..n]), up(&data[..n]))
-            })
-            .collect();
-        let timed = |x: &Inputs<Arg<&[f32]>>, to: Destination| {
+        // The first buffers of the process, for the largest size: the baseline the cliff is
+        // measured against (each size dispatches over its first rows).
+        let up = |d: &[f32]| ctx.upload(&d).expect("upload");
+        let up_front = [up(&data), up(&data), up(&gamma), up(&data)];
+        let variant = Variant::for_shape(HIDDEN as u32, Options::default())
+            .within(HIDDEN as u32, ctx.caps().max_workgroup);
+        let timed = |x: &Inputs<Arg<&[f32]>>| {
             let request = Request {
-                to,
+                to: Destination::Host,
                 repeat: REPEAT,
                 timed: true,
-                sum: to == Destination::InPlace,
+                sum: false,
             };
             let pending = ctx.submit(x, request).expect("submit");
             let done = pollster::block_on(pending.finish()).expect("finish");
@@ -62,7 +136,7 @@ mod native {
         };
         println!("| rows (MiB per array) | package, host arrays µs | kernel on buffers allocated once µs | ratio |");
         println!("|---|---|---|---|");
-        for (i, &rows) in ROWS.iter().enumerate() {
+        for &rows in &rows_list {
             let n = rows * HIDDEN;
             let host = Inputs {
                 input: Arg::Host(&data[..n]),
@@ -73,18 +147,10 @@ mod native {
                 hidden: HIDDEN,
                 eps: 1e-6,
             };
-            let resident = Inputs {
-                input: Arg::Gpu(up_front[i].0.clone()),
-                residual: Arg::Gpu(up_front[i].1.clone()),
-                ..host.clone()
-            };
             // Warm both paths (pipelines, pooled buffers), then time.
-            timed(&host, Destination::Host);
-            timed(&resident, Destination::InPlace);
-            let (package, once) = (
-                timed(&host, Destination::Host),
-                timed(&resident, Destination::InPlace),
-            );
+            timed(&host);
+            direct(&ctx, variant, &up_front, rows);
+            let (package, once) = (timed(&host), direct(&ctx, variant, &up_front, rows));
             println!(
                 "| {rows} ({:.1}) | {package:.1} | {once:.1} | {:.2}× |",
                 (n * 4) as f64 / (1 << 20) as f64,

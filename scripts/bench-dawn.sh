@@ -9,8 +9,8 @@
 #                                             # the Vulkan loader from .gl/dawn/, runs SECTIONS
 #   bash scripts/bench-dawn.sh                # both, here (npm run bench:dawn)
 #
-# SECTIONS: any of cliff calls kernel (default: all three, each in a fresh process, cliff
-# first). Options for bench/dawn/bench.mjs go in BENCH_DAWN_ARGS, e.g.
+# SECTIONS: any of cliff calls kernel sweep (default: the first three, each in a fresh process,
+# cliff first; sweep needs --wgsl FILE in BENCH_DAWN_ARGS, see bench/dawn/bench.mjs). Options for bench/dawn/bench.mjs go in BENCH_DAWN_ARGS, e.g.
 #   BENCH_DAWN_ARGS="--shapes 1x4096,16384x4096 --calls 200" bash scripts/bench-dawn.sh run kernel
 # Results: tables on stdout, JSON in $OUT (device) or bench-out/dawn/ (here).
 # Exit status 2: no usable GPU adapter (the message says why; nothing was measured).
@@ -60,6 +60,13 @@ prepare() {
     bash scripts/build.sh
   fi
   cp pkg/webgpu_rmsnorm.js pkg/webgpu_rmsnorm_bg.wasm pkg/webgpu_rmsnorm.d.ts "$DIR/pkg/"
+  # wasm-bindgen's inline JavaScript (`snippets/<crate>-<hash>/inline0.js`), which the glue
+  # imports by relative path: the snapshot must hold the same tree beside it. Replaced whole,
+  # so that snippets of an older build cannot linger.
+  rm -rf "$DIR/pkg/snippets"
+  if [ -d pkg/snippets ]; then
+    cp -R pkg/snippets "$DIR/pkg/snippets"
+  fi
   {
     echo "snapshot of pkg/ taken $(date -u +%FT%TZ)"
     echo "checkout $(git describe --always --dirty 2>/dev/null || echo unknown); pkg built $(date -u -r pkg/webgpu_rmsnorm_bg.wasm +%FT%TZ)"
@@ -183,5 +190,5 @@ case "${1:-}" in
   prepare) prepare ;;
   run) shift; run "$@" ;;
   "") prepare; run ;;
-  *) echo "usage: bash scripts/bench-dawn.sh [prepare | run [cliff] [calls] [kernel]]" >&2; exit 64 ;;
+  *) echo "usage: bash scripts/bench-dawn.sh [prepare | run [cliff] [calls] [kernel] [sweep]]" >&2; exit 64 ;;
 esac

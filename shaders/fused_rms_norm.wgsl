@@ -14,6 +14,10 @@
 //   FAN        0: pairwise tree reduction (log2(WG) barriers); otherwise FAN
 //              lanes each fold WG / FAN partials, then one lane folds those
 //              (three barriers whatever WG is)
+//   FLAT       one barrier, then every lane folds every partial itself (and
+//              one more barrier to make the rescaling decision uniform): two
+//              barriers in all, for small workgroups; FAN then serves only the
+//              rescaled path's second reduction
 //   PRELOAD    gamma and beta of the cached columns are loaded before the
 //              reduction, so their latency hides behind it
 //   EXACT      the row is exactly SLOTS * WG columns, so the cached columns
@@ -103,8 +107,47 @@ fn reduce_workgroup(lid: u32, value: vec2<f32>) -> vec2<f32> {
     return workgroupUniformLoad(&partials[0]);
 }
 
+// FLAT: the row's total as every lane folds it from all WG partials after one
+// barrier. Each lane reads the same words in the same order, so every lane gets
+// the same bits; four accumulators keep the adds from forming one long chain.
+fn fold_all() -> vec2<f32> {
+    if WG % 4u != 0u {
+        var a = partials[0];
+        for (var j = 1u; j < WG; j++) {
+            a = combine(a, partials[j]);
+        }
+        return a;
+    }
+    // Zero is neutral for both: sums, and largest magnitudes (never negative).
+    var a0 = vec2(0.0);
+    var a1 = a0;
+    var a2 = a0;
+    var a3 = a0;
+    for (var j = 0u; j < WG; j += 4u) {
+        a0 = combine(a0, partials[j]);
+        a1 = combine(a1, partials[j + 1u]);
+        a2 = combine(a2, partials[j + 2u]);
+        a3 = combine(a3, partials[j + 3u]);
+    }
+    return combine(combine(a0, a1), combine(a2, a3));
+}
+
+// FLAT: lane 0's rescaling decision, read back by every lane through
+// workgroupUniformLoad so that the rescaled path's barriers stay in uniform
+// control flow (WGSL's uniformity analysis cannot see that fold_all's result is
+// the same in every lane).
+var<workgroup> rescale_row: u32;
+
 fn is_nan(x: f32) -> bool {
     return (bitcast<u32>(x) & 0x7fffffffu) > EXP_MASK;
+}
+
+// Whether a row with (sum of squares, largest magnitude) `total` takes the
+// rescaled path. A NaN row must stay NaN: `max` may drop NaNs, so its largest
+// magnitude can look finite, and the eps-dominated branch would then hide the NaN.
+fn needs_rescaling(total: vec2<f32>) -> bool {
+    return !is_nan(total.x) && (!is_finite(total.x) || total.x < TINY_SUM)
+        && is_finite(total.y) && total.y > 0.0;
 }
 
 fn load_v(base: u32, i: u32) -> V {
@@ -207,7 +250,20 @@ fn main(
             put_v(base + i, v);
         }
     }
-    let total = reduce_workgroup(lid, acc);
+    var total: vec2<f32>;
+    var needs_scaling: bool;
+    if FLAT {
+        partials[lid] = acc;
+        workgroupBarrier();
+        total = fold_all();
+        if lid == 0u {
+            rescale_row = u32(needs_rescaling(total));
+        }
+        needs_scaling = workgroupUniformLoad(&rescale_row) != 0u;
+    } else {
+        total = reduce_workgroup(lid, acc);
+        needs_scaling = needs_rescaling(total);
+    }
 
     // y = v * post * gamma + beta, post = inverseSqrt(mean + eps). A row whose
     // squares overflow f32 (values ~1e20 and up) or underflow it (~1e-19 and
@@ -217,10 +273,6 @@ fn main(
     // poison only themselves.
     var post = inverseSqrt(total.x / params.hidden + params.eps);
     var scale = 1.0;
-    // A NaN row must stay NaN: `max` may drop NaNs, so its largest magnitude can look
-    // finite, and the eps-dominated branch below would then hide the NaN.
-    let needs_scaling = !is_nan(total.x) && (!is_finite(total.x) || total.x < TINY_SUM)
-        && is_finite(total.y) && total.y > 0.0;
     if needs_scaling {
         // frexp(m).exp puts m * 2^-exp in [0.5, 1); clamping keeps the scale a
         // normal f32 (subnormals may be flushed to zero on GPUs).

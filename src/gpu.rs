@@ -24,7 +24,7 @@ use crate::shape::{Destination, Inputs, Kernel, Plan, Request, Shape};
 pub struct GpuContext {
     pub(crate) dev: Device,
     pipelines: Pipelines,
-    pool: Rc<BufferPool>,
+    pub(crate) pool: Rc<BufferPool>,
     /// When the pool was last trimmed of buffers idle too long (ms, `clock::now_ms`).
     trimmed_at: Cell<f64>,
     /// The error scopes of the call being encoded, once it has pushed them (`creating`).

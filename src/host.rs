@@ -25,6 +25,12 @@ pub struct Upload<'a> {
     pub buffer: &'a wgpu::Buffer,
     pub start: usize,
     pub count: usize,
+    /// Natively, large uploads go through staging buffers kept in the context's pool
+    /// (see `imp::upload`).
+    #[cfg(not(target_arch = "wasm32"))]
+    pub device: &'a wgpu::Device,
+    #[cfg(not(target_arch = "wasm32"))]
+    pub pool: &'a crate::pool::BufferPool,
 }
 
 /// An array of numbers the driver can upload a range of.
@@ -195,11 +201,71 @@ mod imp {
     element!(f32, F32);
     element!(u16, F16);
 
-    fn upload<E: Element>(elements: &[E], queue: &wgpu::Queue, buffer: &wgpu::Buffer) {
-        let mut bytes: Vec<u8> = elements.iter().flat_map(|v| v.le_bytes()).collect();
-        // writeBuffer moves whole 4-byte words.
-        bytes.resize(bytes.len().next_multiple_of(4), 0);
-        queue.write_buffer(buffer, 0, &bytes);
+    /// Uploads of this many bytes or more go through a pooled staging buffer.
+    ///
+    /// wgpu's native `Queue::write_buffer` allocates a staging buffer of the whole upload
+    /// for every call and frees it once the copy is done (wgpu-core `StagingBuffer::new`),
+    /// in host-visible memory that on an H200 is device memory. At 16384×4096 that is
+    /// 256 MiB allocated and freed per array per call: the churn after which large buffers
+    /// land in slow memory on that driver (the 128 MiB cliff, docs/PERFORMANCE.md). Staging
+    /// buffers kept in the pool, by the same size classes as the rest, are allocated once
+    /// per class and reused. Small uploads stay on `write_buffer`: they are sub-allocated,
+    /// and a mapping round trip would cost more than the copy.
+    pub const STAGED_UPLOAD_BYTES: usize = 1 << 20;
+
+    fn upload<E: Element>(elements: &[E], to: Upload) -> Result<(), String> {
+        // Copies move whole 4-byte words.
+        let len = std::mem::size_of_val(elements).next_multiple_of(4);
+        if len < STAGED_UPLOAD_BYTES {
+            let mut bytes: Vec<u8> = elements.iter().flat_map(|v| v.le_bytes()).collect();
+            bytes.resize(len, 0);
+            to.queue.write_buffer(to.buffer, 0, &bytes);
+            return Ok(());
+        }
+        let usage = wgpu::BufferUsages::MAP_WRITE | wgpu::BufferUsages::COPY_SRC;
+        let staging = to.pool.take(to.device, usage, len as u64, &|| {});
+        // A reused staging buffer may still be the source of an earlier copy: the mapping
+        // completes once that copy is done. Natively the wait blocks, as uploads do.
+        let (tx, rx) = std::sync::mpsc::channel();
+        staging.map_async(wgpu::MapMode::Write, ..len as u64, move |r| {
+            let _ = tx.send(r);
+        });
+        to.device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .map_err(|e| format!("waiting for a staging buffer: {e}"))?;
+        rx.try_recv()
+            .map_err(|_| "a staging buffer was not mapped".to_string())?
+            .map_err(|e| format!("mapping a staging buffer: {e}"))?;
+        {
+            let mut view = staging
+                .slice(..len as u64)
+                .get_mapped_range_mut()
+                .map_err(|e| format!("a staging buffer's mapped range: {e}"))?;
+            // Mapped memory is write-only (wgpu's `WriteOnly`): bytes are formed in a block
+            // on the host and copied in, a block at a time.
+            const BLOCK: usize = 1 << 20;
+            let mut bytes = Vec::with_capacity(BLOCK);
+            let mut at = 0;
+            for part in elements.chunks(BLOCK / std::mem::size_of::<E>()) {
+                bytes.clear();
+                bytes.extend(part.iter().flat_map(|v| v.le_bytes()));
+                if at + bytes.len() == std::mem::size_of_val(elements) {
+                    bytes.resize(len - at, 0);
+                }
+                view.slice(at..at + bytes.len()).copy_from_slice(&bytes);
+                at += bytes.len();
+            }
+        }
+        staging.unmap();
+        let mut encoder = to.device.create_command_encoder(&Default::default());
+        encoder.copy_buffer_to_buffer(&staging, 0, to.buffer, 0, len as u64);
+        // Submitted now, so that it precedes the call's own submission in the queue.
+        to.queue.submit([encoder.finish()]);
+        // Back at once, before the copy is done (the pool otherwise takes buffers back only
+        // once their work is): only staged uploads take buffers of this usage, and each maps
+        // its buffer first, which waits for the copy.
+        to.pool.give_back(staging, crate::clock::now_ms());
+        Ok(())
     }
 
     impl Len for &[u16] {
@@ -218,8 +284,7 @@ mod imp {
         ($t:ty, $e:ty) => {
             impl HostArray for $t {
                 fn upload(&self, to: Upload) -> Result<(), String> {
-                    upload(&self[to.start..to.start + to.count], to.queue, to.buffer);
-                    Ok(())
+                    upload(&self[to.start..to.start + to.count], to)
                 }
 
                 fn dtype(&self) -> Dtype {

@@ -70,6 +70,12 @@ pub struct Variant {
     /// Reduction fan-in: 0 for a pairwise tree, else this many lanes fold the partials
     /// first (see the WGSL).
     pub fan: u32,
+    /// Reduce with one barrier, after which every lane folds all `workgroup` partials
+    /// itself (plus one barrier for the rescaling decision): two barriers instead of
+    /// the tree's `log2(workgroup) + 2`, for small workgroups. `fan` then serves only the
+    /// rescaled path. Measured slower than the tree on an H200 (docs/PERFORMANCE.md): a
+    /// sweep knob, never chosen.
+    pub flat: bool,
     /// Load gamma and beta of the cached columns before the reduction.
     pub preload: bool,
     /// Hold the cache in a struct written out slot by slot instead of an array indexed in a
@@ -90,10 +96,40 @@ pub fn max_slots(lanes: u32) -> u32 {
 }
 
 impl Variant {
-    /// The variant for a row of `hidden` scalars.
+    /// The variant for a row of `hidden` scalars on the stack this build runs on: in the
+    /// browser (wasm) the tiling measured on Dawn, Chrome's WebGPU; natively the one
+    /// measured on wgpu/Vulkan.
     pub fn for_shape(hidden: u32, options: Options) -> Self {
+        Self::for_stack(hidden, options, cfg!(target_arch = "wasm32"))
+    }
+
+    /// The variant for a row of `hidden` scalars, tiled for the browser's WebGPU (`web`)
+    /// or for wgpu/Vulkan. The two compilers (Tint with Chrome's robustness checks, naga)
+    /// turn the same WGSL into different code, and the best tiling differs on an H200
+    /// (docs/PERFORMANCE.md, the Dawn section).
+    pub fn for_stack(hidden: u32, options: Options, web: bool) -> Self {
         let lanes = if hidden % 4 == 0 { 4 } else { 1 };
         let width = hidden / lanes;
+        if web && lanes == 4 && width >= 128 {
+            // Measured on Dawn on an H200 in a dependent chain: eight vec4 per thread (wg
+            // 128 at 4096, 32 at 896), gamma and beta loaded with the row before the
+            // reduction, and the two-step fan-in took a decode row from 3.40 to 2.94 µs
+            // at 1×4096 and 2.81 to 2.49 µs at 1×896, 128×4096 from 4.08 to 3.80, and
+            // stayed within 1 % of the roofline at 16384×4096 and 32768×896. Loading
+            // gamma with the row saves a memory round trip after the reduction, which is
+            // what a latency-bound row waits on. On wgpu/Vulkan the same variant was
+            // slower at every size measured, so native builds keep the tiling below.
+            let workgroup = width.div_ceil(8).next_power_of_two().clamp(32, 512);
+            let slots = width.div_ceil(workgroup).clamp(1, max_slots(lanes));
+            return Variant {
+                fan: Self::balanced_fan(workgroup),
+                preload: true,
+                workgroup,
+                slots,
+                exact: slots * workgroup == width,
+                ..Self::for_stack(hidden, options, false)
+            };
+        }
         let workgroup = if width < 128 {
             // Short rows: one column per thread, and no more idle threads than the rounding.
             width.next_power_of_two().max(32)
@@ -118,6 +154,7 @@ impl Variant {
             // The pairwise tree: one lane folding many partials serially cost more than the
             // barriers it saved.
             fan: 0,
+            flat: false,
             // Loading gamma and beta before the reduction holds registers across it, and
             // measured slower as often as faster.
             preload: false,
@@ -177,7 +214,7 @@ impl Variant {
         };
         format!(
             "{enable}const WG: u32 = {wg}u;\nconst SLOTS: u32 = {slots}u;\nconst FAN: u32 = {fan}u;\n\
-             const PRELOAD: bool = {preload};\nconst EXACT: bool = {exact};\n\
+             const FLAT: bool = {flat};\nconst PRELOAD: bool = {preload};\nconst EXACT: bool = {exact};\n\
              const HAS_BIAS: bool = {bias};\nconst HAS_BETA: bool = {beta};\n\
              const WRITE_SUM: bool = {sum};\nconst IN_PLACE: bool = {in_place};\n\
              {helpers}{storage}{cache}\n{KERNEL_WGSL}",
@@ -186,6 +223,7 @@ impl Variant {
             wg = self.workgroup,
             slots = self.slots,
             fan = self.fan.min(self.workgroup),
+            flat = self.flat,
             preload = self.preload,
             exact = self.exact && self.slots > 0,
             cache = self.cache_wgsl(),
@@ -244,13 +282,14 @@ impl Variant {
 
     pub fn label(&self) -> String {
         format!(
-            "fused_rms_norm {:?}{} lanes={} wg={} slots={} fan={} preload={} unroll={} exact={} bias={} beta={} sum={}",
+            "fused_rms_norm {:?}{} lanes={} wg={} slots={} fan={} flat={} preload={} unroll={} exact={} bias={} beta={} sum={}",
             self.storage,
             if self.in_place { " in-place" } else { "" },
             self.lanes,
             self.workgroup,
             self.slots,
             self.fan,
+            self.flat,
             self.preload,
             self.unroll,
             self.exact,
@@ -286,7 +325,14 @@ impl Variant {
     /// (docs/PERFORMANCE.md). Few cached columns, because a CPU re-reads from its own cache
     /// while every cached column is unrolled code that SwiftShader compiles slowly.
     pub fn for_cpu(self, hidden: u32) -> Variant {
-        let mut v = self.within(hidden, CPU_WORKGROUP);
+        // The reduction and the loads as they were measured there (the web tiling's fan-in
+        // and preloading were measured on a GPU).
+        let mut v = Variant {
+            fan: 0,
+            preload: false,
+            ..self
+        };
+        v = v.within(hidden, CPU_WORKGROUP);
         v.slots = v.slots.min(CPU_SLOTS);
         v.exact = v.slots * v.workgroup == hidden / v.lanes;
         v
@@ -342,10 +388,14 @@ mod tests {
             16384,
             1 << 20,
         ] {
-            let v = Variant::for_shape(hidden, Options::default());
-            assert_eq!(v.lanes, if hidden % 4 == 0 { 4 } else { 1 });
-            assert!(v.workgroup.is_power_of_two());
-            assert!((1..=max_slots(v.lanes)).contains(&v.slots));
+            for web in [false, true] {
+                let v = Variant::for_stack(hidden, Options::default(), web);
+                assert_eq!(v.lanes, if hidden % 4 == 0 { 4 } else { 1 });
+                assert!(v.workgroup.is_power_of_two());
+                assert!((1..=max_slots(v.lanes)).contains(&v.slots));
+                assert_eq!(v.exact, v.slots * v.workgroup == hidden / v.lanes);
+                assert!(v.fan <= v.workgroup);
+            }
         }
     }
 
@@ -354,10 +404,10 @@ mod tests {
     #[test]
     fn every_knob_combination_validates() {
         for hidden in [4099u32, 4096] {
-            for workgroup in [64u32, 256, 1024] {
+            for workgroup in [1u32, 2, 64, 256, 1024] {
                 for slots in [0u32, 1, 3] {
                     for fan in [0u32, Variant::balanced_fan(workgroup), workgroup] {
-                        for bits in 0..32u8 {
+                        for bits in 0..64u8 {
                             let options = Options {
                                 bias: bits & 1 != 0,
                                 beta: bits & 2 != 0,
@@ -370,6 +420,7 @@ mod tests {
                                 preload: bits & 8 != 0,
                                 unroll: bits & 16 != 0,
                                 exact: slots == 3,
+                                flat: bits & 32 != 0,
                                 ..Variant::for_shape(hidden, options)
                             };
                             let src = v.wgsl();
@@ -383,6 +434,45 @@ mod tests {
                             .validate(&module)
                             .unwrap_or_else(|e| panic!("{}: {e:?}", v.label()));
                         }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The browser's tiling in every storage, in place or not, with every option, through
+    /// naga (the native suite runs it on lavapipe in f32).
+    #[cfg(not(target_arch = "wasm32"))]
+    #[test]
+    fn web_tilings_validate_in_every_storage() {
+        for hidden in [4u32, 768, 896, 1024, 4096, 8192, 16384] {
+            for bits in 0..8u8 {
+                let options = Options {
+                    bias: bits & 1 != 0,
+                    beta: bits & 2 != 0,
+                    sum: bits & 4 != 0,
+                };
+                for storage in [Storage::F32, Storage::F16, Storage::F16Packed] {
+                    for in_place in [false, true] {
+                        let v = Variant {
+                            storage,
+                            in_place,
+                            ..Variant::for_stack(hidden, options, true).within(hidden, 256)
+                        };
+                        let src = v.wgsl();
+                        let module = naga::front::wgsl::parse_str(&src).unwrap_or_else(|e| {
+                            panic!("{}: {}", v.label(), e.emit_to_string(&src))
+                        });
+                        let caps = match storage {
+                            Storage::F32 => naga::valid::Capabilities::empty(),
+                            Storage::F16 => naga::valid::Capabilities::SHADER_FLOAT16,
+                            Storage::F16Packed => {
+                                naga::valid::Capabilities::SHADER_FLOAT16_IN_FLOAT32
+                            }
+                        };
+                        naga::valid::Validator::new(naga::valid::ValidationFlags::all(), caps)
+                            .validate(&module)
+                            .unwrap_or_else(|e| panic!("{}: {e:?}", v.label()));
                     }
                 }
             }

@@ -48,6 +48,10 @@ impl GpuContext {
             buffer,
             start,
             count,
+            #[cfg(not(target_arch = "wasm32"))]
+            device: &self.dev.device,
+            #[cfg(not(target_arch = "wasm32"))]
+            pool: &self.pool,
         }
     }
 

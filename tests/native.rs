@@ -5,7 +5,7 @@
 use std::rc::Rc;
 use webgpu_rmsnorm::dtype::{f16_bits, f16_value};
 use webgpu_rmsnorm::host::Arg;
-use webgpu_rmsnorm::kernel::{Options, Params, Storage, Variant};
+use webgpu_rmsnorm::kernel::{max_slots, Options, Params, Storage, Variant};
 use webgpu_rmsnorm::reference::{
     chain, fused_rms_norm, same_v, worst_error, worst_error_at, worst_relative, Inputs,
 };
@@ -658,4 +658,194 @@ fn cpu_backend_runs_the_case_matrix_and_every_kind_of_call() {
         ..x
     };
     assert_eq!(rejection(&host, Request::in_place()), Some("TypeError"));
+}
+
+/// Runs `variant` (whatever `Variant::for_shape` would choose) on `case` through the
+/// context's pipelines, and returns `y` and `v`.
+fn run_variant(ctx: &GpuContext, variant: Variant, case: &Case) -> (Vec<f32>, Vec<f32>) {
+    use webgpu_rmsnorm::pipelines::{slot, Bound, BINDINGS};
+    let x = case.inputs();
+    let n = x.input.len();
+    let up = |d: &[f32]| ctx.upload(&d).expect("upload");
+    let (input, residual, gamma) = (up(x.input), up(x.residual), up(x.gamma));
+    let beta = x.beta.map(up);
+    let bias = x.bias.map(up);
+    let zeros = vec![0f32; n];
+    let (output, sum) = (up(&zeros), up(&zeros));
+    let params = ctx.params_buffer(Params {
+        rows: (n / x.hidden) as u32,
+        width: x.hidden as u32 / variant.lanes,
+        hidden: x.hidden as f32,
+        eps: x.eps,
+    });
+    let buffer = |t: &Rc<Tensor>| t.buffer().expect("a placed tensor").clone();
+    let o = variant.options;
+    let owned = [
+        buffer(&input),
+        buffer(&residual),
+        buffer(&gamma),
+        buffer(&output),
+        buffer(&sum),
+    ];
+    let (beta_b, bias_b) = (beta.as_ref().map(buffer), bias.as_ref().map(buffer));
+    let mut bound: Bound = [None; BINDINGS.len()];
+    bound[slot::INPUT] = Some(&owned[0]);
+    bound[slot::RESIDUAL] = Some(&owned[1]);
+    bound[slot::GAMMA] = Some(&owned[2]);
+    bound[slot::OUTPUT] = Some(&owned[3]);
+    bound[slot::SUM] = o.sum.then_some(&owned[4]);
+    bound[slot::BETA] = if o.beta { beta_b.as_ref() } else { None };
+    bound[slot::BIAS] = if o.bias { bias_b.as_ref() } else { None };
+    bound[slot::PARAMS] = Some(&params);
+    let pipeline = ctx.pipeline(variant);
+    let group = ctx.bind_group(false, &bound);
+    let mut encoder = ctx.device().create_command_encoder(&Default::default());
+    {
+        let mut pass = encoder.begin_compute_pass(&Default::default());
+        ctx.dispatch(&mut pass, &pipeline, &group, (n / x.hidden) as u32);
+    }
+    ctx.queue().submit([encoder.finish()]);
+    let read = |t: &Rc<Tensor>| {
+        pollster::block_on(ctx.read_tensor(t).unwrap().read())
+            .unwrap()
+            .y
+    };
+    (read(&output), read(&sum))
+}
+
+/// The browser's tiling (`Variant::for_stack(.., true)`: two-step fan-in, gamma and beta
+/// loaded before the reduction), and the one-barrier reduction (`flat`) with and without
+/// `preload` at the tilings the crate picks and at small workgroups (including sizes that
+/// are not a multiple of 4, where every lane folds the partials one by one), on ordinary
+/// rows and on rows that take the rescaled path (huge and tiny), whose barriers `flat`
+/// must keep uniform.
+#[test]
+fn web_tiling_flat_reduction_and_preload_variants_match_the_reference() {
+    let ctx = context();
+    let mut rng = Rng(0x5EED_000D);
+    let max_wg = {
+        let l = ctx.device().limits();
+        l.max_compute_invocations_per_workgroup
+            .min(l.max_compute_workgroup_size_x)
+    };
+    let mut checked = 0;
+    for hidden in [1u32, 5, 896, 1024, 4096, 4099] {
+        let base = Variant::for_shape(hidden, Options::default()).within(hidden, max_wg);
+        let width = hidden / base.lanes;
+        let tilings = [
+            (base.workgroup, base.slots),
+            (64, width.div_ceil(64).min(max_slots(base.lanes))),
+            (2, width.div_ceil(2).min(max_slots(base.lanes))),
+        ];
+        for k in 0..=tilings.len() {
+            for (bits, scale) in [(0u8, 1.0f32), (7, 1e30), (3, 1e-30), (4, 1.0)] {
+                let options = Options {
+                    bias: bits & 1 != 0,
+                    beta: bits & 2 != 0,
+                    sum: bits & 4 != 0,
+                };
+                let v = match tilings.get(k) {
+                    Some(&(workgroup, slots)) => Variant {
+                        workgroup,
+                        slots,
+                        flat: true,
+                        preload: (k + bits as usize).is_multiple_of(2),
+                        exact: slots * workgroup == width,
+                        fan: 0,
+                        ..Variant::for_shape(hidden, options)
+                    },
+                    None => Variant::for_stack(hidden, options, true).within(hidden, max_wg),
+                };
+                let case = Case::random(
+                    &mut rng,
+                    3,
+                    hidden as usize,
+                    options.bias,
+                    options.beta,
+                    1e-6,
+                    scale,
+                );
+                let x = case.inputs();
+                let (y, v_out) = run_variant(&ctx, v, &case);
+                let (want_y, want_v) = fused_rms_norm(&x);
+                assert_within(
+                    &y,
+                    &want_y,
+                    &x,
+                    RTOL,
+                    &format!("{} scale {scale:e}", v.label()),
+                );
+                if options.sum {
+                    assert!(
+                        v_out
+                            .iter()
+                            .zip(&want_v)
+                            .enumerate()
+                            .all(|(at, (&a, &b))| same_v(&x, at, a, b)),
+                        "{}: sum differs from input + residual (+ bias)",
+                        v.label()
+                    );
+                }
+                checked += 1;
+            }
+        }
+    }
+    assert_eq!(checked, 6 * 4 * 4);
+}
+
+/// Uploads of `STAGED_UPLOAD_BYTES` and more go through staging buffers kept in the pool
+/// (natively): the results are right, as tensors and as a call's host arrays (f32 and f16),
+/// and the staging buffers are reused, not made anew per upload.
+#[test]
+fn large_uploads_are_staged_through_reused_buffers() {
+    use webgpu_rmsnorm::host::STAGED_UPLOAD_BYTES;
+    let ctx = context();
+    let hidden = 1024;
+    let rows = STAGED_UPLOAD_BYTES / (4 * hidden) + 3;
+    let case = Case::new(rows, hidden, true, true, 1e-6, 0x5EED_000E);
+    let x = case.inputs();
+    let (want_y, want_v) = fused_rms_norm(&x);
+    let mut live = Vec::new();
+    for round in 0..3 {
+        let out = pollster::block_on(ctx.run(&x, true)).unwrap();
+        assert_within(&out.y, &want_y, &x, RTOL, &format!("staged call {round}"));
+        let sum = out.sum.expect("sum was asked for");
+        assert!(
+            sum.iter()
+                .zip(&want_v)
+                .enumerate()
+                .all(|(at, (&a, &b))| same_v(&x, at, a, b)),
+            "staged call {round}: sum differs from input + residual (+ bias)"
+        );
+        let t = ctx.upload(&x.input).unwrap();
+        assert_eq!(
+            read(&ctx, &Arg::<&[f32]>::Gpu(t)),
+            case.input,
+            "staged tensor {round}"
+        );
+        live.push(ctx.buffer_stats().live);
+    }
+    assert_eq!(
+        live[1], live[2],
+        "staging buffers were not reused: {live:?}"
+    );
+    // f16 (2-byte elements) through the same path, an odd count padded to whole words.
+    let halves = case.halves();
+    let big: Vec<u16> = halves
+        .input
+        .iter()
+        .chain(&halves.residual)
+        .copied()
+        .collect();
+    let big = &big[..big.len() - 1];
+    assert!(big.len() * 2 >= STAGED_UPLOAD_BYTES);
+    let t = ctx.upload(&big).unwrap();
+    let back = read(&ctx, &Arg::<&[u16]>::Gpu(t));
+    assert_eq!(back.len(), big.len());
+    assert!(
+        back.iter()
+            .zip(big)
+            .all(|(&a, &h)| a.to_bits() == f16_value(h).to_bits()),
+        "staged f16 tensor"
+    );
 }

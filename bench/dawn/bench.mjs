@@ -4,13 +4,19 @@
 //   node bench/dawn/bench.mjs calls   [--calls 500] [--loops 5]
 //   node bench/dawn/bench.mjs kernel  [--shapes 1x896,1x4096,...] [--budget-s 240]
 //   node bench/dawn/bench.mjs cliff   [--cliff-rows 4096,8191,8192,16384] [--cliff-hidden 4096]
+//   node bench/dawn/bench.mjs sweep   --wgsl FILE [--shapes 1x4096,...] [--sweep-options plain,bias+beta,sum]
+//
+// `sweep` times kernel variants the package does not necessarily choose, from a JSON list that
+// `cargo run --release --example bench -- --emit-wgsl FILE --sweep --shapes ...` writes (the
+// WGSL of each variant the native benchmark sweeps), in the same dependent chain as `kernel`,
+// each checked first against the package's own result.
 //
 // Run each section in a fresh process (scripts/bench-dawn.sh does): `cliff` must own the
 // process's first large allocations. Exit status 2: no usable GPU (message printed).
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
 import { NoGpu, open } from "./env.mjs";
-import { Raw, addWgsl, constantsOf, median, randomFloats } from "./raw.mjs";
+import { Raw, addSubWgsl, addWgsl, constantsOf, median, randomFloats } from "./raw.mjs";
 
 const DEFAULT_SHAPES = "1x896,1x4096,16x4096,128x4096,1000x4099,2048x4096,16384x4096,32768x896,70000x1024";
 
@@ -290,6 +296,12 @@ async function sectionKernel(ctx, out) {
     await raw.warm(300);
     r.ab = await chainTime(raw, (pass, k) => raw.dispatch(pass, ab, abGroups[k & 1], Math.ceil(abN / 256)), { targetUs: target, maxN, reps });
     r.ab.bytes = 3 * n * 4;
+    // The `sum` output's own roofline: two reads and two writes (writes cost the memory more
+    // than reads), chained the same way (each reads what the previous wrote).
+    const abs = await raw.pipeline(addSubWgsl(lanesAB === 4), `a+b,a-b vec${lanesAB}`);
+    const absGroups = [raw.bind(abs, { a: X[0], b: R[0], out: X[1], out2: R[1], p: abU }), raw.bind(abs, { a: X[1], b: R[1], out: X[0], out2: R[0], p: abU })];
+    r.abSum = await chainTime(raw, (pass, k) => raw.dispatch(pass, abs, absGroups[k & 1], Math.ceil(abN / 256)), { targetUs: target, maxN, reps });
+    r.abSum.bytes = 4 * n * 4;
 
     const variants = { plain: {}, biasBeta: { bias: true, beta: true }, sum: { sum: true } };
     for (const [name, o] of Object.entries(variants)) {
@@ -372,20 +384,22 @@ async function sectionKernel(ctx, out) {
   const real = ctx.kind.realGpu;
   const bw = (t) => t.bytes / t.us; // bytes per µs
   const roof = (r, name) => (real && r[name] && r.ab ? bw(r[name]) / bw(r.ab) : undefined);
+  const roofSum = (r) => (real && r.sum && r.abSum ? bw(r.sum) / bw(r.abSum) : undefined);
   log(
     "a+b: `out = a + b` (vec4 where hidden % 4 == 0, else scalar; one element per invocation, 256 per workgroup), 3 arrays moved." +
       " ours: the package's own WGSL (captured from its createShaderModule, checked against its result), dispatched raw on its device." +
       " Chain: dispatch k reads the activation (and, with sum, the residual) dispatch k-1 wrote; one compute pass of n dispatches between two timestamps; µs = pass / n, median of " +
       `${reps} passes.` +
-      " % roofline = (bytes the variant must move / its time) ÷ (a+b's bytes / a+b's time): plain and bias+beta move 3 arrays, sum 4.",
+      " % roofline = (bytes the variant must move / its time) ÷ (a+b's bytes / a+b's time): plain and bias+beta move 3 arrays, sum 4." +
+      " sum % of a±b: sum's bandwidth over that of `out = a + b; out2 = a - b` (2 reads, 2 writes, as sum moves them), chained the same way.",
   );
   if (!real) log(`NO ROOFLINE CLAIMS: ${ctx.kind.isNull ? "Null backend" : "a CPU adapter"} (${ctx.kind.name}); µs only, and they are not GPU numbers.`);
   table(
-    ["shape", "a+b µs", "plain µs", "plain/a+b", "plain % roofline", "bias+beta µs", "% roofline", "sum µs", "% roofline", "n"],
+    ["shape", "a+b µs", "plain µs", "plain/a+b", "plain % roofline", "bias+beta µs", "% roofline", "sum µs", "% roofline", "a±b µs", "sum % of a±b", "n"],
     results.map((r) =>
       r.skipped
-        ? [r.tag, `skipped: ${r.skipped}`, "", "", "", "", "", "", "", ""]
-        : [r.tag, fmt(r.ab.us, 2), fmt(r.plain.us, 2), fmt(r.plain.us / r.ab.us, 2) + "×", pct(roof(r, "plain")), fmt(r.biasBeta.us, 2), pct(roof(r, "biasBeta")), fmt(r.sum.us, 2), pct(roof(r, "sum")), `${r.ab.n}/${r.plain.n}`],
+        ? [r.tag, `skipped: ${r.skipped}`, "", "", "", "", "", "", "", "", "", ""]
+        : [r.tag, fmt(r.ab.us, 2), fmt(r.plain.us, 2), fmt(r.plain.us / r.ab.us, 2) + "×", pct(roof(r, "plain")), fmt(r.biasBeta.us, 2), pct(roof(r, "biasBeta")), fmt(r.sum.us, 2), pct(roof(r, "sum")), fmt(r.abSum.us, 2), pct(roofSum(r)), `${r.ab.n}/${r.plain.n}`],
     ),
   );
   log(
@@ -410,6 +424,111 @@ async function sectionKernel(ctx, out) {
       ]),
   );
   out.kernel = { shapes: results };
+}
+
+// ---------------------------------------------------------------------------------------------
+
+async function sectionSweep(ctx, out) {
+  const { norm, raw, device } = ctx;
+  if (!opt.wgsl) throw new Error("sweep: --wgsl FILE is required (cargo run --release --example bench -- --emit-wgsl FILE --sweep ...)");
+  const all = JSON.parse(readFileSync(opt.wgsl, "utf8"));
+  const shapes = parseShapes(opt.shapes ?? "1x896,1x4096,16x4096,128x4096");
+  const wanted = new Set((opt["sweep-options"] ?? "plain").split(","));
+  const reps = num("reps", 5);
+  const target = num("pass-us", ctx.kind.realGpu ? 10000 : 50000);
+  const maxN = num("max-n", ctx.kind.realGpu ? 4000 : 50);
+  const maxWg = device.limits.maxComputeInvocationsPerWorkgroup;
+  header(ctx, `Variant sweep in a dependent chain (${opt.wgsl}), GPU timestamps, GPU warmed`);
+  const flags = { plain: {}, "bias+beta": { bias: true, beta: true }, sum: { sum: true } };
+  const results = [];
+  for (const [rows, hidden] of shapes) {
+    const tag = `${rows}×${hidden}`;
+    const n = rows * hidden;
+    const x = hostData(ctx, n, "x"), res = hostData(ctx, n, "r");
+    const g = randomFloats(hidden, 3).map((v) => 1 + 0.1 * v), beta = randomFloats(hidden, 4).map((v) => 0.1 * v), bias = randomFloats(hidden, 5).map((v) => 0.1 * v);
+    const X = [raw.buffer(n, x), raw.buffer(n)], R = [raw.buffer(n, res), raw.buffer(n)];
+    const G = raw.buffer(hidden, g), BETA = raw.buffer(hidden, beta), BIAS = raw.buffer(hidden, bias);
+    const stubR = raw.buffer(4), stubW = raw.buffer(4);
+    const lanesAB = hidden % 4 === 0 ? 4 : 1;
+    const ab = await raw.pipeline(addWgsl(lanesAB === 4), `a+b vec${lanesAB}`);
+    const abN = n / lanesAB;
+    const abU = raw.uniform(new Uint32Array([abN, 0, 0, 0]));
+    const abGroups = [raw.bind(ab, { a: X[0], b: R[0], out: X[1], p: abU }), raw.bind(ab, { a: X[1], b: R[0], out: X[0], p: abU })];
+    await raw.warm(300);
+    const abT = await chainTime(raw, (pass, k) => raw.dispatch(pass, ab, abGroups[k & 1], Math.ceil(abN / 256)), { targetUs: target, maxN, reps, warmMs: 100 });
+    note(`${tag}: a+b ${fmt(abT.us, 2)} µs`);
+    for (const [name, o] of Object.entries(flags)) {
+      if (!wanted.has(name)) continue;
+      const cands = all.filter((c) => c.hidden === hidden && c.options === name);
+      if (!cands.length) continue;
+      const args = { input: x, residual: res, gamma: g, hidden, ...(o.beta ? { beta } : {}), ...(o.bias ? { bias } : {}) };
+      const want = n <= num("check-max", 8 << 20) ? (o.sum ? await norm.runWithSum(args) : { output: await norm.run(args) }) : null;
+      for (const c of cands) {
+        const consts = constantsOf(c.code);
+        const r = { tag, rows, hidden, options: name, knobs: c.knobs, chosen: c.chosen, abUs: abT.us };
+        if (consts.WG > maxWg) {
+          results.push({ ...r, skipped: `wg ${consts.WG} > device limit ${maxWg}` });
+          continue;
+        }
+        const p = await raw.pipeline(c.code, `${tag} ${name} ${c.knobs}`);
+        const P = raw.params(rows, hidden, consts.lanes);
+        const common = { gamma: G, beta: o.beta ? BETA : stubR, bias: o.bias ? BIAS : stubR, params: P };
+        const groups = o.sum
+          ? [raw.bind(p, { ...common, input: X[0], residual: R[0], output: X[1], sum: R[1] }), raw.bind(p, { ...common, input: X[1], residual: R[1], output: X[0], sum: R[0] })]
+          : [raw.bind(p, { ...common, input: X[0], residual: R[0], output: X[1], sum: stubW }), raw.bind(p, { ...common, input: X[1], residual: R[0], output: X[0], sum: stubW })];
+        if (want) {
+          device.queue.writeBuffer(X[0], 0, x.buffer, x.byteOffset, n * 4);
+          device.queue.writeBuffer(R[0], 0, res.buffer, res.byteOffset, n * 4);
+          const enc = device.createCommandEncoder();
+          const pass = enc.beginComputePass();
+          raw.dispatch(pass, p, groups[0], rows);
+          pass.end();
+          device.queue.submit([enc.finish()]);
+          const y = await raw.readBack(X[1], n);
+          // Relative to the terms of y = v·post·gamma + beta, not to y alone: with beta, y
+          // can cancel to near zero, and a variant that sums the row in another order
+          // (rounding differently in the last place) would look wrong there.
+          let worst = 0;
+          for (let i = 0; i < n; i++) {
+            const scale = Math.abs(want.output[i]) + (o.beta ? 2 * Math.abs(beta[i % hidden]) : 0) + 1e-6;
+            worst = Math.max(worst, Math.abs(y[i] - want.output[i]) / scale);
+          }
+          if (o.sum) {
+            const sv = await raw.readBack(R[1], n);
+            for (let i = 0; i < n; i++) worst = Math.max(worst, Math.abs(sv[i] - want.sum[i]) / (Math.abs(want.sum[i]) + 1e-6));
+          }
+          r.check = worst;
+          if (!(worst <= 1e-5)) {
+            results.push({ ...r, skipped: `FAILED check: ${worst}` });
+            P.destroy();
+            continue;
+          }
+        }
+        const t = await chainTime(raw, (pass, k) => raw.dispatch(pass, p, groups[k & 1], rows), { targetUs: target, maxN, reps, warmMs: 100 });
+        r.us = t.us;
+        r.min = t.min;
+        r.max = t.max;
+        r.bytes = (o.sum ? 4 : 3) * n * 4;
+        r.roof = ctx.kind.realGpu ? r.bytes / t.us / ((3 * n * 4) / abT.us) : undefined;
+        results.push(r);
+        P.destroy();
+      }
+    }
+    for (const b of [...X, ...R, G, BETA, BIAS, stubR, stubW, abU]) b.destroy();
+  }
+  log("µs per dispatch in a dependent chain (as `kernel`); each shape's variants fastest first; * = the variant the emitting build chose. % roofline as in `kernel`.");
+  const groups = new Map();
+  for (const r of results) {
+    const k = `${r.tag} ${r.options}`;
+    if (!groups.has(k)) groups.set(k, []);
+    groups.get(k).push(r);
+  }
+  for (const [k, rs] of groups) {
+    log(`\n### ${k} (a+b ${fmt(rs[0].abUs, 2)} µs)`);
+    rs.sort((a, b) => (a.us ?? Infinity) - (b.us ?? Infinity));
+    table(["variant", "µs", "min–max", "/ a+b", "% roofline"], rs.map((r) => [`${r.chosen ? "* " : ""}${r.knobs}`, r.skipped ?? fmt(r.us, 2), r.skipped ? "" : `${fmt(r.min, 2)}–${fmt(r.max, 2)}`, r.us ? fmt(r.us / r.abUs, 2) + "×" : "—", pct(r.roof)]));
+  }
+  out.sweep = { file: opt.wgsl, results };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -521,7 +640,7 @@ async function sectionCliff(ctx, out) {
 // ---------------------------------------------------------------------------------------------
 
 async function main() {
-  const sections = { calls: sectionCalls, kernel: sectionKernel, cliff: sectionCliff };
+  const sections = { calls: sectionCalls, kernel: sectionKernel, cliff: sectionCliff, sweep: sectionSweep };
   if (!sections[section]) {
     console.error(`usage: node bench/dawn/bench.mjs ${Object.keys(sections).join("|")} [--options]  (see the file's header)`);
     process.exit(64);

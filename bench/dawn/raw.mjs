@@ -20,6 +20,33 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) groups: v
 `;
 }
 
+/**
+ * WGSL of `out = a + b; out2 = a - b`: two reads and two writes per element, the bytes and
+ * the read/write mix of the kernel with the `sum` output (y and v written), with no reduction.
+ */
+export function addSubWgsl(vec4) {
+  const T = vec4 ? "vec4<f32>" : "f32";
+  return `// out = a + b, out2 = a - b: the roofline of a kernel that reads two arrays and writes two.
+struct P { n: u32, pad0: u32, pad1: u32, pad2: u32 };
+@group(0) @binding(0) var<storage, read> a: array<${T}>;
+@group(0) @binding(1) var<storage, read> b: array<${T}>;
+@group(0) @binding(2) var<storage, read_write> out: array<${T}>;
+@group(0) @binding(3) var<storage, read_write> out2: array<${T}>;
+@group(0) @binding(4) var<uniform> p: P;
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+  let i = (wg.x + wg.y * groups.x) * 256u + lid;
+  if i < p.n {
+    let x = a[i];
+    let y = b[i];
+    out[i] = x + y;
+    out2[i] = x - y;
+  }
+}
+`;
+}
+
 /** The package's grid: `rows` workgroups, folded into a second dimension past the limit. */
 export function grid(count, maxPerDim) {
   if (count <= maxPerDim) return [count, 1];
