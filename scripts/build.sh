@@ -2,6 +2,9 @@
 # Builds the npm package's contents into pkg/ (wasm-pack --target web).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# wasm-bindgen's inline JavaScript lands in pkg/snippets/<crate>-<hash>/: start it afresh so
+# that no snippet of an older build ships.
+rm -rf pkg/snippets
 wasm-pack --quiet build --target web --release --out-dir pkg --no-pack --mode no-install
 # wasm-pack writes a pkg/.gitignore of "*", which would silently empty the npm tarball.
 rm -f pkg/.gitignore

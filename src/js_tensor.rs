@@ -54,6 +54,16 @@ pub fn tensor_value(tensor: Rc<Tensor>, engine: &Engine) -> JsValue {
     v
 }
 
+/// `GpuTensor.prototype`, once a tensor has been made.
+pub fn tensor_prototype() -> Option<JsValue> {
+    TENSOR_PROTOTYPE.with(|p| p.borrow().clone())
+}
+
+/// The live tensor `handle` names.
+pub fn tensor_by_handle(handle: u32) -> Option<Rc<Tensor>> {
+    TENSORS.with(|t| t.borrow().get(&handle).cloned())
+}
+
 /// Tensors alive in JavaScript (not yet freed), and their bytes.
 pub fn live_tensors() -> (usize, u64) {
     TENSORS.with(|t| {
@@ -82,7 +92,7 @@ pub fn tensor_arg(v: &JsValue, name: &str) -> Result<Option<Rc<Tensor>>, Error> 
     let tensor = (!freed)
         .then(|| get(v, "__handle").as_f64())
         .flatten()
-        .and_then(|h| TENSORS.with(|t| t.borrow().get(&(h as u32)).cloned()));
+        .and_then(|h| tensor_by_handle(h as u32));
     match tensor {
         Some(t) => Ok(Some(t)),
         None => Err(Error::InvalidState(format!(

@@ -531,6 +531,80 @@ test("CPU backend: every kind of call matches the reference; auto picks it on th
   assert.deepEqual([r.other, r.back], ["TypeError", "TypeError"]);
 });
 
+for (const backend of ["webgpu", "cpu"]) test(`the common call on tensors (read in one step) and the same call read field by field give the same results and the same named errors (${backend})`, async () => {
+  const r = await inPage(async () => {
+    const { pkg, seeded, ref } = window.lib;
+    const n = await pkg.FusedRmsNorm.create({ backend: window.backend });
+    // A plain object takes the one-step reading; the same fields on an object with a
+    // prototype of its own are read one by one, as any other argument is.
+    const slow = (args) => Object.assign(Object.create({ inherited: 1 }), args);
+    const failures = [];
+    const a = seeded.caseArgs({ rows: 3, hidden: 64, bias: true, beta: true, eps: 1e-5, seed: 31 });
+    const up = () => ({ input: n.upload(a.input), residual: n.upload(a.residual), gamma: n.upload(a.gamma), beta: n.upload(a.beta), bias: n.upload(a.bias) });
+    const same = (x, y) => x.length === y.length && x.every((v, i) => Object.is(v, y[i]));
+    const results = {};
+    for (const form of ["plain", "slow"]) {
+      const wrap = form === "plain" ? (o) => o : slow;
+      const t = up();
+      const base = { ...t, hidden: a.hidden, eps: a.eps };
+      const out = await n.run(wrap(base));
+      const viaGpu = await n.run(wrap({ ...base, output: "gpu" }));
+      const withSum = await n.runWithSum(wrap({ ...base, output: "array" }));
+      const none = await n.run(wrap({ ...base, inPlace: true }));
+      const checks = [
+        ["run", ref.compare(a, out)],
+        ["run output gpu", ref.compare(a, await viaGpu.read())],
+        ["runWithSum", ref.compare(a, withSum.output, { sum: withSum.sum })],
+        ["in place", ref.compare(a, await t.input.read(), { sum: await t.residual.read() })],
+      ];
+      for (const [name, rep] of checks) if (!rep.ok) failures.push(`${form} ${name}: ${rep.problems.join("; ")}`);
+      if (none !== undefined) failures.push(`${form} in place resolved with a value`);
+      if (!same(out, withSum.output)) failures.push(`${form}: run and runWithSum differ`);
+      results[form] = [out, withSum.sum, await t.input.read(), await t.residual.read()];
+      viaGpu.free();
+      for (const x of Object.values(t)) x.free();
+    }
+    // Bit for bit: the two readings must hand the kernel the same numbers (an eps read
+    // wrong by a factor of a few stays inside the reference's tolerance).
+    results.plain.forEach((x, i) => { if (!same(x, results.slow[i])) failures.push(`result ${i}: one step and field by field differ`); });
+    const t = up();
+    const freed = n.upload(a.input);
+    freed.free();
+    const base = { ...t, hidden: a.hidden };
+    const bad = {
+      "a freed input": { ...base, input: freed },
+      "eps -1": { ...base, eps: -1 }, "eps NaN": { ...base, eps: NaN }, "eps a string": { ...base, eps: "1e-5" },
+      "hidden 0": { ...base, hidden: 0 }, "hidden 2.5": { ...base, hidden: 2.5 }, "hidden 48": { ...base, hidden: 48 },
+      "hidden a string": { ...base, hidden: "64" }, "inPlace with output gpu": { ...base, inPlace: true, output: "gpu" },
+      "inPlace a string": { ...base, inPlace: "yes" }, "output gpux": { ...base, output: "gpux" },
+      "a misspelt Eps": { ...base, Eps: 1e-5 }, "beta null": { ...base, beta: null },
+      "gamma the wrong length": { ...base, gamma: t.input }, "no gamma": { ...base, gamma: undefined },
+    };
+    for (const [name, args] of Object.entries(bad)) {
+      const got = [];
+      for (const call of [(o) => n.run(o), (o) => n.runWithSum(o)]) {
+        for (const o of [args, slow(args)]) {
+          let e;
+          try {
+            e = await call(o).then(() => "resolved", (x) => x);
+          } catch (x) {
+            e = `threw ${x?.name}`;
+          }
+          got.push(e instanceof Error ? `${e.name}: ${e.message}` : String(e));
+        }
+      }
+      if (got[0] !== got[1] || got[2] !== got[3]) failures.push(`${name}: one step and field by field differ: ${got.join(" | ")}`);
+      if (!/^(TypeError|ShapeError|InvalidStateError): /.test(got[0])) failures.push(`${name}: ${got[0]}`);
+    }
+    const after = await n.run({ ...base, eps: a.eps });
+    const rep = ref.compare(a, after);
+    if (!rep.ok) failures.push(`a good call after: ${rep.problems.join("; ")}`);
+    for (const x of Object.values(t)) x.free();
+    return failures;
+  }, undefined, { query: `?backend=${backend}` });
+  assert.deepEqual(r, []);
+});
+
 /** Runs tsc on a project of tests/types; resolves with its exit code and output. */
 function tsc(project) {
   const bin = createRequire(join(ROOT, "package.json")).resolve("typescript/bin/tsc");

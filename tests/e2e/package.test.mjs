@@ -61,6 +61,10 @@ test("npm tarball holds the wasm, JS, types, licenses and README, and nothing el
     "pkg/webgpu_rmsnorm.d.ts",
     "pkg/webgpu_rmsnorm_bg.wasm",
   ];
+  // wasm-bindgen's inline JavaScript, which the glue imports by relative path.
+  const snippets = [...files.keys()].filter((p) => /^pkg\/snippets\/[^/]+\/inline\d+\.js$/.test(p));
+  assert.ok(snippets.length > 0, `no pkg/snippets/*/inline*.js in the tarball; it holds: ${[...files.keys()].join(", ")}`);
+  wanted.push(...snippets);
   const missing = wanted.filter((f) => !files.has(f));
   assert.deepEqual(missing, [], `missing from the tarball; it holds: ${[...files.keys()].join(", ")}`);
   assert.ok(files.get("pkg/webgpu_rmsnorm_bg.wasm") > 10_000, "the .wasm is suspiciously small");

@@ -9,7 +9,7 @@
 import { test as nodeTest, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -1143,8 +1143,11 @@ test("security (control): without 'wasm-unsafe-eval' the CSP blocks the module; 
   assert.ok(seen.violations.some((v) => /script-src/.test(v)), `the listener saw no violation: ${JSON.stringify(seen)}`);
 });
 
-test("security: the shipped JS has no eval( or new Function", async () => {
-  const js = await readFile(join(ROOT, "pkg", "webgpu_rmsnorm.js"), "utf8");
+test("security: the shipped JS (glue and wasm-bindgen's snippets) has no eval( or new Function", async () => {
+  const snippets = (await readdir(join(ROOT, "pkg", "snippets"), { recursive: true })).filter((f) => f.endsWith(".js"));
+  assert.ok(snippets.length > 0, "pkg/snippets holds the inline JavaScript");
+  const sources = ["webgpu_rmsnorm.js", ...snippets.map((f) => join("snippets", f))];
+  const js = (await Promise.all(sources.map((f) => readFile(join(ROOT, "pkg", f), "utf8")))).join("\n");
   const hits = [/\beval\s*\(/, /\bnew\s+Function\b/, /\bsetTimeout\s*\(\s*["'`]/, /\bsetInterval\s*\(\s*["'`]/]
     .flatMap((re) => js.split("\n").map((line, i) => [re, line, i + 1]).filter(([re, line]) => re.test(line)))
     .map(([re, line, n]) => `${n}: ${line.trim()}`);
