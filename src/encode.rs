@@ -8,20 +8,23 @@
 //! same WGSL (`Variant::wgsl`), the same binding table (`pipelines::BINDINGS`) and the same
 //! checks (`Plan::encoded`) as every other call. Nothing is submitted or awaited here: the
 //! GPU's verdict on the recorded work reaches the app through its own error scopes.
+//!
+//! The package's own calls whose results stay on the GPU (in place, `output: "gpu"`) are
+//! dispatched through the same objects ([`Recorder::submit`]): on the web that costs a
+//! decode step less than wgpu's path (docs/PERFORMANCE.md).
 
 use js_sys::{Array, Object, Reflect};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
-use crate::device::ContextId;
 use crate::error::Error;
 use crate::fast_hash::FastMap;
 use crate::gpu::GpuContext;
 use crate::host::{Arg, JsArray};
 use crate::kernel::{grid, Params, Variant};
-use crate::pipelines::BINDINGS;
+use crate::pipelines::{Bound, GroupKey as OwnGroupKey, BINDINGS};
 use crate::shape::{Inputs, Kernel, Outputs, Plan};
-use crate::webgpu_raw::{self as raw, descriptor, RawDevice, RawEncoder};
+use crate::webgpu_raw::{self as raw, descriptor, RawDevice, RawEncoder, RawQueue};
 
 /// Bind groups kept before the cache starts over (as `pipelines::MAX_BIND_GROUPS`: an
 /// engine binds the same few activations layer after layer).
@@ -31,14 +34,17 @@ const MAX_GROUPS: usize = 128;
 /// [`Recorder::id`] gave it.
 type GroupKey = (bool, [u32; BINDINGS.len()]);
 
-/// The WebGPU objects `encode` records with, for one device.
+/// The WebGPU objects `encode` and the package's own GPU-resident calls record with, for
+/// one device (a `GpuContext` holds one).
 pub struct Recorder {
-    context: ContextId,
     device: RawDevice,
+    queue: RawQueue,
     /// Bind group layout and pipeline layout, out of place and in place.
     layouts: [Option<(JsValue, JsValue)>; 2],
     pipelines: FastMap<Variant, JsValue>,
     groups: FastMap<GroupKey, JsValue>,
+    /// The bind groups of the package's own calls, by the key wgpu's are cached by.
+    own_groups: FastMap<OwnGroupKey, JsValue>,
     /// A number per buffer object: JavaScript objects cannot key a Rust map, and a
     /// `WeakMap` forgets buffers the app drops.
     ids: js_sys::WeakMap,
@@ -46,23 +52,65 @@ pub struct Recorder {
 }
 
 impl Recorder {
-    pub fn new(ctx: &GpuContext) -> Result<Recorder, Error> {
-        let device = raw::device(ctx.device())
-            .ok_or_else(|| Error::Type("encode: expected a WebGPU device, got none".into()))?;
+    pub fn new(device: &wgpu::Device, queue: &wgpu::Queue) -> Result<Recorder, Error> {
+        let (Some(device), Some(queue)) = (raw::device(device), raw::queue(queue)) else {
+            return Err(Error::Type("encode: expected a WebGPU device, got none".into()));
+        };
         Ok(Recorder {
-            context: ctx.id(),
             device,
+            queue,
             layouts: [None, None],
             pipelines: FastMap::default(),
             groups: FastMap::default(),
+            own_groups: FastMap::default(),
             ids: js_sys::WeakMap::new(),
             next_id: 1,
         })
     }
 
-    /// Whether this recorder belongs to `ctx` (a device loss makes a new context).
-    pub fn serves(&self, ctx: &GpuContext) -> bool {
-        self.context == ctx.id()
+    /// Dispatches `variant` over the package's own buffers `bound` (stubs included, as
+    /// `Pipelines::binding` gives them, keyed by `key`) for `rows` rows, and submits it.
+    /// `creating` runs before any WebGPU object is made, so the call's error scopes cover it.
+    pub fn submit(
+        &mut self,
+        ctx: &GpuContext,
+        variant: Variant,
+        (bound, key): (Bound, Option<OwnGroupKey>),
+        rows: u32,
+        creating: &dyn Fn(),
+    ) -> Result<(), Error> {
+        let group = match key.and_then(|k| self.own_groups.get(&k)) {
+            Some(g) => g.clone(),
+            None => {
+                creating();
+                let bound: [Option<(JsValue, Option<u64>)>; BINDINGS.len()] =
+                    bound.map(|b| b.map(|b| (raw::buffer(b), None)));
+                let group = self.create_group(variant.in_place, &bound)?;
+                if let Some(k) = key {
+                    if self.own_groups.len() >= MAX_GROUPS {
+                        self.own_groups.clear();
+                    }
+                    self.own_groups.insert(k, group.clone());
+                }
+                group
+            }
+        };
+        if !self.pipelines.contains_key(&variant) {
+            creating();
+        }
+        let pipeline = self.pipeline(variant)?;
+        let (x, y) = grid(rows, ctx.caps().max_groups_per_dim);
+        raw::submit_dispatch(&self.device, &self.queue, &pipeline, &group, x, y).map_err(|e| {
+            Error::GpuDevice(format!(
+                "the device refused the dispatch ({})",
+                raw::message(&e)
+            ))
+        })
+    }
+
+    /// Compiles `variant` now (`prepare`).
+    pub fn prepare(&mut self, variant: Variant) -> Result<(), Error> {
+        self.pipeline(variant).map(|_| ())
     }
 
     /// Records the call `x → outputs` into `encoder` as one compute pass.
@@ -95,10 +143,10 @@ impl Recorder {
         });
         let row_bytes = plan.dtype.copy_bytes(plan.shape.hidden);
         let all_bytes = plan.dtype.copy_bytes(plan.shape.len());
-        let mut bound: [Option<(JsValue, u64)>; BINDINGS.len()] = Default::default();
+        let mut bound: [Option<(JsValue, Option<u64>)>; BINDINGS.len()] = Default::default();
         let mut set = |slot: usize, a: Option<&Arg<JsArray>>, bytes: u64| {
             if let Some(a) = a {
-                bound[slot] = Some((handle(a), bytes));
+                bound[slot] = Some((handle(a), Some(bytes)));
             }
         };
         use crate::pipelines::slot;
@@ -111,11 +159,11 @@ impl Recorder {
             set(slot::OUTPUT, Some(output), all_bytes);
             set(slot::SUM, sum.as_ref(), all_bytes);
         }
-        bound[slot::PARAMS] = Some((raw::buffer(&params), Params::SIZE as u64));
+        bound[slot::PARAMS] = Some((raw::buffer(&params), Some(Params::SIZE as u64)));
         for b in BINDINGS.iter().filter(|b| b.present(in_place)) {
             let i = b.index as usize;
             if bound[i].is_none() {
-                bound[i] = Some((raw::buffer(ctx.stub(b.role)), 16));
+                bound[i] = Some((raw::buffer(ctx.stub(b.role)), Some(16)));
             }
         }
         let pipeline = self.pipeline(variant)?;
@@ -196,7 +244,7 @@ impl Recorder {
     fn group(
         &mut self,
         in_place: bool,
-        bound: &[Option<(JsValue, u64)>; BINDINGS.len()],
+        bound: &[Option<(JsValue, Option<u64>)>; BINDINGS.len()],
     ) -> Result<JsValue, Error> {
         let mut key = [0u32; BINDINGS.len()];
         for (k, b) in key.iter_mut().zip(bound) {
@@ -210,16 +258,35 @@ impl Recorder {
         if let Some(g) = self.groups.get(&key) {
             return Ok(g.clone());
         }
+        let group = self.create_group(in_place, bound)?;
+        if self.groups.len() >= MAX_GROUPS {
+            self.groups.clear();
+        }
+        self.groups.insert(key, group.clone());
+        Ok(group)
+    }
+
+    /// A bind group of `bound`: each buffer whole, or its first `size` bytes.
+    fn create_group(
+        &mut self,
+        in_place: bool,
+        bound: &[Option<(JsValue, Option<u64>)>; BINDINGS.len()],
+    ) -> Result<JsValue, Error> {
         let (group_layout, _) = self.layouts(in_place)?;
         let entries: Array = bound
             .iter()
             .enumerate()
             .filter_map(|(i, b)| {
                 b.as_ref().map(|(buffer, size)| {
-                    // Bound by the bytes the call uses, not the whole buffer: an app's buffer
-                    // may be larger than one binding may be, and a tensor's is padded.
-                    let resource =
-                        descriptor(&[("buffer", buffer.clone()), ("size", (*size as f64).into())]);
+                    // An app's buffer is bound by the bytes the call uses, not whole: it may
+                    // be larger than one binding may be, and a tensor's is padded.
+                    let resource = match size {
+                        Some(size) => descriptor(&[
+                            ("buffer", buffer.clone()),
+                            ("size", (*size as f64).into()),
+                        ]),
+                        None => descriptor(&[("buffer", buffer.clone())]),
+                    };
                     JsValue::from(descriptor(&[
                         ("binding", (i as u32).into()),
                         ("resource", resource.into()),
@@ -234,10 +301,6 @@ impl Recorder {
                 ("entries", entries.into()),
             ]))
             .map_err(device_refused)?;
-        if self.groups.len() >= MAX_GROUPS {
-            self.groups.clear();
-        }
-        self.groups.insert(key, group.clone());
         Ok(group)
     }
 
@@ -343,7 +406,7 @@ fn brand(v: &JsValue) -> Option<String> {
 
 fn device_refused(e: JsValue) -> Error {
     Error::GpuDevice(format!(
-        "encode: the device refused to create the kernel's objects ({})",
+        "the device refused to create the kernel's objects ({})",
         raw::message(&e)
     ))
 }

@@ -19,7 +19,6 @@ use wasm_bindgen_futures::future_to_promise;
 use crate::backend::Engine;
 use crate::clock::now_ms;
 use crate::device::AdapterSummary;
-use crate::encode::Recorder;
 use crate::error::Error;
 use crate::gpu::GpuContext;
 use crate::js_args::{
@@ -45,8 +44,6 @@ extern "C" {
 pub struct FusedRmsNorm {
     engine: Engine,
     handlers: Rc<Handlers>,
-    /// `encode`'s WebGPU objects, for the device they were made on.
-    recorder: RefCell<Option<Recorder>>,
 }
 
 /// The app's device-loss handlers (`ondevicelost`, `ondevicerestored`).
@@ -115,7 +112,6 @@ impl FusedRmsNorm {
         Ok(FusedRmsNorm {
             engine,
             handlers,
-            recorder: RefCell::new(None),
         })
     }
 
@@ -200,18 +196,8 @@ impl FusedRmsNorm {
         let (x, outputs) = parse_encode(&args).map_err(to_js)?;
         // An argument's getter may call back into this instance; `encode` within `encode`
         // is refused rather than allowed to trip the borrow.
-        let Ok(mut recorder) = self.recorder.try_borrow_mut() else {
-            return Err(to_js(Error::InvalidState(
-                "encode: expected no call of encode from inside an argument of encode".into(),
-            )));
-        };
-        if !recorder.as_ref().is_some_and(|r| r.serves(&ctx)) {
-            *recorder = Some(Recorder::new(&ctx).map_err(to_js)?);
-        }
-        let Some(r) = recorder.as_mut() else {
-            return Ok(());
-        };
-        r.record(&ctx, &encoder, &x, &outputs).map_err(to_js)
+        let mut recorder = ctx.recorder().map_err(to_js)?;
+        recorder.record(&ctx, &encoder, &x, &outputs).map_err(to_js)
     }
 
     /// The WGSL this instance runs for `kernel` (as `prepare` takes it, plus `rows` for the

@@ -32,6 +32,10 @@ pub struct GpuContext {
     in_call: Cell<bool>,
     /// Uniform blocks by content (see `uniform`).
     uniforms: RefCell<HashMap<[u8; Params::SIZE], wgpu::Buffer>>,
+    /// The kernel's objects made on the browser's WebGPU directly: for `encode`, and for
+    /// this context's calls whose results stay on the GPU (see `encode`).
+    #[cfg(target_arch = "wasm32")]
+    recorder: RefCell<Option<crate::encode::Recorder>>,
 }
 
 /// Distinct uniform blocks kept before the cache starts over.
@@ -67,8 +71,29 @@ impl GpuContext {
             uniforms: RefCell::new(HashMap::new()),
             scopes: RefCell::new(None),
             in_call: Cell::new(false),
+            #[cfg(target_arch = "wasm32")]
+            recorder: RefCell::new(None),
             dev,
         }
+    }
+
+    /// This context's [`Recorder`](crate::encode::Recorder), made on first use; `Err` if an
+    /// argument's getter calls back into the package from inside a call that holds it.
+    #[cfg(target_arch = "wasm32")]
+    pub(crate) fn recorder(
+        &self,
+    ) -> Result<std::cell::RefMut<'_, crate::encode::Recorder>, Error> {
+        let mut slot = self.recorder.try_borrow_mut().map_err(|_| {
+            Error::InvalidState(
+                "encode: expected no call of encode from inside an argument of encode".into(),
+            )
+        })?;
+        if slot.is_none() {
+            *slot = Some(crate::encode::Recorder::new(&self.dev.device, &self.dev.queue)?);
+        }
+        std::cell::RefMut::filter_map(slot, Option::as_mut).map_err(|_| {
+            Error::InvalidState("encode: no recorder".into())
+        })
     }
 
     pub fn adapter(&self) -> &AdapterSummary {
@@ -155,7 +180,11 @@ impl GpuContext {
         self.dev.check_live()?;
         for k in kernels {
             k.check()?;
-            self.pipeline(k.variant(&self.dev.caps));
+            let variant = k.variant(&self.dev.caps);
+            self.pipeline(variant);
+            // Calls whose results stay on the GPU dispatch the browser's own pipeline.
+            #[cfg(target_arch = "wasm32")]
+            self.recorder()?.prepare(variant)?;
         }
         // The browser compiles in the GPU process, in order with the queue's work: once an
         // empty submission is done, so are the pipelines made before it.
@@ -296,7 +325,19 @@ impl GpuContext {
         } = plan.request;
         let variant = plan.variant;
         let in_place = to == Destination::InPlace;
-        let pipeline = self.pipeline(variant);
+        // On the web, a call whose results stay on the GPU is dispatched through the
+        // browser's WebGPU directly (`Recorder::submit`): the decode step, where the call's
+        // own cost is what an app waits for. Readbacks and timed calls go through wgpu.
+        let direct = cfg!(target_arch = "wasm32")
+            && !timed
+            && to != Destination::Host
+            && rows <= plan.rows_per_chunk;
+        let mut through_wgpu = (!direct).then(|| {
+            (
+                self.pipeline(variant),
+                self.dev.device.create_command_encoder(&Default::default()),
+            )
+        });
         let copies = RefCell::new(Vec::new());
         let stage = |name: &'static str, a: &A, start: usize, count: usize| {
             if let Some(t) = a.resident() {
@@ -323,7 +364,6 @@ impl GpuContext {
         let beta = per_row("beta", x.beta.as_ref())?;
         let bias = per_row("bias", x.bias.as_ref())?;
 
-        let mut encoder = self.dev.device.create_command_encoder(&Default::default());
         for first in (0..rows).step_by(plan.rows_per_chunk) {
             let n_rows = plan.rows_per_chunk.min(rows - first);
             let n = n_rows * hidden;
@@ -361,6 +401,19 @@ impl GpuContext {
             bound[slot::OUTPUT] = output.as_deref();
             bound[slot::SUM] = sum.as_deref();
             bound[slot::PARAMS] = Some(&params);
+            let Some((pipeline, encoder)) = &mut through_wgpu else {
+                #[cfg(target_arch = "wasm32")]
+                self.recorder()?.submit(
+                    self,
+                    variant,
+                    self.pipelines.binding(in_place, &bound),
+                    n_rows as u32,
+                    &|| self.creating(),
+                )?;
+                pending.kept.extend([input, residual]);
+                pending.kept.extend(output.into_iter().chain(sum));
+                continue;
+            };
             let group = self.bind_group(in_place, &bound);
             // The first chunk's pass is the one timed (a timed call is one chunk in practice).
             let query = (timed && self.dev.caps.timestamps && first == 0).then(|| {
@@ -383,7 +436,7 @@ impl GpuContext {
                     }),
                 });
                 for _ in 0..repeat {
-                    self.dispatch(&mut pass, &pipeline, &group, n_rows as u32);
+                    self.dispatch(&mut pass, pipeline, &group, n_rows as u32);
                 }
             }
             if let Some(query) = query {
@@ -394,14 +447,14 @@ impl GpuContext {
                     mapped_at_creation: false,
                 });
                 encoder.resolve_query_set(&query, 0..2, &resolved, 0);
-                let staging = self.readback(&mut encoder, &resolved, 4, Dtype::F32);
+                let staging = self.readback(encoder, &resolved, 4, Dtype::F32);
                 pending.timestamps = Some((staging, self.dev.queue.get_timestamp_period()));
             }
             if let (Destination::Host, Some(output)) = (to, &output) {
-                let y = self.readback(&mut encoder, output, n, plan.dtype);
+                let y = self.readback(encoder, output, n, plan.dtype);
                 let sum = sum
                     .as_ref()
-                    .map(|s| self.readback(&mut encoder, s, n, plan.dtype));
+                    .map(|s| self.readback(encoder, s, n, plan.dtype));
                 pending.chunks.push(Chunk {
                     start: first * hidden,
                     len: n,
@@ -415,7 +468,9 @@ impl GpuContext {
         pending.kept.push(gamma);
         pending.kept.extend(beta.into_iter().chain(bias));
         pending.copies.extend(copies.take());
-        self.dev.queue.submit([encoder.finish()]);
+        if let Some((_, encoder)) = through_wgpu {
+            self.dev.queue.submit([encoder.finish()]);
+        }
         self.map_results(pending);
         Ok(())
     }

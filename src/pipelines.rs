@@ -225,13 +225,13 @@ const MAX_BIND_GROUPS: usize = 128;
 
 /// What a bind group binds: in place or not, and each binding's buffer (stubs included), by
 /// identity.
-type GroupKey = (bool, [Identity; BINDINGS.len()]);
+pub(crate) type GroupKey = (bool, [Identity; BINDINGS.len()]);
 
 /// A buffer's identity as wgpu hashes it: on the web backend a counter never reused, natively
 /// an id with its epoch. Taken through `Hash` because cloning a buffer to key a map with it
 /// is a call into JavaScript on the web, several per call; `None` if wgpu ever hashes more
 /// than this holds (then nothing is cached).
-type Identity = Option<[u8; 32]>;
+pub(crate) type Identity = Option<[u8; 32]>;
 
 #[derive(Default)]
 struct Capture {
@@ -349,14 +349,14 @@ impl Pipelines {
     }
 
     /// Binds one dispatch's buffers: a cached group where the same buffers were bound before.
-    pub fn bind(
-        &self,
-        device: &wgpu::Device,
+    /// The buffers a dispatch binds (stubs for the absent optional ones), and the key its
+    /// bind group is cached by (`None`: not cacheable).
+    pub(crate) fn binding<'s>(
+        &'s self,
         in_place: bool,
-        bound: &Bound,
-        creating: &dyn Fn(),
-    ) -> wgpu::BindGroup {
-        let mut buffers: [Option<&wgpu::Buffer>; BINDINGS.len()] = [None; BINDINGS.len()];
+        bound: &Bound<'s>,
+    ) -> (Bound<'s>, Option<GroupKey>) {
+        let mut buffers: Bound = [None; BINDINGS.len()];
         let mut ids: [Identity; BINDINGS.len()] = [None; BINDINGS.len()];
         for b in BINDINGS.iter().filter(|b| b.present(in_place)) {
             let buffer = bound[b.index as usize].unwrap_or(self.stub(b.role));
@@ -367,11 +367,18 @@ impl Pipelines {
             .iter()
             .zip(&ids)
             .all(|(b, id)| b.is_none() || id.is_some());
-        let key = (in_place, ids);
-        if let Some(group) = cacheable
-            .then(|| self.groups.borrow().get(&key).cloned())
-            .flatten()
-        {
+        (buffers, cacheable.then_some((in_place, ids)))
+    }
+
+    pub fn bind(
+        &self,
+        device: &wgpu::Device,
+        in_place: bool,
+        bound: &Bound,
+        creating: &dyn Fn(),
+    ) -> wgpu::BindGroup {
+        let (buffers, key) = self.binding(in_place, bound);
+        if let Some(group) = key.and_then(|k| self.groups.borrow().get(&k).cloned()) {
             return group;
         }
         creating();
@@ -390,9 +397,9 @@ impl Pipelines {
             layout: &self.layout(in_place).bind_group,
             entries: &entries,
         });
-        if !cacheable {
+        let Some(key) = key else {
             return group;
-        }
+        };
         let mut groups = self.groups.borrow_mut();
         if groups.len() >= MAX_BIND_GROUPS {
             // The buffers of old groups are usually gone: start over rather than track ages.
