@@ -49,6 +49,11 @@ function tap(gpu, seen) {
     seen.adapter = adapter;
     const requestDevice = adapter.requestDevice;
     adapter.requestDevice = async function (descriptor) {
+      // DAWN_SUBGROUPS=1: the device also gets `subgroups` where the adapter has them (for
+      // sweeping subgroup variants before the package asks for the feature itself).
+      if (process.env.DAWN_SUBGROUPS === "1" && adapter.features.has("subgroups")) {
+        descriptor = { ...(descriptor ?? {}), requiredFeatures: [...(descriptor?.requiredFeatures ?? []), "subgroups"] };
+      }
       const device = await requestDevice.call(adapter, descriptor);
       seen.device = device;
       seen.requestedFeatures = [...(descriptor?.requiredFeatures ?? [])];
