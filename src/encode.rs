@@ -54,7 +54,9 @@ pub struct Recorder {
 impl Recorder {
     pub fn new(device: &wgpu::Device, queue: &wgpu::Queue) -> Result<Recorder, Error> {
         let (Some(device), Some(queue)) = (raw::device(device), raw::queue(queue)) else {
-            return Err(Error::Type("encode: expected a WebGPU device, got none".into()));
+            return Err(Error::Type(
+                "encode: expected a WebGPU device, got none".into(),
+            ));
         };
         Ok(Recorder {
             device,
@@ -323,7 +325,8 @@ impl Recorder {
 /// the workgroup grid for `rows` where given.
 pub fn source(ctx: &GpuContext, kernel: &Kernel, rows: Option<u32>) -> Result<JsValue, Error> {
     kernel.check()?;
-    let variant = kernel.variant(ctx.caps());
+    // Without `rows`, the decode-sized tiling.
+    let variant = kernel.variant(ctx.caps(), rows.map_or(1, |r| r as usize));
     let bindings: Array = BINDINGS
         .iter()
         .filter(|b| b.present(variant.in_place))

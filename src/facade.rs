@@ -109,10 +109,7 @@ impl FusedRmsNorm {
                 }
             });
         }
-        Ok(FusedRmsNorm {
-            engine,
-            handlers,
-        })
+        Ok(FusedRmsNorm { engine, handlers })
     }
 
     /// Uploads `data` to the GPU as a tensor this instance's calls accept in place of an

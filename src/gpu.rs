@@ -80,20 +80,20 @@ impl GpuContext {
     /// This context's [`Recorder`](crate::encode::Recorder), made on first use; `Err` if an
     /// argument's getter calls back into the package from inside a call that holds it.
     #[cfg(target_arch = "wasm32")]
-    pub(crate) fn recorder(
-        &self,
-    ) -> Result<std::cell::RefMut<'_, crate::encode::Recorder>, Error> {
+    pub(crate) fn recorder(&self) -> Result<std::cell::RefMut<'_, crate::encode::Recorder>, Error> {
         let mut slot = self.recorder.try_borrow_mut().map_err(|_| {
             Error::InvalidState(
                 "encode: expected no call of encode from inside an argument of encode".into(),
             )
         })?;
         if slot.is_none() {
-            *slot = Some(crate::encode::Recorder::new(&self.dev.device, &self.dev.queue)?);
+            *slot = Some(crate::encode::Recorder::new(
+                &self.dev.device,
+                &self.dev.queue,
+            )?);
         }
-        std::cell::RefMut::filter_map(slot, Option::as_mut).map_err(|_| {
-            Error::InvalidState("encode: no recorder".into())
-        })
+        std::cell::RefMut::filter_map(slot, Option::as_mut)
+            .map_err(|_| Error::InvalidState("encode: no recorder".into()))
     }
 
     pub fn adapter(&self) -> &AdapterSummary {
@@ -180,11 +180,12 @@ impl GpuContext {
         self.dev.check_live()?;
         for k in kernels {
             k.check()?;
-            let variant = k.variant(&self.dev.caps);
-            self.pipeline(variant);
-            // Calls whose results stay on the GPU dispatch the browser's own pipeline.
-            #[cfg(target_arch = "wasm32")]
-            self.recorder()?.prepare(variant)?;
+            for variant in k.variants(&self.dev.caps) {
+                self.pipeline(variant);
+                // Calls whose results stay on the GPU dispatch the browser's own pipeline.
+                #[cfg(target_arch = "wasm32")]
+                self.recorder()?.prepare(variant)?;
+            }
         }
         // The browser compiles in the GPU process, in order with the queue's work: once an
         // empty submission is done, so are the pipelines made before it.

@@ -430,7 +430,13 @@ fn parse_tensor_call(args: &JsValue, sum: bool) -> Option<Result<(Args, Request)
         return None;
     }
     let tensor = |h: f64| crate::js_tensor::tensor_by_handle(h as u32).map(Arg::Gpu);
-    let optional = |h: f64| if h == 0.0 { Some(None) } else { tensor(h).map(Some) };
+    let optional = |h: f64| {
+        if h == 0.0 {
+            Some(None)
+        } else {
+            tensor(h).map(Some)
+        }
+    };
     let (input, residual, gamma) = (tensor(out[0])?, tensor(out[1])?, tensor(out[2])?);
     let (beta, bias) = (optional(out[3])?, optional(out[4])?);
     let (in_place, to_gpu) = (out[8] == 1.0, out[9] == 1.0);

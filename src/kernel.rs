@@ -86,6 +86,10 @@ pub struct Variant {
     pub exact: bool,
 }
 
+/// Calls of this many rows or more may be tiled differently from decode-sized ones
+/// ([`Variant::for_many_rows`]).
+pub const MANY_ROWS: usize = 1024;
+
 /// The most scalars a thread keeps in registers (16 vec4 or 64 f32); more would cost
 /// occupancy for nothing.
 pub const MAX_CACHED_SCALARS: u32 = 64;
@@ -162,6 +166,31 @@ impl Variant {
             // struct at 95-99 % (docs/PERFORMANCE.md).
             unroll: true,
             exact: slots * workgroup == width,
+        }
+    }
+
+    /// The tiling for a call of [`MANY_ROWS`] rows or more, where it differs from `self`:
+    /// in the browser, a row of 1024 vec4 or more with beta keeps four vec4 per thread
+    /// instead of eight. Preloading gamma and beta holds three vec4 per column in registers,
+    /// which at eight columns costs the occupancy that a call of a few waves of rows needs;
+    /// a decode row wants the eight (one workgroup waits on its own loads). Measured on Dawn
+    /// on an H200, bias+beta in a dependent chain: 2048×4096 89.9 → 93.9 % of `a + b`,
+    /// 4096×8192 94.1 → 97.6 %, 16384×4096 98.9 → 98.6 %; at 1×4096 and 16×4096 four
+    /// columns were 8 % slower, at 32768×896 and 70000×1024 (shorter rows) slower too
+    /// (docs/PERFORMANCE.md). wgpu/Vulkan keeps its tiling: no tiling reached 95 % there.
+    pub fn for_many_rows(self, hidden: u32, web: bool) -> Variant {
+        let width = hidden / self.lanes;
+        if !(web && self.lanes == 4 && self.preload && self.options.beta && width >= 1024) {
+            return self;
+        }
+        let workgroup = width.div_ceil(4).next_power_of_two().clamp(32, 512);
+        let slots = width.div_ceil(workgroup).clamp(1, max_slots(self.lanes));
+        Variant {
+            workgroup,
+            slots,
+            fan: Self::balanced_fan(workgroup),
+            exact: slots * workgroup == width,
+            ..self
         }
     }
 
@@ -388,13 +417,32 @@ mod tests {
             16384,
             1 << 20,
         ] {
-            for web in [false, true] {
-                let v = Variant::for_stack(hidden, Options::default(), web);
-                assert_eq!(v.lanes, if hidden % 4 == 0 { 4 } else { 1 });
-                assert!(v.workgroup.is_power_of_two());
-                assert!((1..=max_slots(v.lanes)).contains(&v.slots));
-                assert_eq!(v.exact, v.slots * v.workgroup == hidden / v.lanes);
-                assert!(v.fan <= v.workgroup);
+            for (web, beta) in [(false, false), (true, false), (false, true), (true, true)] {
+                let options = Options {
+                    beta,
+                    ..Options::default()
+                };
+                let decode = Variant::for_stack(hidden, options, web);
+                let many = decode.for_many_rows(hidden, web);
+                for v in [decode, many] {
+                    assert_eq!(v.lanes, if hidden % 4 == 0 { 4 } else { 1 });
+                    assert!(v.workgroup.is_power_of_two());
+                    assert!((1..=max_slots(v.lanes)).contains(&v.slots));
+                    assert_eq!(v.exact, v.slots * v.workgroup == hidden / v.lanes);
+                    assert!(v.fan <= v.workgroup);
+                    // Short rows keep every column in registers.
+                    if hidden / v.lanes <= 1024 {
+                        assert!(v.slots * v.workgroup >= hidden / v.lanes, "{hidden}");
+                    }
+                }
+                // Only the browser's tiling with beta, on rows of 1024 vec4 or more, changes
+                // (to fewer columns per thread, until the workgroup is at its cap).
+                let may_change = web && beta && hidden % 4 == 0 && hidden / 4 >= 1024;
+                if !may_change {
+                    assert_eq!(many, decode, "{hidden} web {web} beta {beta}");
+                } else if decode.workgroup < 512 {
+                    assert_eq!((many.slots, many.workgroup), (4, decode.workgroup * 2));
+                }
             }
         }
     }

@@ -10,7 +10,7 @@ use crate::device::{Caps, ContextId};
 use crate::dtype::Dtype;
 use crate::error::Error;
 use crate::host::{Arg, HostArray};
-use crate::kernel::{Options, Storage, Variant};
+use crate::kernel::{Options, Storage, Variant, MANY_ROWS};
 
 /// The arguments of one call. `A` is where the numbers live: a Rust slice natively, a JS
 /// `Float32Array` in the browser (uploaded straight from JS, never copied through wasm).
@@ -335,7 +335,7 @@ impl Plan {
             }
             rows_per_chunk = shape.rows.max(1);
         }
-        let variant = kernel.variant(caps);
+        let variant = kernel.variant(caps, shape.rows);
         Ok(Plan {
             shape,
             dtype,
@@ -369,15 +369,19 @@ impl Kernel {
         Ok(())
     }
 
-    /// The compiled form the device runs it as.
-    pub fn variant(&self, caps: &Caps) -> Variant {
+    /// The compiled form the device runs a call of `rows` rows as.
+    pub fn variant(&self, caps: &Caps, rows: usize) -> Variant {
         let storage = match self.dtype {
             Dtype::F32 => Storage::F32,
             Dtype::F16 if caps.shader_f16 => Storage::F16,
             Dtype::F16 => Storage::F16Packed,
         };
         let hidden = self.hidden as u32;
-        let tiled = Variant::for_shape(hidden, self.options).within(hidden, caps.max_workgroup);
+        let mut tiled = Variant::for_shape(hidden, self.options);
+        if rows >= MANY_ROWS && !caps.cpu_tiling {
+            tiled = tiled.for_many_rows(hidden, cfg!(target_arch = "wasm32"));
+        }
+        let tiled = tiled.within(hidden, caps.max_workgroup);
         Variant {
             storage,
             in_place: self.in_place,
@@ -387,6 +391,13 @@ impl Kernel {
                 tiled
             }
         }
+    }
+
+    /// Every variant a call of this kernel may run as: decode-sized and of many rows.
+    pub fn variants(&self, caps: &Caps) -> Vec<Variant> {
+        let mut all = vec![self.variant(caps, 1), self.variant(caps, MANY_ROWS)];
+        all.dedup();
+        all
     }
 }
 

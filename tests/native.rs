@@ -737,7 +737,8 @@ fn web_tiling_flat_reduction_and_preload_variants_match_the_reference() {
             (64, width.div_ceil(64).min(max_slots(base.lanes))),
             (2, width.div_ceil(2).min(max_slots(base.lanes))),
         ];
-        for k in 0..=tilings.len() {
+        // Beyond the tilings: the browser's own, for decode-sized calls and for many rows.
+        for k in 0..tilings.len() + 2 {
             for (bits, scale) in [(0u8, 1.0f32), (7, 1e30), (3, 1e-30), (4, 1.0)] {
                 let options = Options {
                     bias: bits & 1 != 0,
@@ -754,7 +755,12 @@ fn web_tiling_flat_reduction_and_preload_variants_match_the_reference() {
                         fan: 0,
                         ..Variant::for_shape(hidden, options)
                     },
-                    None => Variant::for_stack(hidden, options, true).within(hidden, max_wg),
+                    None if k == tilings.len() => {
+                        Variant::for_stack(hidden, options, true).within(hidden, max_wg)
+                    }
+                    None => Variant::for_stack(hidden, options, true)
+                        .for_many_rows(hidden, true)
+                        .within(hidden, max_wg),
                 };
                 let case = Case::random(
                     &mut rng,
@@ -790,7 +796,7 @@ fn web_tiling_flat_reduction_and_preload_variants_match_the_reference() {
             }
         }
     }
-    assert_eq!(checked, 6 * 4 * 4);
+    assert_eq!(checked, 6 * 5 * 4);
 }
 
 /// Uploads of `STAGED_UPLOAD_BYTES` and more go through staging buffers kept in the pool

@@ -471,6 +471,8 @@ async function sectionSweep(ctx, out) {
           continue;
         }
         const p = await raw.pipeline(c.code, `${tag} ${name} ${c.knobs}`);
+        // A variant may own several rows per workgroup (its ROWS constant).
+        const workgroups = Math.ceil(rows / (consts.ROWS ?? 1));
         const P = raw.params(rows, hidden, consts.lanes);
         const common = { gamma: G, beta: o.beta ? BETA : stubR, bias: o.bias ? BIAS : stubR, params: P };
         const groups = o.sum
@@ -481,7 +483,7 @@ async function sectionSweep(ctx, out) {
           device.queue.writeBuffer(R[0], 0, res.buffer, res.byteOffset, n * 4);
           const enc = device.createCommandEncoder();
           const pass = enc.beginComputePass();
-          raw.dispatch(pass, p, groups[0], rows);
+          raw.dispatch(pass, p, groups[0], workgroups);
           pass.end();
           device.queue.submit([enc.finish()]);
           const y = await raw.readBack(X[1], n);
@@ -504,7 +506,7 @@ async function sectionSweep(ctx, out) {
             continue;
           }
         }
-        const t = await chainTime(raw, (pass, k) => raw.dispatch(pass, p, groups[k & 1], rows), { targetUs: target, maxN, reps, warmMs: 100 });
+        const t = await chainTime(raw, (pass, k) => raw.dispatch(pass, p, groups[k & 1], workgroups), { targetUs: target, maxN, reps, warmMs: 100 });
         r.us = t.us;
         r.min = t.min;
         r.max = t.max;
