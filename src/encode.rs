@@ -110,6 +110,11 @@ impl Recorder {
         })
     }
 
+    /// The variants compiled so far.
+    pub fn variants(&self) -> impl Iterator<Item = Variant> + '_ {
+        self.pipelines.keys().copied()
+    }
+
     /// Compiles `variant` now (`prepare`).
     pub fn prepare(&mut self, variant: Variant) -> Result<(), Error> {
         self.pipeline(variant).map(|_| ())

@@ -181,8 +181,12 @@ impl GpuContext {
         for k in kernels {
             k.check()?;
             for variant in k.variants(&self.dev.caps) {
-                self.pipeline(variant);
-                // Calls whose results stay on the GPU dispatch the browser's own pipeline.
+                // On the web, calls whose results stay on the GPU dispatch the browser's own
+                // pipeline (`encode`), and in place is always such a call: its kernel needs
+                // no wgpu pipeline there.
+                if !(cfg!(target_arch = "wasm32") && variant.in_place) {
+                    self.pipeline(variant);
+                }
                 #[cfg(target_arch = "wasm32")]
                 self.recorder()?.prepare(variant)?;
             }
@@ -203,7 +207,16 @@ impl GpuContext {
 
     /// Pipelines compiled so far.
     pub fn pipeline_count(&self) -> usize {
-        self.pipelines.len()
+        // Kernels, not objects: on the web a variant may be compiled for wgpu's path and for
+        // the direct dispatch both.
+        #[allow(unused_mut)]
+        let mut variants: std::collections::HashSet<_> =
+            self.pipelines.variants().into_iter().collect();
+        #[cfg(target_arch = "wasm32")]
+        if let Ok(r) = self.recorder.try_borrow() {
+            variants.extend(r.iter().flat_map(|r| r.variants()));
+        }
+        variants.len()
     }
 
     /// Releases every idle pooled buffer.

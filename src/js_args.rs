@@ -347,7 +347,7 @@ pub fn upload_arg(data: &JsValue, options: Option<&JsValue>) -> Result<JsArray, 
 
 /// The call's inputs, and what it asks for (`sum` is the method's: `runWithSum`).
 pub fn parse_args(args: &JsValue, sum: bool) -> Result<(Args, Request), Error> {
-    if let Some(parsed) = parse_tensor_call(args, sum) {
+    if let Some(parsed) = crate::js_tensor_call::parse(args, sum) {
         return parsed;
     }
     let from = Sources {
@@ -379,93 +379,6 @@ pub fn parse_args(args: &JsValue, sum: bool) -> Result<(Args, Request), Error> {
         )));
     }
     Ok((x, Request::in_place()))
-}
-
-#[wasm_bindgen(inline_js = r#"
-const KNOWN = new Set(["input", "residual", "gamma", "beta", "bias", "hidden", "eps", "inPlace", "output"]);
-const TENSORS = ["input", "residual", "gamma", "beta", "bias"];
-export function readTensorCall(a, proto, out) {
-  try {
-    if (a === null || typeof a !== "object" || Object.getPrototypeOf(a) !== Object.prototype) return false;
-    for (const k in a) if (!KNOWN.has(k)) return false;
-    for (let i = 0; i < 5; i++) {
-      const t = a[TENSORS[i]];
-      if (t === undefined && i >= 3) { out[i] = 0; continue; }
-      if (t === null || typeof t !== "object" || Object.getPrototypeOf(t) !== proto || t.__wbg_ptr === 0) return false;
-      out[i] = t.__handle;
-    }
-    const hidden = a.hidden, eps = a.eps, inPlace = a.inPlace, output = a.output;
-    if (typeof hidden !== "number") return false;
-    out[5] = hidden;
-    if (eps === undefined) out[6] = 0;
-    else if (typeof eps === "number") { out[6] = 1; out[7] = eps; }
-    else return false;
-    if (inPlace === undefined || inPlace === false) out[8] = 0;
-    else if (inPlace === true) out[8] = 1;
-    else return false;
-    if (output === undefined || output === "array") out[9] = 0;
-    else if (output === "gpu") out[9] = 1;
-    else return false;
-    return true;
-  } catch {
-    return false;
-  }
-}
-"#)]
-extern "C" {
-    /// The common call (a plain object of live `GpuTensor`s, numbers and known flags: a
-    /// decode step) read in one crossing into `out`; `false` for anything else. Read field by
-    /// field it took ~30 crossings into JavaScript, 3–4 µs of a 15 µs call on Dawn.
-    #[wasm_bindgen(js_name = readTensorCall)]
-    fn read_tensor_call(args: &JsValue, tensor_prototype: &JsValue, out: &mut [f64]) -> bool;
-}
-
-/// [`parse_args`] for the common call, or `None` where the field-by-field reading (which
-/// has every message) must look: anything [`read_tensor_call`] does not take, a freed
-/// tensor, `inPlace` with an `output`. The values are checked as that path checks them.
-fn parse_tensor_call(args: &JsValue, sum: bool) -> Option<Result<(Args, Request), Error>> {
-    let prototype = crate::js_tensor::tensor_prototype()?;
-    let mut out = [0f64; 10];
-    if !read_tensor_call(args, &prototype, &mut out) {
-        return None;
-    }
-    let tensor = |h: f64| crate::js_tensor::tensor_by_handle(h as u32).map(Arg::Gpu);
-    let optional = |h: f64| {
-        if h == 0.0 {
-            Some(None)
-        } else {
-            tensor(h).map(Some)
-        }
-    };
-    let (input, residual, gamma) = (tensor(out[0])?, tensor(out[1])?, tensor(out[2])?);
-    let (beta, bias) = (optional(out[3])?, optional(out[4])?);
-    let (in_place, to_gpu) = (out[8] == 1.0, out[9] == 1.0);
-    let request = match (in_place, to_gpu) {
-        (true, true) => return None,
-        (true, false) => Request::in_place(),
-        (false, true) => Request::to_gpu(sum),
-        (false, false) => Request::host(sum),
-    };
-    let parsed = (|| {
-        let hidden = hidden_from_number(out[5])?;
-        let eps = if out[6] == 1.0 {
-            eps_from_number(out[7])?
-        } else {
-            crate::shape::DEFAULT_EPS
-        };
-        let mut x = Inputs {
-            input,
-            residual,
-            gamma,
-            beta,
-            bias,
-            hidden,
-            eps,
-        };
-        fit_buffers(&mut x, None, None)?;
-        Ok((x, request))
-    })();
-    Some(parsed)
 }
 
 /// `encode`'s arguments: the inputs (GPU data only), and where the results go.

@@ -8,7 +8,8 @@
 //! ```
 //!
 //! The data path, one concern a file:
-//! - [`facade`] (JavaScript API, wasm only; with `js_args`, `js_tensor`, `js_types`) →
+//! - [`facade`] (JavaScript API, wasm only; with `js_args`, `js_tensor_call`, `js_tensor`,
+//!   `js_types`) →
 //! - [`instance`] (the live device, and its replacement after a loss) →
 //! - [`shape`] (every check: arguments into a [`shape::Plan`]) →
 //! - [`gpu`] (the driver: encode and submit a plan) over [`device`], [`pipelines`] (the
@@ -51,6 +52,8 @@ mod js_args;
 mod js_array;
 #[cfg(target_arch = "wasm32")]
 mod js_tensor;
+#[cfg(target_arch = "wasm32")]
+mod js_tensor_call;
 #[cfg(target_arch = "wasm32")]
 mod js_types;
 #[cfg(target_arch = "wasm32")]

@@ -343,9 +343,9 @@ impl Pipelines {
         pipeline
     }
 
-    /// Pipelines compiled so far.
-    pub fn len(&self) -> usize {
-        self.cache.borrow().len()
+    /// The variants compiled so far.
+    pub fn variants(&self) -> Vec<Variant> {
+        self.cache.borrow().keys().copied().collect()
     }
 
     /// Binds one dispatch's buffers: a cached group where the same buffers were bound before.

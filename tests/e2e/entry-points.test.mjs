@@ -570,6 +570,22 @@ for (const backend of ["webgpu", "cpu"]) test(`the common call on tensors (read 
     // Bit for bit: the two readings must hand the kernel the same numbers (an eps read
     // wrong by a factor of a few stays inside the reference's tolerance).
     results.plain.forEach((x, i) => { if (!same(x, results.slow[i])) failures.push(`result ${i}: one step and field by field differ`); });
+    // f16 tensors, in place and out: the same bits both ways, and the reference within f16's.
+    const { toF16, fromF16 } = window.lib.f16;
+    const h = { input: toF16(a.input), residual: toF16(a.residual), gamma: toF16(a.gamma) };
+    const wide = { input: fromF16(h.input), residual: fromF16(h.residual), gamma: fromF16(h.gamma), hidden: a.hidden };
+    const halves = {};
+    for (const form of ["plain", "slow"]) {
+      const wrap = form === "plain" ? (o) => o : slow;
+      const t16 = { input: n.upload(h.input), residual: n.upload(h.residual), gamma: n.upload(h.gamma) };
+      const y = await n.run(wrap({ ...t16, hidden: a.hidden }));
+      await n.run(wrap({ ...t16, hidden: a.hidden, inPlace: true }));
+      halves[form] = [y, await t16.input.read()];
+      const rep = ref.compare(wide, fromF16(y), { tol: 1e-3 });
+      if (!rep.ok) failures.push(`${form} f16: ${rep.problems.join("; ")}`);
+      Object.values(t16).forEach((x) => x.free());
+    }
+    halves.plain.forEach((x, i) => { if (!same(x, halves.slow[i])) failures.push(`f16 result ${i}: one step and field by field differ`); });
     const t = up();
     const freed = n.upload(a.input);
     freed.free();
