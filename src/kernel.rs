@@ -177,13 +177,18 @@ impl Variant {
     /// on an H200, bias+beta in a dependent chain: 2048×4096 89.9 → 93.9 % of `a + b`,
     /// 4096×8192 94.1 → 97.6 %, 16384×4096 98.9 → 98.6 %; at 1×4096 and 16×4096 four
     /// columns were 8 % slower, at 32768×896 and 70000×1024 (shorter rows) slower too
-    /// (docs/PERFORMANCE.md). wgpu/Vulkan keeps its tiling: no tiling reached 95 % there.
+    /// (docs/PERFORMANCE.md). Without beta but with the `sum` output (two writes a column),
+    /// two vec4 a thread in workgroups of up to 512: 2048×4096 93.7 → 95.3 % of `a + b`'s
+    /// bandwidth, 16384×4096 94.0 → 95.1 %, 4096×8192 (four vec4 at the cap) 93.6 → 94.5 %,
+    /// same sweep. wgpu/Vulkan keeps its tiling: no tiling reached 95 % there.
     pub fn for_many_rows(self, hidden: u32, web: bool) -> Variant {
         let width = hidden / self.lanes;
-        if !(web && self.lanes == 4 && self.preload && self.options.beta && width >= 1024) {
+        let Options { beta, sum, .. } = self.options;
+        if !(web && self.lanes == 4 && self.preload && (beta || sum) && width >= 1024) {
             return self;
         }
-        let workgroup = width.div_ceil(4).next_power_of_two().clamp(32, 512);
+        let per_thread = if beta { 4 } else { 2 };
+        let workgroup = width.div_ceil(per_thread).next_power_of_two().clamp(32, 512);
         let slots = width.div_ceil(workgroup).clamp(1, max_slots(self.lanes));
         Variant {
             workgroup,
@@ -251,12 +256,21 @@ impl Variant {
             in_place = self.in_place,
             wg = self.workgroup,
             slots = self.slots,
-            fan = self.fan.min(self.workgroup),
+            fan = self.fan_in(),
             flat = self.flat,
             preload = self.preload,
             exact = self.exact && self.slots > 0,
             cache = self.cache_wgsl(),
         )
+    }
+
+    /// `fan` as the WGSL's FAN: at most the workgroup, and a power of two, so that it divides
+    /// the workgroup (the fan-in's loops run a constant `WG / FAN` steps).
+    fn fan_in(&self) -> u32 {
+        match self.fan.min(self.workgroup) {
+            0 => 0,
+            fan => 1 << (31 - fan.leading_zeros()),
+        }
     }
 
     /// `Cache` and the functions that fill, drain and rescale it. As an array, the kernel
@@ -417,9 +431,11 @@ mod tests {
             16384,
             1 << 20,
         ] {
-            for (web, beta) in [(false, false), (true, false), (false, true), (true, true)] {
+            for bits in 0..8 {
+                let (web, beta, sum) = (bits & 1 != 0, bits & 2 != 0, bits & 4 != 0);
                 let options = Options {
                     beta,
+                    sum,
                     ..Options::default()
                 };
                 let decode = Variant::for_stack(hidden, options, web);
@@ -435,14 +451,30 @@ mod tests {
                         assert!(v.slots * v.workgroup >= hidden / v.lanes, "{hidden}");
                     }
                 }
-                // Only the browser's tiling with beta, on rows of 1024 vec4 or more, changes
-                // (to fewer columns per thread, until the workgroup is at its cap).
-                let may_change = web && beta && hidden % 4 == 0 && hidden / 4 >= 1024;
+                // Only the browser's tiling with beta or the sum, on rows of 1024 vec4 or
+                // more, changes (to fewer columns per thread, until the workgroup is at its
+                // cap: four with beta, two with the sum alone).
+                let may_change = web && (beta || sum) && hidden % 4 == 0 && hidden / 4 >= 1024;
                 if !may_change {
-                    assert_eq!(many, decode, "{hidden} web {web} beta {beta}");
+                    assert_eq!(many, decode, "{hidden} web {web} beta {beta} sum {sum}");
                 } else if decode.workgroup < 512 {
-                    assert_eq!((many.slots, many.workgroup), (4, decode.workgroup * 2));
+                    let per_thread = if beta { 4 } else { 2 };
+                    assert_eq!(many.slots * many.workgroup, hidden / 4, "{hidden} beta {beta} sum {sum}");
+                    assert_eq!(many.slots, per_thread.max(hidden / 4 / 512), "{hidden} beta {beta} sum {sum}");
                 }
+            }
+        }
+    }
+
+    /// The fan-in's loops fold `WG / FAN` partials per lane: every partial only if FAN
+    /// divides the workgroup.
+    #[test]
+    fn fan_in_divides_the_workgroup() {
+        for workgroup in [1u32, 2, 32, 128, 512, 1024] {
+            for fan in 0..=workgroup + 3 {
+                let f = Variant { workgroup, fan, ..Variant::for_shape(4096, Options::default()) }.fan_in();
+                assert!(f == 0 || (f <= workgroup && workgroup % f == 0), "wg {workgroup} fan {fan}: {f}");
+                assert_eq!(f == 0, fan == 0);
             }
         }
     }
@@ -454,7 +486,8 @@ mod tests {
         for hidden in [4099u32, 4096] {
             for workgroup in [1u32, 2, 64, 256, 1024] {
                 for slots in [0u32, 1, 3] {
-                    for fan in [0u32, Variant::balanced_fan(workgroup), workgroup] {
+                    // 3 and 6: a fan that is not a power of two (rounded down, see fan_in).
+                    for fan in [0u32, Variant::balanced_fan(workgroup), workgroup, 3, 6] {
                         for bits in 0..64u8 {
                             let options = Options {
                                 bias: bits & 1 != 0,

@@ -471,14 +471,16 @@ async function sectionSweep(ctx, out) {
           continue;
         }
         const p = await raw.pipeline(c.code, `${tag} ${name} ${c.knobs}`);
-        // A variant may own several rows per workgroup (its ROWS constant).
-        const workgroups = Math.ceil(rows / (consts.ROWS ?? 1));
+        // A variant may own several rows per workgroup (its ROWS constant), or spread a row
+        // over several (SPLIT).
+        const workgroups = Math.ceil(rows / (consts.ROWS ?? 1)) * (consts.SPLIT ?? 1);
         const P = raw.params(rows, hidden, consts.lanes);
         const common = { gamma: G, beta: o.beta ? BETA : stubR, bias: o.bias ? BIAS : stubR, params: P };
         const groups = o.sum
           ? [raw.bind(p, { ...common, input: X[0], residual: R[0], output: X[1], sum: R[1] }), raw.bind(p, { ...common, input: X[1], residual: R[1], output: X[0], sum: R[0] })]
           : [raw.bind(p, { ...common, input: X[0], residual: R[0], output: X[1], sum: stubW }), raw.bind(p, { ...common, input: X[1], residual: R[0], output: X[0], sum: stubW })];
-        if (want) {
+        // A `nocheck` variant is a bound, not a kernel (experimental-variants.mjs --floor).
+        if (want && !c.nocheck) {
           device.queue.writeBuffer(X[0], 0, x.buffer, x.byteOffset, n * 4);
           device.queue.writeBuffer(R[0], 0, res.buffer, res.byteOffset, n * 4);
           const enc = device.createCommandEncoder();
