@@ -232,9 +232,10 @@ fn apply_knob(mut v: Variant, key: &str, value: &str) -> Result<Variant, String>
         "preload" => v.preload = flag()?,
         "unroll" => v.unroll = flag()?,
         "exact" => v.exact = flag()?,
+        "split" => v.split = num()?.max(1),
         _ => {
             return Err(format!(
-                "{key}: not one of wg, slots, fan, flat, preload, unroll, exact"
+                "{key}: not one of wg, slots, fan, flat, preload, unroll, exact, split"
             ))
         }
     }
@@ -331,8 +332,18 @@ fn sweep_candidates(hidden: usize, options: Options, max_wg: u32) -> Vec<Variant
 
 fn short(v: &Variant) -> String {
     format!(
-        "wg={} slots={} fan={} flat={} preload={} unroll={} exact={}",
-        v.workgroup, v.slots, v.fan, v.flat as u8, v.preload as u8, v.unroll as u8, v.exact as u8
+        "wg={} slots={} fan={} flat={} preload={} unroll={} exact={}{}",
+        v.workgroup,
+        v.slots,
+        v.fan,
+        v.flat as u8,
+        v.preload as u8,
+        v.unroll as u8,
+        v.exact as u8,
+        match v.split_in() {
+            1 => String::new(),
+            k => format!(" split={k}"),
+        }
     )
 }
 
@@ -663,7 +674,7 @@ impl Problem {
         {
             let mut pass = encoder.begin_compute_pass(&Default::default());
             b.ctx
-                .dispatch(&mut pass, &pipeline, &group, self.rows as u32);
+                .dispatch(&mut pass, (variant, &pipeline), &group, self.rows as u32);
         }
         b.ctx.queue().submit([encoder.finish()]);
         let h = self.hidden;
@@ -732,8 +743,12 @@ impl Problem {
             .map(|c| self.group(b, variant, c, &params))
             .collect();
         b.time(&mut |pass, i| {
-            b.ctx
-                .dispatch(pass, &pipeline, &groups[i % groups.len()], self.rows as u32)
+            b.ctx.dispatch(
+                pass,
+                (variant, &pipeline),
+                &groups[i % groups.len()],
+                self.rows as u32,
+            )
         })
     }
 

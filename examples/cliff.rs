@@ -84,7 +84,7 @@ mod native {
                 }),
             });
             for _ in 0..REPEAT {
-                ctx.dispatch(&mut pass, &pipeline, &group, rows as u32);
+                ctx.dispatch(&mut pass, (variant, &pipeline), &group, rows as u32);
             }
         }
         encoder.resolve_query_set(&queries, 0..2, &resolve, 0);

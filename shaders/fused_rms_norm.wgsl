@@ -22,6 +22,7 @@
 //              reduction, so their latency hides behind it
 //   EXACT      the row is exactly SLOTS * WG columns, so the cached columns
 //              need no bounds checks (set only for the hidden it was made for)
+//   SPLIT      workgroups per row (see `owns`); 1 but for decode-sized calls
 //   HAS_BIAS, HAS_BETA, WRITE_SUM   which optional buffers exist
 //   IN_PLACE   y goes to input and v to residual, both in phase 2, so that
 //              nothing is overwritten while a rescaled row still reads it
@@ -178,10 +179,23 @@ fn load_v_scaled(base: u32, i: u32, scale: f32) -> V {
     return v;
 }
 
-fn fetch(base: u32, i: u32) -> Slot {
+// SPLIT > 1 spreads a row over SPLIT workgroups, `part` 0 .. SPLIT - 1 of it. Each
+// reads the whole row for its sums (workgroups cannot wait on each other) but loads
+// gamma and beta for, and writes, only the cached slots it owns: a decode row's loads
+// and stores then go through several SMs rather than one, which on Dawn on an H200
+// took 1x4096 from 2.78 to 2.62 µs (docs/PERFORMANCE.md). Only variants whose cache
+// holds the whole row, and never in place, are split (Variant::split_in), so the
+// uncached loops below own nothing then and never run.
+var<private> part: u32;
+
+fn owns(slot: u32) -> bool {
+    return SPLIT == 1u || slot * SPLIT / max(SLOTS, 1u) == part;
+}
+
+fn fetch(base: u32, i: u32, own: bool) -> Slot {
     var s: Slot;
     s.v = load_v(base, i);
-    if PRELOAD {
+    if PRELOAD && own {
         s.g = ld(gamma[i]);
         if HAS_BETA {
             s.b = ld(beta[i]);
@@ -234,8 +248,10 @@ fn main(
     @builtin(num_workgroups) groups: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
-    // More than 65535 rows fold into a 2-D grid (per-dimension dispatch limit).
-    let row = wg.x + wg.y * groups.x;
+    // More than 65535 workgroups fold into a 2-D grid (per-dimension dispatch limit).
+    let group = wg.x + wg.y * groups.x;
+    let row = group / SPLIT;
+    part = group % SPLIT;
     if row >= params.rows {
         return;
     }
@@ -251,7 +267,7 @@ fn main(
         tally(&acc, v);
         // In place, an uncached column's v goes to residual in phase 2, once y
         // no longer needs the residual it came from.
-        if WRITE_SUM && !IN_PLACE {
+        if WRITE_SUM && !IN_PLACE && owns(i / WG) {
             put_v(base + i, v);
         }
     }
@@ -304,6 +320,9 @@ fn main(
     // Phase 2: normalize and write (in place, v too: nothing was overwritten before).
     if scale != 1.0 {
         for (var i = lid; i < width; i += WG) {
+            if !owns(i / WG) {
+                continue;
+            }
             var s = refetch(base, i);
             if IN_PLACE {
                 put_v(base + i, s.v);
@@ -315,6 +334,9 @@ fn main(
     }
     drain(&cache, base, lid, width, post);
     for (var i = lid + SLOTS * WG; i < width; i += WG) {
+        if !owns(i / WG) {
+            continue;
+        }
         let s = refetch(base, i);
         if IN_PLACE {
             put_v(base + i, s.v);

@@ -21,7 +21,7 @@ use crate::error::Error;
 use crate::fast_hash::FastMap;
 use crate::gpu::GpuContext;
 use crate::host::{Arg, JsArray};
-use crate::kernel::{grid, Params, Variant};
+use crate::kernel::{Params, Variant};
 use crate::pipelines::{Bound, GroupKey as OwnGroupKey, BINDINGS};
 use crate::shape::{Inputs, Kernel, Outputs, Plan};
 use crate::webgpu_raw::{self as raw, descriptor, RawDevice, RawEncoder, RawQueue};
@@ -101,7 +101,7 @@ impl Recorder {
             creating();
         }
         let pipeline = self.pipeline(variant)?;
-        let (x, y) = grid(rows, ctx.caps().max_groups_per_dim);
+        let (x, y) = variant.grid(rows, ctx.caps().max_groups_per_dim);
         raw::submit_dispatch(&self.device, &self.queue, &pipeline, &group, x, y).map_err(|e| {
             Error::GpuDevice(format!(
                 "the device refused the dispatch ({})",
@@ -175,7 +175,7 @@ impl Recorder {
         }
         let pipeline = self.pipeline(variant)?;
         let group = self.group(in_place, &bound)?;
-        let (gx, gy) = grid(rows, ctx.caps().max_groups_per_dim);
+        let (gx, gy) = variant.grid(rows, ctx.caps().max_groups_per_dim);
         let encoder: &RawEncoder = encoder.unchecked_ref();
         let refused = |e: JsValue| {
             Error::Type(format!(
@@ -370,6 +370,7 @@ pub fn source(ctx: &GpuContext, kernel: &Kernel, rows: Option<u32>) -> Result<Js
         ("bindings", bindings.into()),
         ("params", params.into()),
         ("lanes", variant.lanes.into()),
+        ("workgroupsPerRow", variant.split_in().into()),
         ("workgroupSize", variant.workgroup.into()),
         (
             "storage",
@@ -382,7 +383,7 @@ pub fn source(ctx: &GpuContext, kernel: &Kernel, rows: Option<u32>) -> Result<Js
         ),
     ];
     if let Some(rows) = rows {
-        let (x, y) = grid(rows, ctx.caps().max_groups_per_dim);
+        let (x, y) = variant.grid(rows, ctx.caps().max_groups_per_dim);
         fields.push((
             "workgroups",
             Array::of3(&x.into(), &y.into(), &1.into()).into(),

@@ -15,7 +15,7 @@ use crate::device::{AdapterSummary, Caps, ContextId, Device};
 use crate::dtype::Dtype;
 use crate::error::Error;
 use crate::host::HostArray;
-use crate::kernel::{grid, Params};
+use crate::kernel::{Params, Variant};
 use crate::pending::{map_read, Chunk, GpuOutput, Output, Pending, Staged};
 use crate::pipelines::{slot, Bound, Pipelines, BINDINGS};
 use crate::pool::{BufferPool, Pooled};
@@ -151,15 +151,15 @@ impl GpuContext {
         b
     }
 
-    /// Records the dispatch of `rows` rows with `pipeline` into `pass`.
+    /// Records the dispatch of `rows` rows of `variant` (compiled as `pipeline`) into `pass`.
     pub fn dispatch(
         &self,
         pass: &mut wgpu::ComputePass,
-        pipeline: &wgpu::ComputePipeline,
+        (variant, pipeline): (Variant, &wgpu::ComputePipeline),
         group: &wgpu::BindGroup,
         rows: u32,
     ) {
-        let (x, y) = grid(rows, self.dev.caps.max_groups_per_dim);
+        let (x, y) = variant.grid(rows, self.dev.caps.max_groups_per_dim);
         pass.set_pipeline(pipeline);
         pass.set_bind_group(0, group, &[]);
         pass.dispatch_workgroups(x, y, 1);
@@ -450,7 +450,7 @@ impl GpuContext {
                     }),
                 });
                 for _ in 0..repeat {
-                    self.dispatch(&mut pass, pipeline, &group, n_rows as u32);
+                    self.dispatch(&mut pass, (variant, pipeline), &group, n_rows as u32);
                 }
             }
             if let Some(query) = query {

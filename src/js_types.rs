@@ -156,9 +156,10 @@ export interface FusedRmsNormBinding {
 
 /**
  * The kernel as this instance runs it, for an engine's own pipeline. Dispatch
- * `workgroups` (one workgroup per row; past `maxComputeWorkgroupsPerDimension` rows fold
- * into y) with a uniform buffer of `params.size` bytes laid out as `params.fields`
- * (`width` = hidden / `lanes`).
+ * `workgroups` (`workgroupsPerRow` workgroups a row, row r being workgroups
+ * r·k … r·k + k − 1 of the grid read x first; past `maxComputeWorkgroupsPerDimension`
+ * they fold into y) with a uniform buffer of `params.size` bytes laid out as
+ * `params.fields` (`width` = hidden / `lanes`).
  */
 export interface FusedRmsNormKernelSource {
   readonly code: string;
@@ -174,6 +175,11 @@ export interface FusedRmsNormKernelSource {
   };
   readonly lanes: 1 | 4;
   readonly workgroupSize: number;
+  /**
+   * Workgroups that share a row: 1, or more for a call of a few long rows on a GPU, where a
+   * row's memory traffic is spread over several of the GPU's cores.
+   */
+  readonly workgroupsPerRow: number;
   /** How arrays hold numbers: f32, `shader-f16` halves, or halves packed in u32s. */
   readonly storage: "f32" | "f16" | "f16-packed";
   /** The grid for `rows`, where `kernelSource` was given them. */

@@ -84,11 +84,18 @@ pub struct Variant {
     /// The row is exactly `slots * workgroup` columns: the per-column bounds checks go.
     /// Only for the `hidden` the variant was made for.
     pub exact: bool,
+    /// Workgroups per row (see the WGSL's `owns`): 1, or more for a decode-sized call
+    /// ([`Variant::for_few_rows`]). Takes effect only where [`Variant::split_in`] allows.
+    pub split: u32,
 }
 
 /// Calls of this many rows or more may be tiled differently from decode-sized ones
 /// ([`Variant::for_many_rows`]).
 pub const MANY_ROWS: usize = 1024;
+
+/// Calls of at most this many rows may spread each row over several workgroups
+/// ([`Variant::for_few_rows`]).
+pub const FEW_ROWS: usize = 4;
 
 /// The most scalars a thread keeps in registers (16 vec4 or 64 f32); more would cost
 /// occupancy for nothing.
@@ -166,7 +173,42 @@ impl Variant {
             // struct at 95-99 % (docs/PERFORMANCE.md).
             unroll: true,
             exact: slots * workgroup == width,
+            split: 1,
         }
+    }
+
+    /// The tiling for a call of at most [`FEW_ROWS`] rows, where it differs from `self`: in
+    /// the browser, a row of 1024 vec4 or more that the cache holds whole is spread over two
+    /// workgroups. Each reads the whole row for its sums and writes half of it, so the row's
+    /// memory traffic goes through two SMs instead of one. Measured on Dawn on an H200 in a
+    /// dependent chain (docs/PERFORMANCE.md): 1×4096 2.78 → 2.62 µs plain, 3.04 → 2.75 with
+    /// bias and beta, 16×4096 2.95 → 2.82; at 1×896 (shorter rows) and at 128 rows (as many
+    /// workgroups as SMs already) slower, so only long rows, and only a few of them: a GPU
+    /// with fewer cores than the H200 runs out of idle ones sooner.
+    pub fn for_few_rows(self, hidden: u32, web: bool) -> Variant {
+        let width = hidden / self.lanes;
+        if !(web && self.lanes == 4 && width >= 1024 && self.exact) {
+            return self;
+        }
+        Variant { split: 2, ..self }
+    }
+
+    /// Workgroups per row as the kernel runs it: `split` where the cache holds the whole row
+    /// (`exact`, so no column is read again after the reduction) and not in place (a
+    /// workgroup writing its part of `input` would change what the others still read), at
+    /// most one part per cached slot; else 1.
+    pub fn split_in(&self) -> u32 {
+        if self.in_place || !self.exact || self.slots == 0 {
+            1
+        } else {
+            self.split.clamp(1, self.slots)
+        }
+    }
+
+    /// The grid of a dispatch of `rows` rows on a device with `max_per_dim` workgroups a
+    /// dimension: every path that dispatches the kernel, and `kernelSource`, asks here.
+    pub fn grid(&self, rows: u32, max_per_dim: u32) -> (u32, u32) {
+        grid(rows.saturating_mul(self.split_in()), max_per_dim)
     }
 
     /// The tiling for a call of [`MANY_ROWS`] rows or more, where it differs from `self`:
@@ -188,7 +230,10 @@ impl Variant {
             return self;
         }
         let per_thread = if beta { 4 } else { 2 };
-        let workgroup = width.div_ceil(per_thread).next_power_of_two().clamp(32, 512);
+        let workgroup = width
+            .div_ceil(per_thread)
+            .next_power_of_two()
+            .clamp(32, 512);
         let slots = width.div_ceil(workgroup).clamp(1, max_slots(self.lanes));
         Variant {
             workgroup,
@@ -247,7 +292,7 @@ impl Variant {
              fn max_abs(x: V) -> f32 { return abs(x); }\n"
         };
         format!(
-            "{enable}const WG: u32 = {wg}u;\nconst SLOTS: u32 = {slots}u;\nconst FAN: u32 = {fan}u;\n\
+            "{enable}const WG: u32 = {wg}u;\nconst SLOTS: u32 = {slots}u;\nconst FAN: u32 = {fan}u;\nconst SPLIT: u32 = {split}u;\n\
              const FLAT: bool = {flat};\nconst PRELOAD: bool = {preload};\nconst EXACT: bool = {exact};\n\
              const HAS_BIAS: bool = {bias};\nconst HAS_BETA: bool = {beta};\n\
              const WRITE_SUM: bool = {sum};\nconst IN_PLACE: bool = {in_place};\n\
@@ -257,6 +302,7 @@ impl Variant {
             wg = self.workgroup,
             slots = self.slots,
             fan = self.fan_in(),
+            split = self.split_in(),
             flat = self.flat,
             preload = self.preload,
             exact = self.exact && self.slots > 0,
@@ -291,12 +337,12 @@ impl Variant {
                 "alias Cache = array<Slot, SLOTS>;\n\
                  {SIG_FILL} {{\n{}{}    if WRITE_SUM && !IN_PLACE {{\n{}    }}\n}}\n\
                  {SIG_DRAIN} {{\n{}{}{}}}\n",
-                each("if EXACT || i < width { (*c)[k] = fetch(base, i); }"),
+                each("if EXACT || i < width { (*c)[k] = fetch(base, i, owns(k)); }"),
                 each("tally(acc, (*c)[k].v);"),
-                each("if EXACT || i < width { put_v(base + i, (*c)[k].v); }"),
-                each("if IN_PLACE && (EXACT || i < width) { put_v(base + i, (*c)[k].v); }"),
-                each("if EXACT || i < width { (*c)[k] = with_affine(i, (*c)[k]); }"),
-                each("if EXACT || i < width { store_y(base, i, (*c)[k], post); }"),
+                each("if owns(k) && (EXACT || i < width) { put_v(base + i, (*c)[k].v); }"),
+                each("if IN_PLACE && owns(k) && (EXACT || i < width) { put_v(base + i, (*c)[k].v); }"),
+                each("if owns(k) && (EXACT || i < width) { (*c)[k] = with_affine(i, (*c)[k]); }"),
+                each("if owns(k) && (EXACT || i < width) { store_y(base, i, (*c)[k], post); }"),
             );
         }
         let fields: String = (0..self.slots).map(|k| format!(" s{k}: Slot,")).collect();
@@ -306,6 +352,7 @@ impl Variant {
                     format!(
                         "    {{ let i = lid + {k}u * WG; {} }}\n",
                         body.replace("SLOT", &format!("(*c).s{k}"))
+                            .replace("owns(K)", &format!("owns({k}u)"))
                     )
                 })
                 .collect()
@@ -314,18 +361,18 @@ impl Variant {
             "struct Cache {{{fields} }};\n\
              {SIG_FILL} {{\n{}{}    if WRITE_SUM && !IN_PLACE {{\n{}    }}\n}}\n\
              {SIG_DRAIN} {{\n{}{}{}}}\n",
-            each("if EXACT || i < width { SLOT = fetch(base, i); }"),
+            each("if EXACT || i < width { SLOT = fetch(base, i, owns(K)); }"),
             each("tally(acc, SLOT.v);"),
-            each("if EXACT || i < width { put_v(base + i, SLOT.v); }"),
-            each("if IN_PLACE && (EXACT || i < width) { put_v(base + i, SLOT.v); }"),
-            each("if EXACT || i < width { SLOT = with_affine(i, SLOT); }"),
-            each("if EXACT || i < width { store_y(base, i, SLOT, post); }"),
+            each("if owns(K) && (EXACT || i < width) { put_v(base + i, SLOT.v); }"),
+            each("if IN_PLACE && owns(K) && (EXACT || i < width) { put_v(base + i, SLOT.v); }"),
+            each("if owns(K) && (EXACT || i < width) { SLOT = with_affine(i, SLOT); }"),
+            each("if owns(K) && (EXACT || i < width) { store_y(base, i, SLOT, post); }"),
         )
     }
 
     pub fn label(&self) -> String {
         format!(
-            "fused_rms_norm {:?}{} lanes={} wg={} slots={} fan={} flat={} preload={} unroll={} exact={} bias={} beta={} sum={}",
+            "fused_rms_norm {:?}{} lanes={} wg={} slots={} fan={} flat={} preload={} unroll={} exact={} split={} bias={} beta={} sum={}",
             self.storage,
             if self.in_place { " in-place" } else { "" },
             self.lanes,
@@ -336,6 +383,7 @@ impl Variant {
             self.preload,
             self.unroll,
             self.exact,
+            self.split_in(),
             self.options.bias,
             self.options.beta,
             self.options.sum
@@ -387,14 +435,15 @@ const CPU_WORKGROUP: u32 = 4;
 /// Columns per thread held in registers there.
 const CPU_SLOTS: u32 = 4;
 
-/// The dispatch grid for `rows` workgroups: WebGPU caps each dimension at 65535, so
+/// The dispatch grid for `groups` workgroups: WebGPU caps each dimension at 65535, so
 /// larger counts fold into a second dimension (the kernel unfolds `x + y * groups.x`).
-pub fn grid(rows: u32, max_per_dim: u32) -> (u32, u32) {
-    if rows <= max_per_dim {
-        (rows, 1)
+/// The fused kernel's dispatches take theirs from [`Variant::grid`].
+pub fn grid(groups: u32, max_per_dim: u32) -> (u32, u32) {
+    if groups <= max_per_dim {
+        (groups, 1)
     } else {
-        let y = rows.div_ceil(max_per_dim);
-        (rows.div_ceil(y), y)
+        let y = groups.div_ceil(max_per_dim);
+        (groups.div_ceil(y), y)
     }
 }
 
@@ -459,11 +508,52 @@ mod tests {
                     assert_eq!(many, decode, "{hidden} web {web} beta {beta} sum {sum}");
                 } else if decode.workgroup < 512 {
                     let per_thread = if beta { 4 } else { 2 };
-                    assert_eq!(many.slots * many.workgroup, hidden / 4, "{hidden} beta {beta} sum {sum}");
-                    assert_eq!(many.slots, per_thread.max(hidden / 4 / 512), "{hidden} beta {beta} sum {sum}");
+                    assert_eq!(
+                        many.slots * many.workgroup,
+                        hidden / 4,
+                        "{hidden} beta {beta} sum {sum}"
+                    );
+                    assert_eq!(
+                        many.slots,
+                        per_thread.max(hidden / 4 / 512),
+                        "{hidden} beta {beta} sum {sum}"
+                    );
                 }
             }
         }
+    }
+
+    /// A row is split only in the browser's tiling of long rows that the cache holds whole,
+    /// never in place, into at most one part per cached slot; the grid has that many
+    /// workgroups a row.
+    #[test]
+    fn rows_are_split_only_where_every_part_can_own_whole_slots() {
+        for hidden in [4u32, 896, 1024, 4096, 4099, 8192, 16384, 1 << 20] {
+            for web in [false, true] {
+                let v =
+                    Variant::for_stack(hidden, Options::default(), web).for_few_rows(hidden, web);
+                let long = web && hidden % 4 == 0 && hidden / 4 >= 1024 && v.exact;
+                assert_eq!(v.split_in(), if long { 2 } else { 1 }, "{hidden} web {web}");
+                assert_eq!(
+                    Variant {
+                        in_place: true,
+                        ..v
+                    }
+                    .split_in(),
+                    1
+                );
+                assert_eq!(Variant { exact: false, ..v }.split_in(), 1);
+                assert_eq!(v.grid(3, 65535), (3 * v.split_in(), 1));
+                assert!(v
+                    .wgsl()
+                    .contains(&format!("const SPLIT: u32 = {}u;", v.split_in())));
+            }
+        }
+        let v = Variant::for_stack(4096, Options::default(), true);
+        assert_eq!((v.slots, Variant { split: 100, ..v }.split_in()), (8, 8));
+        // Folded past the per-dimension limit, whole rows' worth of workgroups included.
+        let (x, y) = Variant { split: 2, ..v }.grid(40000, 65535);
+        assert!(x <= 65535 && x as u64 * y as u64 >= 80000);
     }
 
     /// The fan-in's loops fold `WG / FAN` partials per lane: every partial only if FAN
@@ -472,8 +562,16 @@ mod tests {
     fn fan_in_divides_the_workgroup() {
         for workgroup in [1u32, 2, 32, 128, 512, 1024] {
             for fan in 0..=workgroup + 3 {
-                let f = Variant { workgroup, fan, ..Variant::for_shape(4096, Options::default()) }.fan_in();
-                assert!(f == 0 || (f <= workgroup && workgroup % f == 0), "wg {workgroup} fan {fan}: {f}");
+                let f = Variant {
+                    workgroup,
+                    fan,
+                    ..Variant::for_shape(4096, Options::default())
+                }
+                .fan_in();
+                assert!(
+                    f == 0 || (f <= workgroup && workgroup % f == 0),
+                    "wg {workgroup} fan {fan}: {f}"
+                );
                 assert_eq!(f == 0, fan == 0);
             }
         }

@@ -702,7 +702,12 @@ fn run_variant(ctx: &GpuContext, variant: Variant, case: &Case) -> (Vec<f32>, Ve
     let mut encoder = ctx.device().create_command_encoder(&Default::default());
     {
         let mut pass = encoder.begin_compute_pass(&Default::default());
-        ctx.dispatch(&mut pass, &pipeline, &group, (n / x.hidden) as u32);
+        ctx.dispatch(
+            &mut pass,
+            (variant, &pipeline),
+            &group,
+            (n / x.hidden) as u32,
+        );
     }
     ctx.queue().submit([encoder.finish()]);
     let read = |t: &Rc<Tensor>| {
@@ -729,6 +734,7 @@ fn web_tiling_flat_reduction_and_preload_variants_match_the_reference() {
             .min(l.max_compute_workgroup_size_x)
     };
     let mut checked = 0;
+    let mut split_cases = 0;
     for hidden in [1u32, 5, 896, 1024, 4096, 4099] {
         let base = Variant::for_shape(hidden, Options::default()).within(hidden, max_wg);
         let width = hidden / base.lanes;
@@ -737,8 +743,10 @@ fn web_tiling_flat_reduction_and_preload_variants_match_the_reference() {
             (64, width.div_ceil(64).min(max_slots(base.lanes))),
             (2, width.div_ceil(2).min(max_slots(base.lanes))),
         ];
-        // Beyond the tilings: the browser's own, for decode-sized calls and for many rows.
-        for k in 0..tilings.len() + 2 {
+        // Beyond the tilings: the browser's own, for decode-sized calls and for many rows,
+        // and its decode tiling with each row spread over workgroups: two parts (as a call
+        // of a few rows of 4096 runs), and three (parts of unequal numbers of slots).
+        for k in 0..tilings.len() + 4 {
             for (bits, scale) in [(0u8, 1.0f32), (7, 1e30), (3, 1e-30), (4, 1.0)] {
                 let options = Options {
                     bias: bits & 1 != 0,
@@ -758,9 +766,13 @@ fn web_tiling_flat_reduction_and_preload_variants_match_the_reference() {
                     None if k == tilings.len() => {
                         Variant::for_stack(hidden, options, true).within(hidden, max_wg)
                     }
-                    None => Variant::for_stack(hidden, options, true)
+                    None if k == tilings.len() + 1 => Variant::for_stack(hidden, options, true)
                         .for_many_rows(hidden, true)
                         .within(hidden, max_wg),
+                    None => Variant {
+                        split: if k == tilings.len() + 2 { 2 } else { 3 },
+                        ..Variant::for_stack(hidden, options, true).within(hidden, max_wg)
+                    },
                 };
                 let case = Case::random(
                     &mut rng,
@@ -793,10 +805,13 @@ fn web_tiling_flat_reduction_and_preload_variants_match_the_reference() {
                     );
                 }
                 checked += 1;
+                split_cases += usize::from(v.split_in() > 1);
             }
         }
     }
-    assert_eq!(checked, 6 * 5 * 4);
+    assert_eq!(checked, 6 * 7 * 4);
+    // 896, 1024 and 4096 fill the cache exactly: their split cases ran split.
+    assert!(split_cases >= 3 * 2 * 4, "{split_cases}");
 }
 
 /// Uploads of `STAGED_UPLOAD_BYTES` and more go through staging buffers kept in the pool

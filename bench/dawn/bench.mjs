@@ -91,7 +91,12 @@ async function packageKernel(ctx, rows, hidden, o, data) {
   for (const [k, w] of Object.entries(want)) {
     if (c[k] !== undefined && c[k] !== w) throw new Error(`captured kernel for ${key} has ${k} = ${c[k]}, expected ${w}`);
   }
-  const k = { code, constants: c, lanes: c.lanes ?? (hidden % 4 === 0 ? 4 : 1), label: `package ${key} wg=${c.WG} slots=${c.SLOTS}` };
+  // `groups(rows)`: the workgroups a dispatch of `rows` rows needs, SPLIT of them a row.
+  const split = c.SPLIT ?? 1;
+  const k = {
+    code, constants: c, lanes: c.lanes ?? (hidden % 4 === 0 ? 4 : 1), groups: (rows) => rows * split,
+    label: `package ${key} wg=${c.WG} slots=${c.SLOTS}${split > 1 ? ` split=${split}` : ""}`,
+  };
   ctx.kernels.set(key, k);
   return k;
 }
@@ -155,7 +160,7 @@ async function sectionCalls(ctx, out) {
   const submit = () => {
     const enc = device.createCommandEncoder();
     const pass = enc.beginComputePass();
-    raw.dispatch(pass, p, group, rows);
+    raw.dispatch(pass, p, group, kern.groups(rows));
     pass.end();
     device.queue.submit([enc.finish()]);
   };
@@ -196,7 +201,7 @@ async function sectionCalls(ctx, out) {
       const grp = raw.bind(p, { ...bufs, params });
       const enc = device.createCommandEncoder();
       const pass = enc.beginComputePass();
-      raw.dispatch(pass, p, grp, rows);
+      raw.dispatch(pass, p, grp, kern.groups(rows));
       pass.end();
       device.queue.submit([enc.finish()]);
       params.destroy();
@@ -319,7 +324,7 @@ async function sectionKernel(ctx, out) {
         device.queue.writeBuffer(R[0], 0, res.buffer, res.byteOffset, n * 4);
         const enc = device.createCommandEncoder();
         const pass = enc.beginComputePass();
-        raw.dispatch(pass, p, groups[0], rows);
+        raw.dispatch(pass, p, groups[0], kern.groups(rows));
         pass.end();
         device.queue.submit([enc.finish()]);
         const y = await raw.readBack(X[1], n);
@@ -335,7 +340,7 @@ async function sectionKernel(ctx, out) {
         if (!(worst <= 1e-5)) throw new Error(`${tag} ${name}: raw dispatch of the captured kernel differs from the package's result by ${worst} (relative): bindings or Params changed?`);
       }
       await raw.warm(150);
-      r[name] = await chainTime(raw, (pass, k) => raw.dispatch(pass, p, groups[k & 1], rows), { targetUs: target, maxN, reps });
+      r[name] = await chainTime(raw, (pass, k) => raw.dispatch(pass, p, groups[k & 1], kern.groups(rows)), { targetUs: target, maxN, reps });
       r[name].bytes = (o.sum ? 4 : 3) * n * 4 + hidden * 4 * (1 + !!o.beta + !!o.bias);
       r[name].kernel = kern.label;
       P.destroy();
@@ -565,8 +570,8 @@ async function sectionCliff(ctx, out) {
     const P = raw.params(rows, hidden, kern.lanes);
     const grp = raw.bind(p, { ...b, gamma: G, beta: stubR, bias: stubR, sum: stubW, params: P });
     const per = [];
-    await raw.timePass(repeat, (pass) => raw.dispatch(pass, p, grp, rows));
-    for (let i = 0; i < reps; i++) per.push((await raw.timePass(repeat, (pass) => raw.dispatch(pass, p, grp, rows))) / repeat);
+    await raw.timePass(repeat, (pass) => raw.dispatch(pass, p, grp, kern.groups(rows)));
+    for (let i = 0; i < reps; i++) per.push((await raw.timePass(repeat, (pass) => raw.dispatch(pass, p, grp, kern.groups(rows)))) / repeat);
     P.destroy();
     return median(per);
   };

@@ -426,12 +426,15 @@ test("kernelSource: an engine's own pipeline from the exported WGSL and binding 
         same: want.output.every((x, i) => Object.is(x, y[i])) && want.sum.every((x, i) => Object.is(x, v[i])),
         names: k.bindings.map((b) => `${b.binding}:${b.name}:${b.type}`).join(" "),
         lanes: k.lanes,
+        // One workgroup a row on a CPU adapter; the grid holds rows × workgroupsPerRow.
+        perRow: k.workgroupsPerRow,
+        grid: k.workgroups[0] * k.workgroups[1] === rows * k.workgroupsPerRow,
       };
     }
     return out;
   });
   const names = "0:input:read-only-storage 1:residual:read-only-storage 2:gamma:read-only-storage 3:beta:read-only-storage 4:bias:read-only-storage 5:output:storage 6:sum:storage 7:params:uniform";
-  assert.deepEqual(r, { "3x96": { same: true, names, lanes: 4 }, "2x37": { same: true, names, lanes: 1 } });
+  assert.deepEqual(r, { "3x96": { same: true, names, lanes: 4, perRow: 1, grid: true }, "2x37": { same: true, names, lanes: 1, perRow: 1, grid: true } });
 });
 
 /**
