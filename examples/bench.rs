@@ -20,9 +20,10 @@
 use std::fmt::Write as _;
 use std::time::Instant;
 
-use webgpu_rmsnorm::kernel::{grid, max_slots, Options, Params, Variant};
+use webgpu_rmsnorm::kernel::{grid, Options, Params, Variant};
 use webgpu_rmsnorm::pipelines::{slot, Bound, BINDINGS};
 use webgpu_rmsnorm::reference::{fused_rms_norm, worst_error, Inputs};
+use webgpu_rmsnorm::tiling::max_slots;
 use webgpu_rmsnorm::GpuContext;
 use wgpu::util::DeviceExt;
 

@@ -131,7 +131,7 @@ impl Recorder {
         if brand(encoder).as_deref() != Some("GPUCommandEncoder") {
             return Err(Error::Type(format!(
                 "encoder: expected a GPUCommandEncoder of norm.device, got {}",
-                crate::js_args::describe(encoder)
+                crate::js_value::describe(encoder)
             )));
         }
         let plan = Plan::encoded(x, outputs, ctx.caps(), ctx.id())?;

@@ -3,7 +3,7 @@
 //! Every method that does GPU work returns a Promise and reports every failure as a
 //! rejection with a named `Error`; nothing here panics on any input (a panic in wasm aborts
 //! the whole instance). Each entry point is the same three steps: parse the JavaScript
-//! values (`js_args.rs`), hand the call to the instance (`instance.rs`: the live device, or
+//! values (`js_args.rs`, `js_options.rs`), hand the call to the instance (`instance.rs`: the live device, or
 //! a new one after a loss), and turn what comes back into JavaScript values. The returned
 //! future owns what it needs (`Rc`s, not `&self`), so concurrent calls and `free()` during a
 //! call are safe.
@@ -21,11 +21,10 @@ use crate::clock::now_ms;
 use crate::device::AdapterSummary;
 use crate::error::Error;
 use crate::gpu::GpuContext;
-use crate::js_args::{
-    object, parse_args, parse_encode, parse_kernels, parse_source, parse_timed, settings, to_js,
-    upload_arg, Args,
-};
+use crate::js_args::{parse_args, parse_encode, parse_timed, upload_arg, Args};
+use crate::js_options::{parse_kernels, parse_source, settings};
 use crate::js_tensor::{live_tensors, tensor_value};
+use crate::js_value::{object, to_js};
 use crate::pending::Finished;
 use crate::shape::{Destination, Request};
 

@@ -11,7 +11,7 @@ use wasm_bindgen_futures::future_to_promise;
 
 use crate::backend::Engine;
 use crate::error::Error;
-use crate::js_args::{get, prototype_of, to_js};
+use crate::js_value::{get, prototype_of, to_js};
 use crate::tensor::Tensor;
 
 /// Data on the GPU: made by `FusedRmsNorm.upload` or returned by `run` / `runWithSum` with

@@ -8,14 +8,15 @@
 //! ```
 //!
 //! The data path, one concern a file:
-//! - [`facade`] (JavaScript API, wasm only; with `js_args`, `js_tensor_call`, `js_tensor`,
-//!   `js_types`) →
+//! - [`facade`] (JavaScript API, wasm only; with `js_args`, `js_tensor_call`, `js_options`,
+//!   `js_value`, `js_tensor`, `js_types`) →
 //! - [`instance`] (the live device, and its replacement after a loss) →
 //! - [`shape`] (every check: arguments into a [`shape::Plan`]) →
 //! - [`gpu`] (the driver: encode and submit a plan) over [`device`], [`pipelines`] (the
 //!   binding table, layouts and pipeline cache), [`pool`] and [`tensor`] →
 //! - [`pending`] (a call in flight and its readback) →
-//! - `shaders/fused_rms_norm.wgsl` (the kernel, whose variants [`kernel`] assembles).
+//! - `shaders/fused_rms_norm.wgsl` (the kernel, whose variants [`kernel`] assembles, tiled as
+//!   [`tiling`] measured).
 //!
 //! [`host`] is where numbers live on the host, [`dtype`] how they are stored, and
 //! [`reference`] the f64 CPU reference every test compares against.
@@ -41,6 +42,7 @@ mod resident;
 pub mod shape;
 pub mod tensor;
 mod test_hooks;
+pub mod tiling;
 
 #[cfg(target_arch = "wasm32")]
 mod encode;
@@ -51,11 +53,15 @@ mod js_args;
 #[cfg(target_arch = "wasm32")]
 mod js_array;
 #[cfg(target_arch = "wasm32")]
+mod js_options;
+#[cfg(target_arch = "wasm32")]
 mod js_tensor;
 #[cfg(target_arch = "wasm32")]
 mod js_tensor_call;
 #[cfg(target_arch = "wasm32")]
 mod js_types;
+#[cfg(target_arch = "wasm32")]
+mod js_value;
 #[cfg(target_arch = "wasm32")]
 mod webgpu_raw;
 

@@ -10,7 +10,8 @@ use crate::device::{Caps, ContextId};
 use crate::dtype::Dtype;
 use crate::error::Error;
 use crate::host::{Arg, HostArray};
-use crate::kernel::{Options, Storage, Variant, FEW_ROWS, MANY_ROWS};
+use crate::kernel::{Options, Storage, Variant};
+use crate::tiling::{FEW_ROWS, MANY_ROWS};
 
 /// The arguments of one call. `A` is where the numbers live: a Rust slice natively, a JS
 /// `Float32Array` in the browser (uploaded straight from JS, never copied through wasm).

@@ -5,11 +5,12 @@
 use std::rc::Rc;
 use webgpu_rmsnorm::dtype::{f16_bits, f16_value};
 use webgpu_rmsnorm::host::Arg;
-use webgpu_rmsnorm::kernel::{max_slots, Options, Params, Storage, Variant};
+use webgpu_rmsnorm::kernel::{Options, Params, Storage, Variant};
 use webgpu_rmsnorm::reference::{
     chain, fused_rms_norm, same_v, worst_error, worst_error_at, worst_relative, Inputs,
 };
 use webgpu_rmsnorm::tensor::Tensor;
+use webgpu_rmsnorm::tiling::max_slots;
 use webgpu_rmsnorm::{Error, GpuContext};
 
 /// Relative tolerance against the f64 reference (f32 math; see `worst_error`).

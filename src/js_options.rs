@@ -1,0 +1,123 @@
+//! `create`'s options, and the kernels `prepare` compiles and `kernelSource` describes, read
+//! from JavaScript (through `js_value.rs`, which lets nothing throw into Rust).
+
+use wasm_bindgen::prelude::*;
+
+use crate::backend::Choice;
+use crate::dtype::Dtype;
+use crate::error::Error;
+use crate::instance::Settings;
+use crate::js_value::{check_keys, describe, dtype_field, flag, get, is_array, rows_field};
+use crate::kernel::Options;
+use crate::shape::{hidden_from_number, Kernel};
+
+const OPTIONS_KEYS: [&str; 3] = ["backend", "powerPreference", "shaderF16"];
+const PREPARE_KEYS: [&str; 6] = ["hidden", "bias", "beta", "sum", "dtype", "inPlace"];
+const SOURCE_KEYS: [&str; 7] = ["hidden", "bias", "beta", "sum", "dtype", "inPlace", "rows"];
+
+/// `prepare`'s argument: one `{ hidden, bias?, beta?, sum?, dtype?, inPlace? }` or an array
+/// of them.
+pub fn parse_kernels(v: &JsValue) -> Result<Vec<Kernel>, Error> {
+    let list: Vec<JsValue> = match is_array(v) {
+        Ok(true) => js_sys::Array::from(v).iter().collect(),
+        Ok(false) => vec![v.clone()],
+        Err(_) => {
+            return Err(Error::Type(
+                "kernels: expected an object or an array, got a revoked Proxy".into(),
+            ))
+        }
+    };
+    list.iter()
+        .map(|k| parse_kernel(k, &PREPARE_KEYS))
+        .collect()
+}
+
+/// `kernelSource`'s argument: a kernel as `prepare` takes it, and `rows` to size the grid for.
+pub fn parse_source(v: &JsValue) -> Result<(Kernel, Option<u32>), Error> {
+    let kernel = parse_kernel(v, &SOURCE_KEYS)?;
+    let rows = rows_field(v)?.map(|r| r as u32);
+    Ok((kernel, rows))
+}
+
+fn parse_kernel(o: &JsValue, keys: &'static [&'static str]) -> Result<Kernel, Error> {
+    if !o.is_object() || o.is_function() {
+        return Err(Error::Type(format!(
+            "kernels: expected {{ hidden, bias?, beta?, sum?, dtype?, inPlace? }}, got {}",
+            describe(o)
+        )));
+    }
+    check_keys(o, "kernels", keys)?;
+    let h = get(o, "hidden");
+    let Some(hidden) = h.as_f64() else {
+        return Err(Error::Type(format!(
+            "hidden: expected a number (an integer >= 1), got {}",
+            describe(&h)
+        )));
+    };
+    let flag = |name| flag(o, name);
+    let dtype = dtype_field(o, "dtype")?.unwrap_or(Dtype::F32);
+    let in_place = flag("inPlace")?;
+    Ok(Kernel {
+        hidden: hidden_from_number(hidden)?,
+        options: Options {
+            bias: flag("bias")?,
+            beta: flag("beta")?,
+            // In place always writes v (into residual).
+            sum: flag("sum")? || in_place,
+        },
+        dtype,
+        in_place,
+    })
+}
+
+/// `create`'s options: the device's settings, and the backend asked for.
+pub fn settings(options: Option<&JsValue>) -> Result<(Settings, Choice), Error> {
+    let mut settings = Settings::default();
+    let Some(o) = options.filter(|o| !o.is_undefined() && !o.is_null()) else {
+        return Ok((settings, Choice::default()));
+    };
+    if !o.is_object() {
+        return Err(Error::Type(format!(
+            "options: expected an object {{ backend?, powerPreference?, shaderF16? }} or undefined, got {}",
+            describe(o)
+        )));
+    }
+    check_keys(o, "options", &OPTIONS_KEYS)?;
+    let b = get(o, "backend");
+    let choice = match b.as_string().as_deref() {
+        _ if b.is_undefined() => Choice::default(),
+        Some("webgpu") => Choice::WebGpu,
+        Some("cpu") => Choice::Cpu,
+        Some("auto") => Choice::Auto,
+        _ => {
+            return Err(Error::Type(format!(
+                "options.backend: expected \"webgpu\", \"cpu\" or \"auto\", got {}",
+                describe(&b)
+            )))
+        }
+    };
+    let p = get(o, "powerPreference");
+    settings.power = match p.as_string().as_deref() {
+        _ if p.is_undefined() => wgpu::PowerPreference::default(),
+        Some("low-power") => wgpu::PowerPreference::LowPower,
+        Some("high-performance") => wgpu::PowerPreference::HighPerformance,
+        _ => {
+            return Err(Error::Type(format!(
+                "options.powerPreference: expected \"low-power\" or \"high-performance\", got {}",
+                describe(&p)
+            )))
+        }
+    };
+    let f = get(o, "shaderF16");
+    settings.shader_f16 = match f.as_bool() {
+        _ if f.is_undefined() => true,
+        Some(on) => on,
+        None => {
+            return Err(Error::Type(format!(
+                "options.shaderF16: expected a boolean or undefined, got {}",
+                describe(&f)
+            )));
+        }
+    };
+    Ok((settings, choice))
+}

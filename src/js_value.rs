@@ -1,0 +1,226 @@
+//! Reading a caller's JavaScript values: fields, flags and dtypes, unknown keys with the
+//! field a typo meant, how a value looks in an error message, and errors back into
+//! JavaScript `Error`s.
+//!
+//! Nothing here can throw into Rust: an exception unwinding through wasm frames skips
+//! their cleanup (borrow flags, the shadow stack), and enough of them kill the module. Every
+//! JavaScript operation on a caller's value goes through a `catch` import or `Reflect`.
+
+use js_sys::{Object, Reflect};
+use wasm_bindgen::prelude::*;
+
+use crate::dtype::Dtype;
+use crate::error::Error;
+use crate::shape::rows_from_number;
+
+#[wasm_bindgen]
+extern "C" {
+    #[wasm_bindgen(catch, js_namespace = Array, js_name = isArray)]
+    pub fn is_array(v: &JsValue) -> Result<bool, JsValue>;
+    #[wasm_bindgen(catch, js_namespace = ArrayBuffer, js_name = isView)]
+    pub fn is_view(v: &JsValue) -> Result<bool, JsValue>;
+    #[wasm_bindgen(catch, js_namespace = Reflect, js_name = getPrototypeOf)]
+    pub fn prototype_of(v: &JsValue) -> Result<JsValue, JsValue>;
+    #[wasm_bindgen(catch, js_namespace = Object, js_name = keys)]
+    fn own_keys(v: &JsValue) -> Result<js_sys::Array, JsValue>;
+}
+
+/// A misspelt field would otherwise be ignored and its default used without a word (`Eps`
+/// for `eps`): every own key of `o` must be one of `known`. Inherited fields (getters on a
+/// class) are the caller's own business and are not checked.
+pub fn check_keys(o: &JsValue, what: &str, known: &'static [&'static str]) -> Result<(), Error> {
+    let Ok(keys) = own_keys(o) else {
+        return Ok(());
+    };
+    // Matched as JavaScript strings against a Set of the known names: reading every name
+    // into Rust (a UTF-8 encode each) on every call cost more than the check is worth.
+    let set = known_set(known);
+    for key in keys
+        .iter()
+        .filter(|k| !set.has(k))
+        .filter_map(|k| k.as_string())
+    {
+        if known.contains(&key.as_str()) {
+            continue;
+        }
+        let near = known
+            .iter()
+            .map(|k| (edit_distance(&key.to_lowercase(), &k.to_lowercase()), k))
+            .min()
+            .filter(|(d, _)| *d <= 2)
+            .map(|(_, k)| format!(" (did you mean {k}?)"))
+            .unwrap_or_default();
+        let short: String = key.chars().take(40).collect();
+        return Err(Error::Type(format!(
+            "{what}.{short}: expected one of {}, got an unknown field{near}",
+            known.join(", ")
+        )));
+    }
+    Ok(())
+}
+
+thread_local! {
+    static KNOWN_SETS: std::cell::RefCell<Vec<(usize, js_sys::Set)>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// `known` as a JavaScript Set, made once per list.
+fn known_set(known: &'static [&'static str]) -> js_sys::Set {
+    let id = known.as_ptr() as usize;
+    KNOWN_SETS.with(|sets| {
+        if let Some((_, s)) = sets.borrow().iter().find(|(k, _)| *k == id) {
+            return s.clone();
+        }
+        let s = js_sys::Set::new(&JsValue::UNDEFINED);
+        for k in known {
+            s.add(&JsValue::from_str(k));
+        }
+        sets.borrow_mut().push((id, s.clone()));
+        s
+    })
+}
+
+/// Levenshtein distance, for suggesting the field a typo meant.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = (above + 1)
+                .min(row[j] + 1)
+                .min(diagonal + usize::from(ca != cb));
+            diagonal = above;
+        }
+    }
+    row[b.len()]
+}
+
+pub fn get(obj: &JsValue, key: &'static str) -> JsValue {
+    Reflect::get(obj, &field_name(key)).unwrap_or(JsValue::UNDEFINED)
+}
+
+thread_local! {
+    static FIELD_NAMES: std::cell::RefCell<Vec<((usize, usize), JsValue)>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// `key` as a JavaScript string, made once. The same few field names are read on every
+/// call: making each string from Rust (a UTF-8 decode) and then wasm-bindgen's interning
+/// (two string hashes per read) were 17 % of a decode-sized `encode` in a profile on Dawn.
+/// Keys are `'static`, so the text's address identifies one.
+fn field_name(key: &'static str) -> JsValue {
+    let id = (key.as_ptr() as usize, key.len());
+    FIELD_NAMES.with(|names| {
+        if let Some((_, v)) = names.borrow().iter().find(|(k, _)| *k == id) {
+            return v.clone();
+        }
+        let v = JsValue::from_str(key);
+        names.borrow_mut().push((id, v.clone()));
+        v
+    })
+}
+
+pub fn to_js(e: Error) -> JsValue {
+    // A wrong-typed argument is JavaScript's own TypeError, so `instanceof TypeError` holds.
+    if let Error::Type(message) = &e {
+        return js_sys::TypeError::new(message).into();
+    }
+    let err = js_sys::Error::new(e.message());
+    err.set_name(e.name());
+    err.into()
+}
+
+/// How a value looks to a reader of an error message.
+pub fn describe(v: &JsValue) -> String {
+    if v.is_undefined() {
+        return "undefined".into();
+    }
+    if v.is_null() {
+        return "null".into();
+    }
+    if let Some(s) = v.as_string() {
+        let short: String = s.chars().take(40).collect();
+        return format!("the string {short:?}");
+    }
+    if let Some(n) = v.as_f64() {
+        return format!("the number {n}");
+    }
+    if let Some(b) = v.as_bool() {
+        return format!("the boolean {b}");
+    }
+    match is_array(v) {
+        Ok(true) => return "an Array".into(),
+        Err(_) => return "a revoked Proxy".into(),
+        Ok(false) => {}
+    }
+    if v.is_bigint() {
+        return "a bigint".into();
+    }
+    if v.is_function() {
+        return "a function".into();
+    }
+    let name = get(&get(v, "constructor"), "name")
+        .as_string()
+        .unwrap_or_default();
+    if !name.is_empty() {
+        let article = if name.starts_with(['A', 'E', 'I', 'O', 'U']) {
+            "an"
+        } else {
+            "a"
+        };
+        return format!("{article} {name}");
+    }
+    "an object".into()
+}
+
+/// An optional boolean field.
+pub fn flag(o: &JsValue, name: &'static str) -> Result<bool, Error> {
+    let f = get(o, name);
+    match f.as_bool() {
+        _ if f.is_undefined() => Ok(false),
+        Some(on) => Ok(on),
+        None => Err(Error::Type(format!(
+            "{name}: expected a boolean or undefined, got {}",
+            describe(&f)
+        ))),
+    }
+}
+
+/// An optional `"f32" | "f16"` field.
+pub fn dtype_field(o: &JsValue, name: &'static str) -> Result<Option<Dtype>, Error> {
+    let d = get(o, name);
+    match d.as_string().as_deref() {
+        _ if d.is_undefined() => Ok(None),
+        Some("f32") => Ok(Some(Dtype::F32)),
+        Some("f16") => Ok(Some(Dtype::F16)),
+        _ => Err(Error::Type(format!(
+            "{name}: expected \"f32\" or \"f16\", got {}",
+            describe(&d)
+        ))),
+    }
+}
+
+/// The optional `rows` of a call whose `GPUBuffer`s hold more than its rows.
+pub fn rows_field(args: &JsValue) -> Result<Option<usize>, Error> {
+    let r = get(args, "rows");
+    if r.is_undefined() {
+        return Ok(None);
+    }
+    let Some(rows) = r.as_f64() else {
+        return Err(Error::Type(format!(
+            "rows: expected a number or undefined, got {}",
+            describe(&r)
+        )));
+    };
+    rows_from_number(rows).map(Some)
+}
+
+/// A plain object of `fields`, for results.
+pub fn object(fields: &[(&str, JsValue)]) -> JsValue {
+    let o = Object::new();
+    for (key, value) in fields {
+        let _ = Reflect::set(&o, &JsValue::from_str(key), value);
+    }
+    o.into()
+}
