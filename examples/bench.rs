@@ -3,14 +3,18 @@
 //! ```text
 //! cargo run --release --example bench -- [--quick] [--shapes 1x4096,16384x4096]
 //!     [--set wg=512,slots=2,fan=32,preload=1,unroll=1] [--sweep [--sweep-options plain,bb]]
-//!     [--check] [--reps N] [--warmup N] [--heat-ms MS] [--no-seed] [--json path]
-//!     [--emit-wgsl path]
+//!     [--check] [--reps N] [--warmup N] [--per-pass K] [--heat-ms MS] [--no-seed]
+//!     [--json path] [--emit-wgsl path]
 //! ```
 //!
 //! For every shape, in one run and on GPU-resident buffers: the kernel as the crate selects
 //! it (plain, with bias and beta, with the `sum` output), the `out = a + b` roofline moving
 //! the same 12 bytes per element, and a one-thread-per-row baseline. Times are the median of
-//! the GPU's own timestamps at the begin and end of each compute pass. `--sweep` also times
+//! the GPU's own timestamps at the begin and end of each compute pass. `--per-pass K` records
+//! K dispatches into each timed pass and reports the pass over K: wgpu puts a barrier between
+//! dispatches that write the same buffer, so they run one after another as a model's layers
+//! do (as Dawn's bench times its chain), and a pass's own start and end are shared by K
+//! dispatches rather than charged to one. `--sweep` also times
 //! a grid of tiling variants per shape; `--set` overrides the crate's choice; `--check`
 //! compares every timed variant against the f64 reference on a few rows. Odd widths (scalar
 //! loads) are also compared with a scalar `out = a + b`. `--emit-wgsl` writes the WGSL of
@@ -63,6 +67,7 @@ struct Args {
     seed_baseline: bool,
     warmup: usize,
     reps: usize,
+    per_pass: usize,
     heat_ms: f64,
     emit_wgsl: Option<String>,
 }
@@ -108,6 +113,7 @@ fn parse_args() -> Args {
         seed_baseline: true,
         warmup: 10,
         reps: 100,
+        per_pass: 1,
         heat_ms: 30.0,
         emit_wgsl: None,
     };
@@ -136,6 +142,13 @@ fn parse_args() -> Args {
                 a.heat_ms = value("--heat-ms")
                     .parse()
                     .unwrap_or_else(|_| usage("--heat-ms: milliseconds"))
+            }
+            "--per-pass" => {
+                a.per_pass = value("--per-pass")
+                    .parse()
+                    .ok()
+                    .filter(|&k| k >= 1)
+                    .unwrap_or_else(|| usage("--per-pass: a count of at least 1"))
             }
             "--reps" => {
                 reps = Some(
@@ -396,6 +409,8 @@ struct Bench {
     period_ns: f64,
     warmup: usize,
     reps: usize,
+    /// Dispatches per timed pass (`--per-pass`).
+    per_pass: usize,
     max_dim: u32,
     /// Largest workgroup the device runs; the crate shrinks its choice to fit, and so does
     /// the benchmark.
@@ -450,7 +465,9 @@ impl Bench {
                     label: None,
                     timestamp_writes: timed,
                 });
-                record(&mut pass, i);
+                for j in 0..self.per_pass {
+                    record(&mut pass, i * self.per_pass + j);
+                }
             }
             encoder.resolve_query_set(&queries, 0..2 * self.reps as u32, &resolve, 0);
             encoder.copy_buffer_to_buffer(&resolve, 0, &readback, 0, size);
@@ -473,7 +490,11 @@ impl Bench {
             drop(view);
             readback.unmap();
             for pair in ticks.chunks_exact(2) {
-                samples.push(pair[1].wrapping_sub(pair[0]) as f64 * self.period_ns / 1000.0);
+                samples.push(
+                    pair[1].wrapping_sub(pair[0]) as f64 * self.period_ns
+                        / 1000.0
+                        / self.per_pass as f64,
+                );
             }
         } else {
             // No timestamps on this adapter: one submission per pass, timed by the host.
@@ -481,7 +502,9 @@ impl Bench {
                 let mut encoder = device.create_command_encoder(&Default::default());
                 {
                     let mut pass = encoder.begin_compute_pass(&Default::default());
-                    record(&mut pass, i);
+                    for j in 0..self.per_pass {
+                        record(&mut pass, i * self.per_pass + j);
+                    }
                 }
                 let start = Instant::now();
                 self.ctx.queue().submit([encoder.finish()]);
@@ -489,7 +512,7 @@ impl Bench {
                     .poll(wgpu::PollType::wait_indefinitely())
                     .map_err(|e| e.to_string())?;
                 if i >= self.warmup {
-                    samples.push(start.elapsed().as_secs_f64() * 1e6);
+                    samples.push(start.elapsed().as_secs_f64() * 1e6 / self.per_pass as f64);
                 }
             }
             if let Some(e) = pollster::block_on(scope.pop()) {
@@ -975,6 +998,7 @@ fn main() {
         timestamps,
         warmup: args.warmup,
         reps: args.reps,
+        per_pass: args.per_pass,
         ctx,
     };
     let adapter_line = format!(
@@ -983,14 +1007,15 @@ fn main() {
     );
     println!("adapter: {adapter_line}");
     println!(
-        "timing: {}, median of {} passes after {} warm-up",
+        "timing: {}, median of {} passes after {} warm-up, {} dispatch(es) a pass",
         if timestamps {
             "GPU timestamps at compute pass begin/end"
         } else {
             "host clock per submission (no TIMESTAMP_QUERY)"
         },
         bench.reps,
-        bench.warmup
+        bench.warmup,
+        bench.per_pass
     );
     let roofline = bench.plain_pipeline("roofline", ROOFLINE_WGSL);
     let roofline_sum = bench.plain_pipeline("roofline sum", ROOFLINE_SUM_WGSL);
