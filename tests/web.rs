@@ -8,7 +8,7 @@ use wasm_bindgen_futures::JsFuture;
 use wasm_bindgen_test::*;
 use webgpu_rmsnorm::dtype::f16_value;
 use webgpu_rmsnorm::facade::FusedRmsNorm;
-use webgpu_rmsnorm::reference::{chain, fused_rms_norm, worst_relative};
+use webgpu_rmsnorm::reference::{chain, fused_rms_norm, same_v, worst_relative};
 
 wasm_bindgen_test_configure!(run_in_browser);
 
@@ -582,4 +582,107 @@ async fn f16_in_place_equals_run_with_sum_bit_for_bit_on_both_paths() {
             "v in place differs from runWithSum's sum"
         );
     }
+}
+
+/// The tilings a browser on a real GPU runs (rows spread over two workgroups for a call of a
+/// few long rows; the tilings of one row and of many), forced on this adapter, whose own
+/// tiling is the CPU adapter's: through both of the context's dispatch paths in wasm, read
+/// back through wgpu and left on the GPU through the direct dispatch, against the f64
+/// reference and bit for bit against each other.
+#[wasm_bindgen_test]
+async fn gpu_tilings_with_split_rows_match_the_reference_on_both_dispatch_paths() {
+    use webgpu_rmsnorm::host::{host_f32_bits, Arg, HostVec, JsArray};
+    use webgpu_rmsnorm::kernel::Options;
+    use webgpu_rmsnorm::shape::Kernel;
+    use webgpu_rmsnorm::{GpuContext, Inputs};
+
+    let mut ctx = GpuContext::new(wgpu::PowerPreference::default())
+        .await
+        .unwrap();
+    ctx.set_cpu_tiling(false);
+    let array = |v: &[f32]| {
+        JsArray::from_value(&Float32Array::from(v).into())
+            .unwrap()
+            .unwrap()
+    };
+    let floats =
+        |v: HostVec| -> Vec<f32> { host_f32_bits(v).into_iter().map(f32::from_bits).collect() };
+    let mut rng = Rng(0x5EED_0020);
+    let mut split = 0;
+    for (rows, hidden, bias, beta) in [
+        (1, 4096, false, false),
+        (3, 4096, true, true),
+        (4, 1024, false, true),
+        (5, 4096, true, false),
+    ] {
+        let kernel = Kernel {
+            hidden,
+            options: Options {
+                bias,
+                beta,
+                sum: true,
+            },
+            dtype: webgpu_rmsnorm::dtype::Dtype::F32,
+            in_place: false,
+        };
+        split += usize::from(kernel.variant(ctx.caps(), rows).split_in() > 1);
+        for scale in [1.0f32, 1e-30] {
+            let case = Case::random(&mut rng, rows, hidden, bias, beta, 1e-6, scale);
+            let x = case.inputs();
+            let (want_y, want_v) = fused_rms_norm(&x);
+            let host = Inputs {
+                input: array(&case.input),
+                residual: array(&case.residual),
+                gamma: array(&case.gamma),
+                beta: case.beta.as_deref().map(array),
+                bias: case.bias.as_deref().map(array),
+                hidden,
+                eps: case.eps,
+            };
+            let what = format!("{rows}x{hidden} bias {bias} beta {beta} scale {scale:e}");
+            let out = ctx.run(&host, true).await.unwrap();
+            let (y, v) = (floats(out.y), floats(out.sum.unwrap()));
+            assert_within(&y, &want_y, &x, RTOL, &format!("{what}: read back"));
+            assert!(
+                v.iter()
+                    .zip(&want_v)
+                    .enumerate()
+                    .all(|(at, (&a, &b))| same_v(&x, at, a, b)),
+                "{what}: sum differs from input + residual (+ bias)"
+            );
+            let on_gpu = Inputs {
+                input: Arg::Gpu(ctx.upload(&host.input).unwrap()),
+                residual: Arg::Gpu(ctx.upload(&host.residual).unwrap()),
+                gamma: Arg::Host(host.gamma.copy()),
+                beta: host.beta.as_ref().map(|b| Arg::Host(b.copy())),
+                bias: host.bias.as_ref().map(|b| Arg::Host(b.copy())),
+                hidden,
+                eps: case.eps,
+            };
+            let gpu = ctx
+                .submit_to_gpu(&on_gpu, true)
+                .unwrap()
+                .read_gpu()
+                .await
+                .unwrap()
+                .unwrap();
+            let gy = floats(ctx.read_tensor(&gpu.y).unwrap().read().await.unwrap().y);
+            let sum = gpu.sum.unwrap();
+            let gv = floats(ctx.read_tensor(&sum).unwrap().read().await.unwrap().y);
+            let bits = |a: &[f32]| a.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+            assert_eq!(
+                bits(&gy),
+                bits(&y),
+                "{what}: y on the GPU differs from y read back"
+            );
+            assert_eq!(
+                bits(&gv),
+                bits(&v),
+                "{what}: v on the GPU differs from v read back"
+            );
+        }
+    }
+    // 1 and 3 rows of 4096 were split; 4 rows of 1024 (short rows) and 5 (more than a few)
+    // were not.
+    assert_eq!(split, 2, "split kernels among the calls");
 }
