@@ -3,9 +3,10 @@
 //   v[r, i] = input[r, i] + residual[r, i] + bias[i]
 //   y[r, i] = v[r, i] * inverseSqrt(mean_i(v[r, i]^2) + eps) * gamma[i] + beta[i]
 //
-// One workgroup owns one row. Threads walk the row in steps of WG so that
-// neighbouring threads touch neighbouring addresses (coalesced). Values are
-// vec4 when hidden % 4 == 0 and scalar otherwise; `V` says which.
+// One workgroup owns one row (or SPLIT of them share it, see `owns`). Threads
+// walk the row in steps of WG so that neighbouring threads touch neighbouring
+// addresses (coalesced). Values are vec4 when hidden % 4 == 0 and scalar
+// otherwise; `V` says which.
 //
 // The driver (src/kernel.rs) prepends a prelude that defines, per pipeline:
 //   WG         workgroup size

@@ -330,8 +330,16 @@ impl Recorder {
 /// the workgroup grid for `rows` where given.
 pub fn source(ctx: &GpuContext, kernel: &Kernel, rows: Option<u32>) -> Result<JsValue, Error> {
     kernel.check()?;
-    // Without `rows`, the decode-sized tiling.
-    let variant = kernel.variant(ctx.caps(), rows.map_or(1, |r| r as usize));
+    // Without `rows`, the decode-sized tiling with one workgroup a row, so that an engine
+    // dispatching a workgroup a row (as `kernelSource` asked before rows could be split)
+    // still covers every column for any number of rows.
+    let variant = match rows {
+        Some(r) => kernel.variant(ctx.caps(), r as usize),
+        None => Variant {
+            split: 1,
+            ..kernel.variant(ctx.caps(), 1)
+        },
+    };
     let bindings: Array = BINDINGS
         .iter()
         .filter(|b| b.present(variant.in_place))

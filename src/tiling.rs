@@ -182,6 +182,8 @@ impl Variant {
         let mut v = Variant {
             fan: 0,
             preload: false,
+            // A CPU runs a workgroup's loads itself: spreading them buys nothing there.
+            split: 1,
             ..self
         };
         v = v.within(hidden, CPU_WORKGROUP);

@@ -97,6 +97,8 @@ function subgroups(v) {
 }
 
 function manyRows(v) {
+  // Each workgroup takes whole rows here; a split kernel's parts would need their own ids.
+  if (!/^const SPLIT: u32 = 1u;$/m.test(v.code)) throw new Error(`${v.knobs}: --rows needs a kernel with SPLIT 1`);
   const entry = v.code.indexOf("@compute @workgroup_size(WG)");
   const head = v.code.indexOf(ROW_HEAD, entry);
   if (entry < 0 || head < 0) throw new Error(`${v.knobs}: the kernel's entry point changed; update this script`);
