@@ -176,8 +176,8 @@ export interface FusedRmsNormKernelSource {
   readonly lanes: 1 | 4;
   readonly workgroupSize: number;
   /**
-   * Workgroups that share a row: 1, or more for a call of a few long rows on a GPU, where a
-   * row's memory traffic is spread over several of the GPU's cores.
+   * Workgroups that share a row: 1 without `rows`; given `rows`, more for a call of a few
+   * long rows on a GPU, where a row's memory traffic is spread over several of its cores.
    */
   readonly workgroupsPerRow: number;
   /** How arrays hold numbers: f32, `shader-f16` halves, or halves packed in u32s. */
