@@ -10,8 +10,7 @@ use crate::device::{Caps, ContextId};
 use crate::dtype::Dtype;
 use crate::error::Error;
 use crate::host::{Arg, HostArray};
-use crate::kernel::{Options, Storage, Variant};
-use crate::tiling::{FEW_ROWS, MANY_ROWS};
+use crate::kernel::{Options, Variant};
 
 /// The arguments of one call. `A` is where the numbers live: a Rust slice natively, a JS
 /// `Float32Array` in the browser (uploaded straight from JS, never copied through wasm).
@@ -368,48 +367,6 @@ impl Kernel {
             )));
         }
         Ok(())
-    }
-
-    /// The compiled form the device runs a call of `rows` rows as.
-    pub fn variant(&self, caps: &Caps, rows: usize) -> Variant {
-        let storage = match self.dtype {
-            Dtype::F32 => Storage::F32,
-            Dtype::F16 if caps.shader_f16 => Storage::F16,
-            Dtype::F16 => Storage::F16Packed,
-        };
-        let hidden = self.hidden as u32;
-        let web = cfg!(target_arch = "wasm32");
-        let mut tiled = Variant::for_shape(hidden, self.options);
-        if rows >= MANY_ROWS && !caps.cpu_tiling {
-            tiled = tiled.for_many_rows(hidden, web);
-        }
-        let mut tiled = tiled.within(hidden, caps.max_workgroup);
-        // In place a row cannot be split (Variant::split_in); asking would only make a second
-        // pipeline of the same code.
-        if rows <= FEW_ROWS && !caps.cpu_tiling && !self.in_place {
-            tiled = tiled.for_few_rows(hidden, web);
-        }
-        Variant {
-            storage,
-            in_place: self.in_place,
-            ..if caps.cpu_tiling {
-                tiled.for_cpu(hidden)
-            } else {
-                tiled
-            }
-        }
-    }
-
-    /// Every variant a call of this kernel may run as: of few rows, in between, of many.
-    pub fn variants(&self, caps: &Caps) -> Vec<Variant> {
-        let mut all = Vec::with_capacity(3);
-        for rows in [1, FEW_ROWS + 1, MANY_ROWS] {
-            let v = self.variant(caps, rows);
-            if !all.contains(&v) {
-                all.push(v);
-            }
-        }
-        all
     }
 }
 

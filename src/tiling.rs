@@ -4,7 +4,10 @@
 //! says what it was measured against (docs/PERFORMANCE.md); [`crate::kernel`] turns a
 //! choice into WGSL.
 
+use crate::device::Caps;
+use crate::dtype::Dtype;
 use crate::kernel::{Options, Storage, Variant};
+use crate::shape::Kernel;
 
 /// Calls of this many rows or more may be tiled differently from decode-sized ones
 /// ([`Variant::for_many_rows`]).
@@ -190,6 +193,51 @@ impl Variant {
         v.slots = v.slots.min(CPU_SLOTS);
         v.exact = v.slots * v.workgroup == hidden / v.lanes;
         v
+    }
+}
+
+/// Which variant a call of a kernel runs as, on a device with `caps`.
+impl Kernel {
+    /// The compiled form the device runs a call of `rows` rows as.
+    pub fn variant(&self, caps: &Caps, rows: usize) -> Variant {
+        let storage = match self.dtype {
+            Dtype::F32 => Storage::F32,
+            Dtype::F16 if caps.shader_f16 => Storage::F16,
+            Dtype::F16 => Storage::F16Packed,
+        };
+        let hidden = self.hidden as u32;
+        let web = cfg!(target_arch = "wasm32");
+        let mut tiled = Variant::for_shape(hidden, self.options);
+        if rows >= MANY_ROWS && !caps.cpu_tiling {
+            tiled = tiled.for_many_rows(hidden, web);
+        }
+        let mut tiled = tiled.within(hidden, caps.max_workgroup);
+        // In place a row cannot be split (Variant::split_in); asking would only make a second
+        // pipeline of the same code.
+        if rows <= FEW_ROWS && !caps.cpu_tiling && !self.in_place {
+            tiled = tiled.for_few_rows(hidden, web);
+        }
+        Variant {
+            storage,
+            in_place: self.in_place,
+            ..if caps.cpu_tiling {
+                tiled.for_cpu(hidden)
+            } else {
+                tiled
+            }
+        }
+    }
+
+    /// Every variant a call of this kernel may run as: of few rows, in between, of many.
+    pub fn variants(&self, caps: &Caps) -> Vec<Variant> {
+        let mut all = Vec::with_capacity(3);
+        for rows in [1, FEW_ROWS + 1, MANY_ROWS] {
+            let v = self.variant(caps, rows);
+            if !all.contains(&v) {
+                all.push(v);
+            }
+        }
+        all
     }
 }
 
