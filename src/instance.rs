@@ -12,11 +12,12 @@ use std::rc::{Rc, Weak};
 
 use futures_channel::oneshot;
 
+use crate::checks::check_upload;
 use crate::error::Error;
 use crate::gpu::GpuContext;
 use crate::host::{Arg, HostArray};
 use crate::pending::{Finished, Pending};
-use crate::shape::{check_upload, Inputs, Kernel, Request};
+use crate::shape::{Inputs, Kernel, Request};
 use crate::tensor::Tensor;
 
 /// What `create` was asked for, kept to open an equal device after a loss.

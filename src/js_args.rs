@@ -9,6 +9,7 @@ use js_sys::Reflect;
 use wasm_bindgen::prelude::*;
 
 use crate::app_buffer::AppBuffer;
+use crate::checks::{eps_from_number, hidden_from_number, repeat_from_number};
 use crate::dtype::Dtype;
 use crate::error::Error;
 use crate::host::{Arg, JsArray};
@@ -16,9 +17,7 @@ use crate::js_tensor::tensor_arg;
 use crate::js_value::{
     check_keys, describe, dtype_field, flag, get, is_array, is_view, rows_field,
 };
-use crate::shape::{
-    eps_from_number, fit_buffers, hidden_from_number, repeat_from_number, Inputs, Outputs, Request,
-};
+use crate::shape::{fit_buffers, Inputs, Outputs, Request};
 
 /// One call's arguments as the driver takes them.
 pub type Args = Inputs<Arg<JsArray>>;
@@ -315,7 +314,7 @@ pub fn parse_timed(
     let Some(r) = repeat.as_f64() else {
         return Err(Error::Type(format!(
             "repeat: expected a number (an integer from 1 to {}), got {}",
-            crate::shape::MAX_REPEAT,
+            crate::checks::MAX_REPEAT,
             describe(repeat)
         )));
     };

@@ -4,12 +4,13 @@
 use wasm_bindgen::prelude::*;
 
 use crate::backend::Choice;
+use crate::checks::hidden_from_number;
 use crate::dtype::Dtype;
 use crate::error::Error;
 use crate::instance::Settings;
 use crate::js_value::{check_keys, describe, dtype_field, flag, get, is_array, rows_field};
 use crate::kernel::Options;
-use crate::shape::{hidden_from_number, Kernel};
+use crate::shape::Kernel;
 
 const OPTIONS_KEYS: [&str; 3] = ["backend", "powerPreference", "shaderF16"];
 const PREPARE_KEYS: [&str; 6] = ["hidden", "bias", "beta", "sum", "dtype", "inPlace"];

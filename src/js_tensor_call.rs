@@ -5,10 +5,11 @@
 
 use wasm_bindgen::prelude::*;
 
+use crate::checks::{eps_from_number, hidden_from_number};
 use crate::error::Error;
 use crate::host::Arg;
 use crate::js_args::Args;
-use crate::shape::{eps_from_number, fit_buffers, hidden_from_number, Inputs, Request};
+use crate::shape::{fit_buffers, Inputs, Request};
 
 #[wasm_bindgen(inline_js = r#"
 const KNOWN = new Set(["input", "residual", "gamma", "beta", "bias", "hidden", "eps", "inPlace", "output"]);

@@ -9,9 +9,9 @@
 use js_sys::{Object, Reflect};
 use wasm_bindgen::prelude::*;
 
+use crate::checks::rows_from_number;
 use crate::dtype::Dtype;
 use crate::error::Error;
-use crate::shape::rows_from_number;
 
 #[wasm_bindgen]
 extern "C" {

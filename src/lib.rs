@@ -8,21 +8,24 @@
 //! ```
 //!
 //! The data path, one concern a file:
-//! - [`facade`] (JavaScript API, wasm only; with `js_args`, `js_tensor_call`, `js_options`,
+//! - `facade` (JavaScript API, wasm only; with `js_args`, `js_tensor_call`, `js_options`,
 //!   `js_value`, `js_tensor`, `js_types`) →
 //! - [`instance`] (the live device, and its replacement after a loss) →
-//! - [`shape`] (every check: arguments into a [`shape::Plan`]) →
-//! - [`gpu`] (the driver: encode and submit a plan) over [`device`], [`pipelines`] (the
-//!   binding table, layouts and pipeline cache), [`pool`] and [`tensor`] →
+//! - [`shape`] (a call's checks: arguments into a [`shape::Plan`], with [`checks`] for
+//!   single values) →
+//! - [`gpu`] (the driver: the context in `gpu.rs`, the one call path that stages, records and
+//!   submits a plan in `gpu/call.rs`) over [`device`], [`pipelines`] (the binding table,
+//!   layouts and pipeline cache), [`pool`] and [`tensor`] →
 //! - [`pending`] (a call in flight and its readback) →
 //! - `shaders/fused_rms_norm.wgsl` (the kernel, whose variants [`kernel`] assembles, tiled as
 //!   [`tiling`] measured).
 //!
 //! [`host`] is where numbers live on the host, [`dtype`] how they are stored, and
-//! [`reference`] the f64 CPU reference every test compares against.
+//! [`reference`](mod@reference) the f64 CPU reference every test compares against.
 
 pub mod app_buffer;
 pub mod backend;
+pub mod checks;
 pub mod clock;
 pub mod cpu;
 pub mod cpu_driver;

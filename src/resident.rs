@@ -1,14 +1,15 @@
 //! The driver's tensors: uploads, placing a tensor that waited for a device, and reading
-//! one back. Calls bind tensors as they are (see `gpu.rs`).
+//! one back. Calls bind tensors as they are (see `gpu/call.rs`).
 
 use std::rc::Rc;
 
+use crate::checks::check_upload;
 use crate::dtype::Dtype;
 use crate::error::Error;
 use crate::gpu::GpuContext;
 use crate::host::{HostArray, OwnedArray, Upload};
 use crate::pending::{Chunk, Pending};
-use crate::shape::{check_upload, Shape};
+use crate::shape::Shape;
 use crate::tensor::{Placed, Tensor};
 
 impl GpuContext {
