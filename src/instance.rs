@@ -56,8 +56,11 @@ pub struct Instance {
     waiting: RefCell<Vec<Weak<Tensor>>>,
     opened: Cell<u32>,
     /// Called with each device opened after a loss.
-    on_reopen: RefCell<Option<Box<dyn Fn(&Rc<GpuContext>)>>>,
+    on_reopen: RefCell<Option<OnReopen>>,
 }
+
+/// What an instance calls with each device it opens after a loss.
+type OnReopen = Box<dyn Fn(&Rc<GpuContext>)>;
 
 impl Instance {
     pub async fn open(settings: Settings) -> Result<Rc<Instance>, Error> {

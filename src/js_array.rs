@@ -154,7 +154,7 @@ impl HostArray for JsArray {
             return Err("WebGPU objects expected in a wasm build".into());
         };
         let q: &JsQueue = q.unchecked_ref();
-        let written = if (count * self.dtype.bytes()) % 4 == 0 {
+        let written = if (count * self.dtype.bytes()).is_multiple_of(4) {
             q.write_buffer(b.as_ref(), 0.0, &self.array, start as f64, count as f64)
         } else {
             // writeBuffer moves whole 4-byte words: pad an odd count of halves.

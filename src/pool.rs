@@ -237,7 +237,7 @@ mod tests {
             3 << 30,
         ] {
             let c = size_class(size);
-            assert!(c >= size && c % 16 == 0, "{size} -> {c}");
+            assert!(c >= size && c.is_multiple_of(16), "{size} -> {c}");
             assert!(c <= (size.max(16) + 15) * 5 / 4 + 16, "{size} -> {c}");
         }
         // Nearby sizes share a class, so calls of varying length reuse one buffer.

@@ -30,6 +30,10 @@ pub struct Inputs<A> {
 /// Anything with a length in f32 elements.
 pub trait Len {
     fn len(&self) -> usize;
+
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
 }
 
 impl Len for &[f32] {
@@ -67,7 +71,7 @@ impl Shape {
             )));
         }
         let n = x.input.len();
-        if n % hidden != 0 {
+        if !n.is_multiple_of(hidden) {
             return Err(Error::Shape(format!(
                 "input: expected a length that is a multiple of hidden ({hidden}), got {n}"
             )));
@@ -355,7 +359,7 @@ impl Kernel {
     /// Checks what a call with this kernel would check of `hidden`.
     pub fn check(&self) -> Result<(), Error> {
         hidden_from_number(self.hidden as f64)?;
-        if self.dtype == Dtype::F16 && self.hidden % 4 != 0 {
+        if self.dtype == Dtype::F16 && !self.hidden.is_multiple_of(4) {
             // Halves are moved four at a time (two 32-bit words); a row must not end mid-word.
             return Err(Error::Shape(format!(
                 "hidden: expected a multiple of 4 for f16 data, got {}",
@@ -430,7 +434,7 @@ pub fn fit_buffers<H: Len>(
             )));
         }
         Some(r) => r,
-        None if x.input.len() % hidden == 0 => x.input.len() / hidden,
+        None if x.input.len().is_multiple_of(hidden) => x.input.len() / hidden,
         None => return Ok(()),
     };
     let Some(n) = rows.checked_mul(hidden) else {

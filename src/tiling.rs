@@ -44,7 +44,7 @@ impl Variant {
     /// turn the same WGSL into different code, and the best tiling differs on an H200
     /// (docs/PERFORMANCE.md, the Dawn section).
     pub fn for_stack(hidden: u32, options: Options, web: bool) -> Self {
-        let lanes = if hidden % 4 == 0 { 4 } else { 1 };
+        let lanes = if hidden.is_multiple_of(4) { 4 } else { 1 };
         let width = hidden / lanes;
         if web && lanes == 4 && width >= 128 {
             // Measured on Dawn on an H200 in a dependent chain: eight vec4 per thread (wg

@@ -255,7 +255,7 @@ fn random_shapes_and_options_match_the_reference() {
 #[test]
 fn bad_shapes_are_named_errors_and_the_context_keeps_working() {
     let ctx = context();
-    let a = vec![1.0f32; 12];
+    let a = [1.0f32; 12];
     let mut x = bare(&a[..], &a[..], &a[..4], 5);
     let e = pollster::block_on(ctx.run(&x, false))
         .err()

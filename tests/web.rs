@@ -110,9 +110,7 @@ async fn adapter_has(feature: &str) -> bool {
 
 /// A tensor of `norm` holding `data`.
 fn upload(norm: &FusedRmsNorm, data: &[f32]) -> JsValue {
-    norm.upload(Float32Array::from(data).into(), None)
-        .unwrap()
-        .into()
+    norm.upload(Float32Array::from(data).into(), None).unwrap()
 }
 
 /// What a tensor holds, read back (`read()`) as the typed array `A` of its dtype.
@@ -559,10 +557,8 @@ async fn f16_in_place_equals_run_with_sum_bit_for_bit_on_both_paths() {
             bits(Reflect::get(&want, &"sum".into()).unwrap()),
         );
         let tensor = |k: &str| {
-            JsValue::from(
-                norm.upload(Reflect::get(&args, &k.into()).unwrap(), None)
-                    .unwrap(),
-            )
+            norm.upload(Reflect::get(&args, &k.into()).unwrap(), None)
+                .unwrap()
         };
         let (input, residual) = (tensor("input"), tensor("residual"));
         Reflect::set(&args, &"input".into(), &input).unwrap();
