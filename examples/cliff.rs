@@ -29,7 +29,7 @@ mod native {
     use webgpu_rmsnorm::host::Arg;
     use webgpu_rmsnorm::kernel::{Options, Params, Variant};
     use webgpu_rmsnorm::pipelines::{slot, Bound, BINDINGS};
-    use webgpu_rmsnorm::shape::Destination;
+    use webgpu_rmsnorm::plan::Destination;
     use webgpu_rmsnorm::tensor::Tensor;
     use webgpu_rmsnorm::{GpuContext, Inputs, Request};
 

@@ -11,7 +11,8 @@ use crate::error::Error;
 use crate::host::HostArray;
 use crate::instance::{Instance, Settings};
 use crate::pending::Finished;
-use crate::shape::{Inputs, Kernel, Request};
+use crate::plan::{Kernel, Request};
+use crate::shape::Inputs;
 use crate::tensor::Tensor;
 
 /// What `create({ backend })` asks for.

@@ -1,7 +1,7 @@
 //! The checks of single values: a number from JavaScript (`hidden`, `rows`, `eps`,
 //! `repeat`) and a size against the device's limits. [`crate::shape`] applies them to a
-//! whole call; every entry point, native or JavaScript, reaches them through it or through
-//! the facade's argument readers, so each check and its wording exist once.
+//! whole call, the facade's argument readers to JavaScript numbers, and the drivers'
+//! `upload` (`instance.rs`, `resident.rs`, `cpu_driver.rs`) to the size of an upload.
 
 use crate::device::Caps;
 use crate::dtype::Dtype;
@@ -14,7 +14,7 @@ use crate::error::Error;
 pub const MAX_REPEAT: u32 = 10_000;
 
 /// Rows of `hidden` one storage binding of `max_binding` bytes holds.
-pub fn rows_per_binding(hidden: usize, max_binding: u64) -> Result<usize, Error> {
+pub(crate) fn rows_per_binding(hidden: usize, max_binding: u64) -> Result<usize, Error> {
     let row_bytes = hidden as u64 * 4;
     if row_bytes > max_binding {
         return Err(Error::Shape(format!(
@@ -40,7 +40,7 @@ pub fn check_upload(len: usize, dtype: Dtype, caps: &Caps) -> Result<(), Error> 
 }
 
 /// A repeat count from Rust; the same check as JavaScript's.
-pub fn check_repeat(repeat: u32) -> Result<(), Error> {
+pub(crate) fn check_repeat(repeat: u32) -> Result<(), Error> {
     repeat_from_number(repeat.into()).map(drop)
 }
 

@@ -1,4 +1,4 @@
-//! The CPU backend's driver: the same calls as the GPU driver (`gpu/call.rs`), checked by the
+//! The CPU backend's driver: the same calls as the GPU driver (`gpu.rs`, `gpu/call.rs`, `resident.rs`), checked by the
 //! same `Plan`, computed by `cpu/` in wasm memory. For browsers without WebGPU, and for
 //! software adapters, where a WebGPU call costs many times a CPU loop.
 
@@ -11,7 +11,8 @@ use crate::device::{next_context_id, Caps, ContextId};
 use crate::error::Error;
 use crate::host::{host_vec, CpuData, HostArray};
 use crate::pending::{Finished, GpuOutput, Output};
-use crate::shape::{Destination, Inputs, Plan, Request};
+use crate::plan::{Destination, Plan, Request};
+use crate::shape::Inputs;
 use crate::tensor::Tensor;
 
 /// No device limits: a call is one pass over wasm memory, whatever its size.

@@ -23,7 +23,8 @@ use crate::gpu::GpuContext;
 use crate::host::{Arg, JsArray};
 use crate::kernel::{Params, Variant};
 use crate::pipelines::{Bound, GroupKey as OwnGroupKey, BINDINGS};
-use crate::shape::{Inputs, Kernel, Outputs, Plan};
+use crate::plan::{Kernel, Outputs, Plan};
+use crate::shape::Inputs;
 use crate::webgpu_raw::{self as raw, descriptor, RawDevice, RawEncoder, RawQueue};
 
 /// Bind groups kept before the cache starts over (as `pipelines::MAX_BIND_GROUPS`: an

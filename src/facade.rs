@@ -3,8 +3,8 @@
 //! Every method that does GPU work returns a Promise and reports every failure as a
 //! rejection with a named `Error`; nothing here panics on any input (a panic in wasm aborts
 //! the whole instance). Each entry point is the same three steps: parse the JavaScript
-//! values (`js_args.rs`, `js_options.rs`), hand the call to the instance (`instance.rs`: the live device, or
-//! a new one after a loss), and turn what comes back into JavaScript values. The returned
+//! values (`js_args.rs`, `js_options.rs`), hand the call to the backend (`backend.rs`: the
+//! instance in `instance.rs`, the live device or a new one after a loss, or the CPU backend), and turn what comes back into JavaScript values. The returned
 //! future owns what it needs (`Rc`s, not `&self`), so concurrent calls and `free()` during a
 //! call are safe.
 
@@ -26,7 +26,7 @@ use crate::js_options::{parse_kernels, parse_source, settings};
 use crate::js_tensor::{live_tensors, tensor_value};
 use crate::js_value::{object, to_js};
 use crate::pending::Finished;
-use crate::shape::{Destination, Request};
+use crate::plan::{Destination, Request};
 
 #[wasm_bindgen]
 extern "C" {

@@ -1,5 +1,6 @@
-//! The GPU driver: a device, its pipelines and buffer pool (this file), and the one path
-//! every call takes through them (`gpu/call.rs`: check → stage → record → submit → resolve).
+//! The GPU driver: a device, its pipelines and buffer pool (this file); the one path every
+//! call takes through them (`gpu/call.rs`: plan → stage → record → submit → a `Pending`);
+//! and tensors' uploads and readback (`resident.rs`).
 //!
 //! The same code runs on the browser's WebGPU (wasm) and on Vulkan (native tests and
 //! benchmarks). Uploads go through `writeBuffer`, every dispatch of a call goes into one
@@ -15,8 +16,8 @@ use crate::device::{AdapterSummary, Caps, ContextId, Device};
 use crate::error::Error;
 use crate::kernel::{Params, Variant};
 use crate::pipelines::{Bound, Pipelines};
+use crate::plan::Kernel;
 use crate::pool::BufferPool;
-use crate::shape::Kernel;
 
 mod call;
 
@@ -26,13 +27,14 @@ pub struct GpuContext {
     pub(crate) pool: Rc<BufferPool>,
     /// When the pool was last trimmed of buffers idle too long (ms, `clock::now_ms`).
     trimmed_at: Cell<f64>,
-    /// The error scopes of the call being encoded, once it has pushed them (`creating`).
+    /// The error scopes of the call being encoded, once it has pushed them (`creating`, in `gpu/call.rs`).
     scopes: RefCell<Option<(wgpu::ErrorScopeGuard, wgpu::ErrorScopeGuard)>>,
     in_call: Cell<bool>,
-    /// Uniform blocks by content (see `uniform`).
+    /// Uniform blocks by content (see `uniform` in `gpu/call.rs`).
     uniforms: RefCell<HashMap<[u8; Params::SIZE], wgpu::Buffer>>,
-    /// The kernel's objects made on the browser's WebGPU directly: for `encode`, and for
-    /// this context's calls whose results stay on the GPU (see `encode`).
+    /// The kernel's objects made on the browser's WebGPU directly: for `norm.encode`, and
+    /// for this context's calls whose results stay on the GPU (`Recorder::submit` in
+    /// `encode.rs`).
     #[cfg(target_arch = "wasm32")]
     recorder: RefCell<Option<crate::encode::Recorder>>,
 }
@@ -123,7 +125,7 @@ impl GpuContext {
             .get(&self.dev.device, variant, &|| self.creating())
     }
 
-    /// Bound in place of an absent optional binding of `role` (by `encode`, wasm only).
+    /// Bound in place of an absent optional binding of `role` (by `encode.rs`, wasm only).
     #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
     pub(crate) fn stub(&self, role: crate::pipelines::Role) -> &wgpu::Buffer {
         self.pipelines.stub(role)
@@ -178,7 +180,7 @@ impl GpuContext {
             k.check()?;
             for variant in k.variants(&self.dev.caps) {
                 // On the web, calls whose results stay on the GPU dispatch the browser's own
-                // pipeline (`encode`), and in place is always such a call: its kernel needs
+                // pipeline (`encode.rs`'s `Recorder`), and in place is always such a call: its kernel needs
                 // no wgpu pipeline there.
                 if !(cfg!(target_arch = "wasm32") && variant.in_place) {
                     self.pipeline(variant);

@@ -17,7 +17,8 @@ use crate::error::Error;
 use crate::gpu::GpuContext;
 use crate::host::{Arg, HostArray};
 use crate::pending::{Finished, Pending};
-use crate::shape::{Inputs, Kernel, Request};
+use crate::plan::{Kernel, Request};
+use crate::shape::Inputs;
 use crate::tensor::Tensor;
 
 /// What `create` was asked for, kept to open an equal device after a loss.

@@ -2,8 +2,9 @@
 //! `runWithSum`, the timing calls and `encode`, and `upload`'s data. `create`'s options and
 //! the kernels of `prepare` and `kernelSource` are read in `js_options.rs`; both read values
 //! through `js_value.rs`, which lets nothing throw into Rust. Only the JavaScript types are
-//! checked here; the values (lengths, `hidden`, `eps`, `repeat`) are checked once, in
-//! `shape.rs`, for every entry point.
+//! checked here; the values are checked by `checks.rs` (`hidden`, `eps`, `repeat`, `rows`),
+//! `shape.rs` (lengths) and `plan.rs` (what a call asks for), the same functions for every
+//! entry point.
 
 use js_sys::Reflect;
 use wasm_bindgen::prelude::*;
@@ -17,7 +18,8 @@ use crate::js_tensor::tensor_arg;
 use crate::js_value::{
     check_keys, describe, dtype_field, flag, get, is_array, is_view, rows_field,
 };
-use crate::shape::{fit_buffers, Inputs, Outputs, Request};
+use crate::plan::{Outputs, Request};
+use crate::shape::{fit_buffers, Inputs};
 
 /// One call's arguments as the driver takes them.
 pub type Args = Inputs<Arg<JsArray>>;
@@ -305,7 +307,7 @@ pub fn parse_timed(
     timed: bool,
 ) -> Result<(Args, Request), Error> {
     let (x, request) = parse_args(args, false)?;
-    if request.to != crate::shape::Destination::Host {
+    if request.to != crate::plan::Destination::Host {
         return Err(Error::Type(
             "output: expected \"array\" or undefined in a timing call (its results are read back)"
                 .into(),

@@ -10,7 +10,7 @@ use crate::error::Error;
 use crate::instance::Settings;
 use crate::js_value::{check_keys, describe, dtype_field, flag, get, is_array, rows_field};
 use crate::kernel::Options;
-use crate::shape::Kernel;
+use crate::plan::Kernel;
 
 const OPTIONS_KEYS: [&str; 3] = ["backend", "powerPreference", "shaderF16"];
 const PREPARE_KEYS: [&str; 6] = ["hidden", "bias", "beta", "sum", "dtype", "inPlace"];

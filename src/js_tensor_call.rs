@@ -9,7 +9,8 @@ use crate::checks::{eps_from_number, hidden_from_number};
 use crate::error::Error;
 use crate::host::Arg;
 use crate::js_args::Args;
-use crate::shape::{fit_buffers, Inputs, Request};
+use crate::plan::Request;
+use crate::shape::{fit_buffers, Inputs};
 
 #[wasm_bindgen(inline_js = r#"
 const KNOWN = new Set(["input", "residual", "gamma", "beta", "bias", "hidden", "eps", "inPlace", "output"]);

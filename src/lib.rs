@@ -10,12 +10,14 @@
 //! The data path, one concern a file:
 //! - `facade` (JavaScript API, wasm only; with `js_args`, `js_tensor_call`, `js_options`,
 //!   `js_value`, `js_tensor`, `js_types`) →
+//! - [`backend`] (WebGPU, CPU or `"auto"`; the CPU backend is [`cpu_driver`] over [`cpu`]) →
 //! - [`instance`] (the live device, and its replacement after a loss) →
-//! - [`shape`] (a call's checks: arguments into a [`shape::Plan`], with [`checks`] for
-//!   single values) →
+//! - [`shape`] and [`plan`] (a call's checks: arguments into a [`plan::Plan`], with
+//!   [`checks`] for single values) →
 //! - [`gpu`] (the driver: the context in `gpu.rs`, the one call path that stages, records and
-//!   submits a plan in `gpu/call.rs`) over [`device`], [`pipelines`] (the binding table,
-//!   layouts and pipeline cache), [`pool`] and [`tensor`] →
+//!   submits a plan in `gpu/call.rs`, tensors' uploads and readback in `resident.rs`) over
+//!   [`device`], [`pipelines`] (the binding table, layouts and pipeline cache), [`pool`] and
+//!   [`tensor`] →
 //! - [`pending`] (a call in flight and its readback) →
 //! - `shaders/fused_rms_norm.wgsl` (the kernel, whose variants [`kernel`] assembles, tiled as
 //!   [`tiling`] measured).
@@ -39,6 +41,7 @@ pub mod instance;
 pub mod kernel;
 pub mod pending;
 pub mod pipelines;
+pub mod plan;
 pub mod pool;
 pub mod reference;
 mod resident;
@@ -72,4 +75,5 @@ pub use device::AdapterSummary;
 pub use error::Error;
 pub use gpu::GpuContext;
 pub use pending::Output;
-pub use shape::{Inputs, Request, Shape};
+pub use plan::Request;
+pub use shape::{Inputs, Shape};

@@ -7,7 +7,7 @@
 use crate::device::Caps;
 use crate::dtype::Dtype;
 use crate::kernel::{Options, Storage, Variant};
-use crate::shape::Kernel;
+use crate::plan::Kernel;
 
 /// Calls of this many rows or more may be tiled differently from decode-sized ones
 /// ([`Variant::for_many_rows`]).

@@ -589,7 +589,7 @@ async fn f16_in_place_equals_run_with_sum_bit_for_bit_on_both_paths() {
 async fn gpu_tilings_with_split_rows_match_the_reference_on_both_dispatch_paths() {
     use webgpu_rmsnorm::host::{host_f32_bits, Arg, HostVec, JsArray};
     use webgpu_rmsnorm::kernel::Options;
-    use webgpu_rmsnorm::shape::Kernel;
+    use webgpu_rmsnorm::plan::Kernel;
     use webgpu_rmsnorm::{GpuContext, Inputs};
 
     let mut ctx = GpuContext::new(wgpu::PowerPreference::default())

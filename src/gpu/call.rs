@@ -11,8 +11,9 @@ use crate::host::HostArray;
 use crate::kernel::Params;
 use crate::pending::{map_read, Chunk, GpuOutput, Output, Pending, Staged};
 use crate::pipelines::{slot, Bound, BINDINGS};
+use crate::plan::{Destination, Plan, Request};
 use crate::pool::Pooled;
-use crate::shape::{Destination, Inputs, Plan, Request, Shape};
+use crate::shape::{Inputs, Shape};
 
 use super::GpuContext;
 
@@ -82,7 +83,7 @@ impl GpuContext {
     /// H200, awaiting two scopes cost a call 12 µs, pushing and popping them more in the
     /// browser. Such a call records the same commands on the same objects as an earlier
     /// call that was checked, and a lost device is caught by the next call.
-    pub(crate) fn creating(&self) {
+    pub(super) fn creating(&self) {
         if self.in_call.get() && self.scopes.borrow().is_none() {
             let device = &self.dev.device;
             let oom = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);

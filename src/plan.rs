@@ -1,0 +1,271 @@
+//! A call checked into a plan: what it asks for ([`Request`], [`Destination`]), where
+//! `encode` writes ([`Outputs`]), the [`Plan`] a driver records (shape, dtype, chunks of
+//! rows, kernel variant), and which kernel a call needs ([`Kernel`], what `prepare`
+//! compiles). With [`crate::shape`] (the inputs and their shape) and [`crate::checks`]
+//! (single values), every check of every entry point lives here, not in the JavaScript
+//! facade or the drivers, so native callers and tests get the same errors with the same
+//! wording as the browser does, and a check added for one path holds for all of them.
+
+use std::rc::Rc;
+
+use crate::checks::{check_repeat, hidden_from_number, rows_per_binding};
+use crate::device::{Caps, ContextId};
+use crate::dtype::Dtype;
+use crate::error::Error;
+use crate::host::{Arg, HostArray};
+use crate::kernel::{Options, Variant};
+use crate::shape::{Inputs, Len, Shape};
+
+/// Where a call's results go.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Destination {
+    /// Read back into host arrays.
+    Host,
+    /// New tensors.
+    Gpu,
+    /// Over the `input` and `residual` tensors: `input ← y`, `residual ← v`.
+    InPlace,
+}
+
+/// What a call asks for beyond its inputs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Request {
+    /// The `sum` output (`v`) too.
+    pub sum: bool,
+    pub to: Destination,
+    /// Dispatches of the kernel in the one submission (timing calls; 1 otherwise).
+    pub repeat: u32,
+    /// Time the pass with GPU timestamps where the device has them.
+    pub timed: bool,
+}
+
+impl Request {
+    /// A plain call: `y` (and `v` when `sum`) read back.
+    pub fn host(sum: bool) -> Request {
+        Request {
+            sum,
+            to: Destination::Host,
+            repeat: 1,
+            timed: false,
+        }
+    }
+
+    pub fn to_gpu(sum: bool) -> Request {
+        Request {
+            to: Destination::Gpu,
+            ..Request::host(sum)
+        }
+    }
+
+    pub fn in_place() -> Request {
+        Request {
+            to: Destination::InPlace,
+            ..Request::host(true)
+        }
+    }
+
+    /// `repeat` dispatches in one submission, timed on the GPU when `timed`.
+    pub fn repeated(repeat: u32, timed: bool) -> Request {
+        Request {
+            repeat,
+            timed,
+            ..Request::host(false)
+        }
+    }
+}
+
+/// `run` writes in place only over its own tensors; an app's buffer is written in place by
+/// recording into the app's encoder (`encode`).
+fn not_in_place<A: HostArray>(name: &str, a: &A) -> Error {
+    let got = if a.app_buffer().is_some() {
+        "a GPUBuffer (norm.encode writes GPUBuffers in place)"
+    } else {
+        "host data"
+    };
+    Error::Type(format!(
+        "{name}: expected a GpuTensor with inPlace: true, got {got}"
+    ))
+}
+
+/// Where `encode` writes the results: over `input` (`y`) and `residual` (`v`), or into
+/// the app's buffers or tensors.
+#[derive(Clone)]
+pub enum Outputs<A> {
+    InPlace,
+    To { output: A, sum: Option<A> },
+}
+
+/// A checked call: everything the driver needs to encode it.
+#[derive(Clone, Copy, Debug)]
+pub struct Plan {
+    pub shape: Shape,
+    pub dtype: Dtype,
+    pub request: Request,
+    /// Rows per dispatch: as many as one storage binding holds (all of them when any data
+    /// is GPU-resident).
+    pub rows_per_chunk: usize,
+    pub variant: Variant,
+}
+
+impl Plan {
+    /// Checks `x` and `request` against the device's `caps`; tensors must be placed on
+    /// the live device of context `owner`.
+    pub fn new<A: HostArray>(
+        x: &Inputs<A>,
+        request: Request,
+        caps: &Caps,
+        owner: ContextId,
+    ) -> Result<Plan, Error> {
+        if request.to == Destination::InPlace {
+            match (x.input.resident(), x.residual.resident()) {
+                (Some(a), Some(b)) if Rc::ptr_eq(a, b) => {
+                    return Err(Error::Type("residual: expected a GpuTensor other than input (both are written in place)".into()));
+                }
+                (Some(_), Some(_)) => {}
+                (None, _) => return Err(not_in_place("input", &x.input)),
+                (_, None) => return Err(not_in_place("residual", &x.residual)),
+            }
+        }
+        Plan::of_inputs(x, request, caps, owner)
+    }
+
+    /// Checks a call recorded into the app's command encoder: its inputs as [`Plan::new`]
+    /// does, its outputs of the inputs' length and dtype, and no buffer bound twice where
+    /// one of the bindings is written (WebGPU would refuse the dispatch, later and unnamed).
+    pub fn encoded<H: HostArray>(
+        x: &Inputs<Arg<H>>,
+        outputs: &Outputs<Arg<H>>,
+        caps: &Caps,
+        owner: ContextId,
+    ) -> Result<Plan, Error> {
+        let request = match outputs {
+            Outputs::InPlace => Request::in_place(),
+            Outputs::To { sum, .. } => Request::to_gpu(sum.is_some()),
+        };
+        let plan = Plan::of_inputs(x, request, caps, owner)?;
+        let written: Vec<(&str, &Arg<H>)> = match outputs {
+            Outputs::InPlace => vec![("input", &x.input), ("residual", &x.residual)],
+            Outputs::To { output, sum } => {
+                let mut w = vec![("output", output)];
+                w.extend(sum.as_ref().map(|s| ("sum", s)));
+                w
+            }
+        };
+        for (name, a) in &written {
+            if let Some(t) = a.resident() {
+                t.check(name, owner)?;
+            }
+            if a.len() != plan.shape.len() {
+                return Err(Error::Shape(format!(
+                    "{name}: expected length {} (the length of input), got {}",
+                    plan.shape.len(),
+                    a.len()
+                )));
+            }
+            if a.dtype() != plan.dtype {
+                return Err(Error::Type(format!(
+                    "{name}: expected {} data like input, got {}",
+                    plan.dtype.name(),
+                    a.dtype().name()
+                )));
+            }
+        }
+        let mut bound: Vec<(&str, &Arg<H>)> = x.named().collect();
+        if let Outputs::To { .. } = outputs {
+            bound.extend(written.iter().copied());
+        }
+        for (i, (name, a)) in bound.iter().enumerate() {
+            let writes = |n: &str| written.iter().any(|(w, _)| *w == n);
+            if let Some((other, _)) = bound[..i]
+                .iter()
+                .find(|(other, b)| (writes(name) || writes(other)) && a.same_storage(b))
+            {
+                return Err(Error::Type(format!(
+                    "{name}: expected a buffer other than {other}'s (one of the two is written)"
+                )));
+            }
+        }
+        Ok(plan)
+    }
+
+    /// The checks every call shares: lengths, dtypes, tensors' owners, the kernel, and
+    /// how many rows one binding holds.
+    fn of_inputs<A: HostArray>(
+        x: &Inputs<A>,
+        request: Request,
+        caps: &Caps,
+        owner: ContextId,
+    ) -> Result<Plan, Error> {
+        let shape = Shape::of(x)?;
+        check_repeat(request.repeat)?;
+        let dtype = x.input.dtype();
+        let mut any_resident = false;
+        for (name, a) in x.named() {
+            if let Some(t) = a.resident() {
+                t.check(name, owner)?;
+                any_resident = true;
+            }
+            if a.dtype() != dtype {
+                return Err(Error::Type(format!(
+                    "{name}: expected {} data like input, got {}",
+                    dtype.name(),
+                    a.dtype().name()
+                )));
+            }
+        }
+        let kernel = Kernel {
+            hidden: shape.hidden,
+            options: Options {
+                bias: x.bias.is_some(),
+                beta: x.beta.is_some(),
+                sum: request.sum,
+            },
+            dtype,
+            in_place: request.to == Destination::InPlace,
+        };
+        kernel.check()?;
+        let mut rows_per_chunk = rows_per_binding(shape.hidden, caps.max_binding)?;
+        if request.to != Destination::Host || any_resident {
+            if shape.rows > rows_per_chunk {
+                // Tensors are single bindings; splitting them would need offset-aligned views.
+                return Err(Error::Shape(format!(
+                    "input: expected GPU-resident data to fit one storage binding ({} bytes), got {} rows of {}",
+                    caps.max_binding, shape.rows, shape.hidden
+                )));
+            }
+            rows_per_chunk = shape.rows.max(1);
+        }
+        let variant = kernel.variant(caps, shape.rows);
+        Ok(Plan {
+            shape,
+            dtype,
+            request,
+            rows_per_chunk,
+            variant,
+        })
+    }
+}
+
+/// Which kernel a call needs, from what it passes: what `prepare` compiles ahead of time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Kernel {
+    pub hidden: usize,
+    pub options: Options,
+    pub dtype: Dtype,
+    pub in_place: bool,
+}
+
+impl Kernel {
+    /// Checks what a call with this kernel would check of `hidden`.
+    pub fn check(&self) -> Result<(), Error> {
+        hidden_from_number(self.hidden as f64)?;
+        if self.dtype == Dtype::F16 && !self.hidden.is_multiple_of(4) {
+            // Halves are moved four at a time (two 32-bit words); a row must not end mid-word.
+            return Err(Error::Shape(format!(
+                "hidden: expected a multiple of 4 for f16 data, got {}",
+                self.hidden
+            )));
+        }
+        Ok(())
+    }
+}
