@@ -24,8 +24,11 @@
 use std::fmt::Write as _;
 use std::time::Instant;
 
+use webgpu_rmsnorm::device::Caps;
+use webgpu_rmsnorm::dtype::Dtype;
 use webgpu_rmsnorm::kernel::{grid, Options, Params, Variant};
 use webgpu_rmsnorm::pipelines::{slot, Bound, BINDINGS};
+use webgpu_rmsnorm::plan::Kernel;
 use webgpu_rmsnorm::reference::{fused_rms_norm, worst_error, Inputs};
 use webgpu_rmsnorm::tiling::max_slots;
 use webgpu_rmsnorm::GpuContext;
@@ -256,21 +259,38 @@ fn apply_knob(mut v: Variant, key: &str, value: &str) -> Result<Variant, String>
     Ok(v)
 }
 
-/// The crate's choice for `hidden` on a device running workgroups of up to `max_wg`, with
-/// the command line's overrides.
-fn chosen(hidden: usize, options: Options, set: &[(String, String)], max_wg: u32) -> Variant {
-    chosen_for(hidden, options, set, max_wg, false)
+/// What the crate runs a call of `rows` rows of `hidden` as on this device (the tiling for
+/// that many rows included), with the command line's overrides.
+fn chosen(
+    caps: &Caps,
+    rows: usize,
+    hidden: usize,
+    options: Options,
+    set: &[(String, String)],
+) -> Variant {
+    let kernel = Kernel {
+        hidden,
+        options,
+        dtype: Dtype::F32,
+        in_place: false,
+    };
+    overridden(kernel.variant(caps, rows), hidden, set)
 }
 
-/// As [`chosen`], for the browser's stack (`web`: Dawn's tiling) or wgpu/Vulkan's.
-fn chosen_for(
+/// The browser's choice for a row of `hidden` (Dawn's tiling, as for a decode-sized call
+/// without the row split), with the command line's overrides: for `--emit-wgsl`.
+fn chosen_for_web(
     hidden: usize,
     options: Options,
     set: &[(String, String)],
     max_wg: u32,
-    web: bool,
 ) -> Variant {
-    let mut v = Variant::for_stack(hidden as u32, options, web).within(hidden as u32, max_wg);
+    let v = Variant::for_stack(hidden as u32, options, true).within(hidden as u32, max_wg);
+    overridden(v, hidden, set)
+}
+
+/// `v` with `--set`'s knobs applied.
+fn overridden(mut v: Variant, hidden: usize, set: &[(String, String)]) -> Variant {
     let mut slots_set = false;
     for (k, val) in set {
         v = apply_knob(v, k, val).expect("checked when parsed");
@@ -931,7 +951,7 @@ fn emit_wgsl(args: &Args, path: &str) {
         };
         for (name, o) in options {
             // The browser's choice first: this list is for Dawn.
-            let mut vs = vec![chosen_for(hidden, o, &args.set, MAX_WG, true)];
+            let mut vs = vec![chosen_for_web(hidden, o, &args.set, MAX_WG)];
             if args.sweep {
                 vs.extend(sweep_candidates(hidden, o, MAX_WG));
             }
@@ -1045,7 +1065,7 @@ fn main() {
             .then(|| p.time_row_per_thread(&bench, &row_per_thread));
         let mut kernels = Vec::new();
         for (name, options) in KERNELS {
-            let variant = chosen(hidden, options, &args.set, bench.max_wg);
+            let variant = chosen(bench.ctx.caps(), rows, hidden, options, &args.set);
             let stats = p.time_kernel(&bench, variant);
             let check = args.check.then(|| p.check(&bench, variant));
             let bytes = n * if options.sum { 16.0 } else { 12.0 };
@@ -1300,11 +1320,29 @@ fn print_table(results: &[ShapeResult]) {
             shares.join(", ")
         );
     }
+    // Per shape, each option's kernel where it differs from plain's.
     let variants: Vec<String> = results
         .iter()
-        .map(|r| format!("{}x{}: {}", r.rows, r.hidden, short(&r.kernels[0].variant)))
+        .map(|r| {
+            let plain = &r.kernels[0];
+            let others: Vec<String> = r.kernels[1..]
+                .iter()
+                .filter(|k| short(&k.variant) != short(&plain.variant))
+                .map(|k| format!("; {} {}", k.name, short(&k.variant)))
+                .collect();
+            format!(
+                "{}x{}: {}{}",
+                r.rows,
+                r.hidden,
+                short(&plain.variant),
+                others.concat()
+            )
+        })
         .collect();
-    println!("variants (plain): {}", variants.join("; "));
+    println!(
+        "variants (plain, and the others where they differ): {}",
+        variants.join(" | ")
+    );
 }
 
 fn esc(s: &str) -> String {

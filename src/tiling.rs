@@ -129,14 +129,31 @@ impl Variant {
     /// (docs/PERFORMANCE.md). Without beta but with the `sum` output (two writes a column),
     /// two vec4 a thread in workgroups of up to 512: 2048×4096 93.7 → 95.3 % of `a + b`'s
     /// bandwidth, 16384×4096 94.0 → 95.1 %, 4096×8192 (four vec4 at the cap) 93.6 → 94.5 %,
-    /// same sweep. wgpu/Vulkan keeps its tiling: no tiling reached 95 % there.
+    /// same sweep.
+    ///
+    /// On wgpu/Vulkan (measured on an H200 in passes of 20 dispatches, three rounds alike
+    /// to 0.2 %; docs/PERFORMANCE.md), with beta or `sum`, two vec4 a thread in workgroups
+    /// of up to 512, keeping that stack's tree and no preloading: bias+beta 2048×4096
+    /// 88.0 → 92.5 % of `a + b`, 4096×4096 93.9 → 96.4 %, 16384×4096 98.3 → 99.6 %; `sum`
+    /// 94.3 → 94.6 %, 95.3 → 96.4 % and 95.6 → 97.1 % of `a ± b`. Plain keeps four: two
+    /// lost 0.5–0.8 % at 2048 and 4096 rows. On rows of 2048 vec4 and more, with beta, the
+    /// most columns a thread caches (sixteen) with the fan-in and gamma and beta preloaded,
+    /// as in the browser's decode tiling: bias+beta 2048×8192 89.4 → 91.4 %, 4096×8192
+    /// 94.4 → 95.7 %, 8192×8192 96.5 → 97.6 %; for plain and `sum` that tiling was slower.
     pub fn for_many_rows(self, hidden: u32, web: bool) -> Variant {
         let width = hidden / self.lanes;
         let Options { beta, sum, .. } = self.options;
-        if !(web && self.lanes == 4 && self.preload && (beta || sum) && width >= 1024) {
+        if !(self.lanes == 4 && (beta || sum) && width >= 1024) {
             return self;
         }
-        let per_thread = if beta { 4 } else { 2 };
+        // Columns per thread, and whether the reduction is the two-step fan-in with gamma
+        // and beta loaded before it.
+        let (per_thread, fan_in) = match (web, beta) {
+            (true, true) => (4, true),
+            (true, false) => (2, true),
+            (false, true) if width >= 2048 => (max_slots(self.lanes), true),
+            (false, _) => (2, false),
+        };
         let workgroup = width
             .div_ceil(per_thread)
             .next_power_of_two()
@@ -145,7 +162,12 @@ impl Variant {
         Variant {
             workgroup,
             slots,
-            fan: Self::balanced_fan(workgroup),
+            fan: if fan_in {
+                Self::balanced_fan(workgroup)
+            } else {
+                self.fan
+            },
+            preload: fan_in || self.preload,
             exact: slots * workgroup == width,
             ..self
         }
@@ -281,24 +303,33 @@ mod tests {
                         assert!(v.slots * v.workgroup >= hidden / v.lanes, "{hidden}");
                     }
                 }
-                // Only the browser's tiling with beta or the sum, on rows of 1024 vec4 or
-                // more, changes (to fewer columns per thread, until the workgroup is at its
-                // cap: four with beta, two with the sum alone).
-                let may_change = web && (beta || sum) && hidden % 4 == 0 && hidden / 4 >= 1024;
+                // Only a tiling with beta or the sum, on rows of 1024 vec4 or more, changes
+                // to a number of columns per thread (until the workgroup is at its cap): in
+                // the browser four with beta, two with the sum alone; natively two, or with
+                // beta on rows of 2048 vec4 or more sixteen with the fan-in and preloading.
+                let width = hidden / 4;
+                let may_change = (beta || sum) && hidden % 4 == 0 && width >= 1024;
+                let native_long = !web && beta && width >= 2048;
+                if may_change && !web {
+                    let fan_in = (Variant::balanced_fan(many.workgroup), true);
+                    let kept = (decode.fan, decode.preload);
+                    let want = if native_long { fan_in } else { kept };
+                    assert_eq!((many.fan, many.preload), want, "{hidden} beta {beta}");
+                }
+                let per_thread = match (web, beta) {
+                    (true, true) => 4,
+                    _ if native_long => 16,
+                    _ => 2,
+                };
                 if !may_change {
                     assert_eq!(many, decode, "{hidden} web {web} beta {beta} sum {sum}");
-                } else if decode.workgroup < 512 {
-                    let per_thread = if beta { 4 } else { 2 };
+                } else if width / per_thread <= 512 {
                     assert_eq!(
                         many.slots * many.workgroup,
                         hidden / 4,
                         "{hidden} beta {beta} sum {sum}"
                     );
-                    assert_eq!(
-                        many.slots,
-                        per_thread.max(hidden / 4 / 512),
-                        "{hidden} beta {beta} sum {sum}"
-                    );
+                    assert_eq!(many.slots, per_thread, "{hidden} beta {beta} sum {sum}");
                 }
             }
         }

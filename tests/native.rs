@@ -736,7 +736,7 @@ fn web_tiling_flat_reduction_and_preload_variants_match_the_reference() {
     };
     let mut checked = 0;
     let mut split_cases = 0;
-    for hidden in [1u32, 5, 896, 1024, 4096, 4099] {
+    for hidden in [1u32, 5, 896, 1024, 4096, 4099, 8192] {
         let base = Variant::for_shape(hidden, Options::default()).within(hidden, max_wg);
         let width = hidden / base.lanes;
         let tilings = [
@@ -745,9 +745,10 @@ fn web_tiling_flat_reduction_and_preload_variants_match_the_reference() {
             (2, width.div_ceil(2).min(max_slots(base.lanes))),
         ];
         // Beyond the tilings: the browser's own, for decode-sized calls and for many rows,
-        // and its decode tiling with each row spread over workgroups: two parts (as a call
-        // of a few rows of 4096 runs), and three (parts of unequal numbers of slots).
-        for k in 0..tilings.len() + 4 {
+        // wgpu/Vulkan's for many rows, and the browser's decode tiling with each row spread
+        // over workgroups: two parts (as a call of a few rows of 4096 runs), and three
+        // (parts of unequal numbers of slots).
+        for k in 0..tilings.len() + 5 {
             for (bits, scale) in [(0u8, 1.0f32), (7, 1e30), (3, 1e-30), (4, 1.0)] {
                 let options = Options {
                     bias: bits & 1 != 0,
@@ -770,8 +771,11 @@ fn web_tiling_flat_reduction_and_preload_variants_match_the_reference() {
                     None if k == tilings.len() + 1 => Variant::for_stack(hidden, options, true)
                         .for_many_rows(hidden, true)
                         .within(hidden, max_wg),
+                    None if k == tilings.len() + 2 => Variant::for_stack(hidden, options, false)
+                        .for_many_rows(hidden, false)
+                        .within(hidden, max_wg),
                     None => Variant {
-                        split: if k == tilings.len() + 2 { 2 } else { 3 },
+                        split: if k == tilings.len() + 3 { 2 } else { 3 },
                         ..Variant::for_stack(hidden, options, true).within(hidden, max_wg)
                     },
                 };
@@ -810,9 +814,9 @@ fn web_tiling_flat_reduction_and_preload_variants_match_the_reference() {
             }
         }
     }
-    assert_eq!(checked, 6 * 7 * 4);
-    // 896, 1024 and 4096 fill the cache exactly: their split cases ran split.
-    assert!(split_cases >= 3 * 2 * 4, "{split_cases}");
+    assert_eq!(checked, 7 * 8 * 4);
+    // 896, 1024, 4096 and 8192 fill the cache exactly: their split cases ran split.
+    assert!(split_cases >= 4 * 2 * 4, "{split_cases}");
 }
 
 /// Uploads of `STAGED_UPLOAD_BYTES` and more go through staging buffers kept in the pool
