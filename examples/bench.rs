@@ -431,10 +431,6 @@ struct Bench {
     reps: usize,
     /// Dispatches per timed pass (`--per-pass`).
     per_pass: usize,
-    max_dim: u32,
-    /// Largest workgroup the device runs; the crate shrinks its choice to fit, and so does
-    /// the benchmark.
-    max_wg: u32,
 }
 
 impl Bench {
@@ -807,7 +803,7 @@ impl Problem {
                 )
             })
             .collect();
-        let (x, y) = grid(vec4s.div_ceil(256), b.max_dim);
+        let (x, y) = grid(vec4s.div_ceil(256), b.ctx.caps().max_groups_per_dim);
         b.time(&mut |pass, i| {
             pass.set_pipeline(pipeline);
             pass.set_bind_group(0, &groups[i % groups.len()], &[]);
@@ -837,7 +833,7 @@ impl Problem {
                 )
             })
             .collect();
-        let (x, y) = grid(vec4s.div_ceil(256), b.max_dim);
+        let (x, y) = grid(vec4s.div_ceil(256), b.ctx.caps().max_groups_per_dim);
         b.time(&mut |pass, i| {
             pass.set_pipeline(pipeline);
             pass.set_bind_group(0, &groups[i % groups.len()], &[]);
@@ -861,7 +857,7 @@ impl Problem {
                 )
             })
             .collect();
-        let (x, y) = grid(n.div_ceil(256), b.max_dim);
+        let (x, y) = grid(n.div_ceil(256), b.ctx.caps().max_groups_per_dim);
         b.time(&mut |pass, i| {
             pass.set_pipeline(pipeline);
             pass.set_bind_group(0, &groups[i % groups.len()], &[]);
@@ -899,7 +895,10 @@ impl Problem {
                 )
             })
             .collect();
-        let (x, y) = grid((self.rows as u32).div_ceil(64), b.max_dim);
+        let (x, y) = grid(
+            (self.rows as u32).div_ceil(64),
+            b.ctx.caps().max_groups_per_dim,
+        );
         b.time(&mut |pass, i| {
             pass.set_pipeline(pipeline);
             pass.set_bind_group(0, &groups[i % groups.len()], &[]);
@@ -1009,12 +1008,6 @@ fn main() {
     let mut bench = Bench {
         heater: None,
         period_ns: ctx.queue().get_timestamp_period() as f64,
-        max_dim: ctx.device().limits().max_compute_workgroups_per_dimension,
-        max_wg: {
-            let l = ctx.device().limits();
-            l.max_compute_invocations_per_workgroup
-                .min(l.max_compute_workgroup_size_x)
-        },
         timestamps,
         warmup: args.warmup,
         reps: args.reps,
@@ -1080,7 +1073,8 @@ fn main() {
         let mut sweep = Vec::new();
         if args.sweep {
             for &(name, options) in &args.sweep_options {
-                for variant in sweep_candidates(hidden, options, bench.max_wg) {
+                // The device's largest workgroup, as the crate shrinks its own choice to it.
+                for variant in sweep_candidates(hidden, options, bench.ctx.caps().max_workgroup) {
                     let stats = p.time_kernel(&bench, variant);
                     let check = args.check.then(|| p.check(&bench, variant));
                     let bytes = n * if options.sum { 16.0 } else { 12.0 };
@@ -1141,7 +1135,10 @@ fn settle(b: &mut Bench, roofline: &wgpu::ComputePipeline, ms: f64) {
         .collect();
     let count = b.uniform(&[((n / 4) as u32).to_le_bytes(), [0; 4], [0; 4], [0; 4]].concat());
     let group = b.bind(roofline, &[&buffers[0], &buffers[1], &buffers[2], &count]);
-    let grid = grid((n as u32 / 4).div_ceil(256), b.max_dim);
+    let grid = grid(
+        (n as u32 / 4).div_ceil(256),
+        b.ctx.caps().max_groups_per_dim,
+    );
     let mut heater = Heater {
         pipeline: roofline.clone(),
         group,

@@ -190,9 +190,19 @@ pub fn subnormal_size(x: f32) -> f64 {
     }
 }
 
-/// Whether a GPU's `v` at element `at` is the reference's `want`, allowing any subnormal term
-/// or partial sum of it to be flushed to zero.
-pub fn same_v(x: &Inputs, at: usize, got: f32, want: f32) -> bool {
+/// Whether a GPU's `v` (the `sum` output) is the reference's `want`, element by element,
+/// allowing any subnormal term or partial sum of an element to be flushed to zero.
+pub fn same_sum(x: &Inputs, got: &[f32], want: &[f32]) -> bool {
+    got.len() == want.len()
+        && got
+            .iter()
+            .zip(want)
+            .enumerate()
+            .all(|(at, (&g, &w))| same_v(x, at, g, w))
+}
+
+/// [`same_sum`] at element `at`.
+fn same_v(x: &Inputs, at: usize, got: f32, want: f32) -> bool {
     if got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()) {
         return true;
     }

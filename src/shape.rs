@@ -2,6 +2,7 @@
 //! length against them), and an app's buffers sized to the call ([`fit_buffers`]).
 //! [`crate::plan`] turns a checked call into what a driver records.
 
+use crate::checks::{eps_from_number, hidden_from_number};
 use crate::error::Error;
 use crate::host::Arg;
 use crate::plan::Outputs;
@@ -44,24 +45,9 @@ pub struct Shape {
 impl Shape {
     /// Validates the lengths of `x` against `hidden`, and `eps`.
     pub fn of<A: Len>(x: &Inputs<A>) -> Result<Shape, Error> {
-        let hidden = x.hidden;
-        if hidden == 0 {
-            return Err(Error::Shape(
-                "hidden: expected a positive integer, got 0".into(),
-            ));
-        }
-        if hidden > u32::MAX as usize {
-            return Err(Error::Shape(format!(
-                "hidden: expected at most {}, got {hidden}",
-                u32::MAX
-            )));
-        }
-        if !x.eps.is_finite() || x.eps < 0.0 {
-            return Err(Error::Shape(format!(
-                "eps: expected a finite number >= 0, got {}",
-                x.eps
-            )));
-        }
+        // The same checks, and words, as the numbers JavaScript passes.
+        let hidden = hidden_from_number(x.hidden as f64)?;
+        eps_from_number(x.eps.into())?;
         let n = x.input.len();
         if !n.is_multiple_of(hidden) {
             return Err(Error::Shape(format!(

@@ -7,7 +7,7 @@ use webgpu_rmsnorm::dtype::{f16_bits, f16_value};
 use webgpu_rmsnorm::host::Arg;
 use webgpu_rmsnorm::kernel::{Options, Params, Storage, Variant};
 use webgpu_rmsnorm::reference::{
-    chain, fused_rms_norm, same_v, worst_error, worst_error_at, worst_relative, Inputs,
+    chain, fused_rms_norm, same_sum, worst_error, worst_error_at, worst_relative, Inputs,
 };
 use webgpu_rmsnorm::tensor::Tensor;
 use webgpu_rmsnorm::tiling::max_slots;
@@ -56,10 +56,7 @@ impl Check for Case {
         }
         let sum = out.sum.expect("sum was asked for");
         assert!(
-            sum.iter()
-                .zip(&want_v)
-                .enumerate()
-                .all(|(at, (&a, &b))| same_v(&x, at, a, b)),
+            same_sum(&x, &sum, &want_v),
             "{what}: sum differs from input + residual (+ bias)"
         );
     }
@@ -729,11 +726,7 @@ fn run_variant(ctx: &GpuContext, variant: Variant, case: &Case) -> (Vec<f32>, Ve
 fn web_tiling_flat_reduction_and_preload_variants_match_the_reference() {
     let ctx = context();
     let mut rng = Rng(0x5EED_000D);
-    let max_wg = {
-        let l = ctx.device().limits();
-        l.max_compute_invocations_per_workgroup
-            .min(l.max_compute_workgroup_size_x)
-    };
+    let max_wg = ctx.caps().max_workgroup;
     let mut checked = 0;
     let mut split_cases = 0;
     for hidden in [1u32, 5, 896, 1024, 4096, 4099, 8192] {
@@ -800,11 +793,7 @@ fn web_tiling_flat_reduction_and_preload_variants_match_the_reference() {
                 );
                 if options.sum {
                     assert!(
-                        v_out
-                            .iter()
-                            .zip(&want_v)
-                            .enumerate()
-                            .all(|(at, (&a, &b))| same_v(&x, at, a, b)),
+                        same_sum(&x, &v_out, &want_v),
                         "{}: sum differs from input + residual (+ bias)",
                         v.label()
                     );
@@ -837,10 +826,7 @@ fn large_uploads_are_staged_through_reused_buffers() {
         assert_within(&out.y, &want_y, &x, RTOL, &format!("staged call {round}"));
         let sum = out.sum.expect("sum was asked for");
         assert!(
-            sum.iter()
-                .zip(&want_v)
-                .enumerate()
-                .all(|(at, (&a, &b))| same_v(&x, at, a, b)),
+            same_sum(&x, &sum, &want_v),
             "staged call {round}: sum differs from input + residual (+ bias)"
         );
         let t = ctx.upload(&x.input).unwrap();
