@@ -8,6 +8,6 @@ rm -rf pkg/snippets
 wasm-pack --quiet build --target web --release --out-dir pkg --no-pack --mode no-install
 # wasm-pack writes a pkg/.gitignore of "*", which would silently empty the npm tarball.
 rm -f pkg/.gitignore
-cat src/freed_guard.js >> pkg/webgpu_rmsnorm.js
-cat src/dispose.d.ts >> pkg/webgpu_rmsnorm.d.ts
+cat src/js/freed_guard.js >> pkg/webgpu_rmsnorm.js
+cat src/js/dispose.d.ts >> pkg/webgpu_rmsnorm.d.ts
 ls -l pkg/webgpu_rmsnorm.js pkg/webgpu_rmsnorm.d.ts pkg/webgpu_rmsnorm_bg.wasm

@@ -1,19 +1,19 @@
 //! Which backend an instance runs on: WebGPU (the GPU driver, behind `instance.rs` for
-//! device loss) or the CPU backend (`cpu_driver.rs`), and the rule `"auto"` chooses by.
+//! device loss) or the CPU backend (`cpu/driver.rs`), and the rule `"auto"` chooses by.
 //! Every entry point goes through here, so both backends take the same calls.
 
 use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
 
-use crate::cpu_driver::CpuContext;
-use crate::error::Error;
-use crate::host::HostArray;
+use crate::call::error::Error;
+use crate::call::host::HostArray;
+use crate::call::plan::{Kernel, Request};
+use crate::call::shape::Inputs;
+use crate::call::tensor::Tensor;
+use crate::cpu::driver::CpuContext;
+use crate::gpu::pending::Finished;
 use crate::instance::{Instance, Settings};
-use crate::pending::Finished;
-use crate::plan::{Kernel, Request};
-use crate::shape::Inputs;
-use crate::tensor::Tensor;
 
 /// What `create({ backend })` asks for.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

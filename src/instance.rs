@@ -12,14 +12,15 @@ use std::rc::{Rc, Weak};
 
 use futures_channel::oneshot;
 
-use crate::checks::check_upload;
-use crate::error::Error;
+use crate::call::checks::check_upload;
+use crate::call::error::Error;
+use crate::call::host::{Arg, HostArray};
+use crate::call::numbers::DeferredUpload;
+use crate::call::plan::{Kernel, Request};
+use crate::call::shape::Inputs;
+use crate::call::tensor::Tensor;
+use crate::gpu::pending::{Finished, Pending};
 use crate::gpu::GpuContext;
-use crate::host::{Arg, HostArray};
-use crate::pending::{Finished, Pending};
-use crate::plan::{Kernel, Request};
-use crate::shape::Inputs;
-use crate::tensor::Tensor;
 
 /// What `create` was asked for, kept to open an equal device after a loss.
 #[derive(Clone, Copy, Debug)]
@@ -231,7 +232,8 @@ impl Instance {
                 "data: expected a typed array, got a GpuTensor".into(),
             ));
         };
-        let t = Rc::new(Tensor::waiting(data.len(), data.dtype(), Some(copy)));
+        let upload: DeferredUpload = Box::new(move |to| copy.upload(to));
+        let t = Rc::new(Tensor::waiting(data.len(), data.dtype(), Some(upload)));
         let mut waiting = self.waiting.borrow_mut();
         waiting.retain(|w| w.strong_count() > 0);
         waiting.push(Rc::downgrade(&t));

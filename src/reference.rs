@@ -4,7 +4,7 @@
 //! itself an f32 output (`sum`); everything after it (squares, mean, inverse square root,
 //! scale and shift) is f64, so the reference carries no f32 rounding of its own.
 
-pub use crate::shape::Inputs as GenericInputs;
+pub use crate::call::shape::Inputs as GenericInputs;
 
 /// One call's inputs as Rust slices.
 pub type Inputs<'a> = GenericInputs<&'a [f32]>;

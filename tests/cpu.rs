@@ -3,8 +3,8 @@
 //! place, f16 storage, and the f16 conversions it uses against `dtype`'s.
 #![cfg(not(target_arch = "wasm32"))]
 
+use webgpu_rmsnorm::call::dtype::{f16_bits, f16_value};
 use webgpu_rmsnorm::cpu::{half, norm_f16, norm_f16_in_place, norm_f32, norm_f32_in_place};
-use webgpu_rmsnorm::dtype::{f16_bits, f16_value};
 use webgpu_rmsnorm::reference::{fused_rms_norm, worst_error, Inputs};
 
 /// Relative tolerance against the f64 reference (f32 math; see `worst_error`).

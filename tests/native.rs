@@ -3,14 +3,14 @@
 #![cfg(not(target_arch = "wasm32"))]
 
 use std::rc::Rc;
-use webgpu_rmsnorm::dtype::{f16_bits, f16_value};
-use webgpu_rmsnorm::host::Arg;
-use webgpu_rmsnorm::kernel::{Options, Params, Storage, Variant};
+use webgpu_rmsnorm::call::dtype::{f16_bits, f16_value};
+use webgpu_rmsnorm::call::host::Arg;
+use webgpu_rmsnorm::call::tensor::Tensor;
+use webgpu_rmsnorm::gpu::kernel::{Options, Params, Storage, Variant};
+use webgpu_rmsnorm::gpu::tiling::max_slots;
 use webgpu_rmsnorm::reference::{
     chain, fused_rms_norm, same_sum, worst_error, worst_error_at, worst_relative, Inputs,
 };
-use webgpu_rmsnorm::tensor::Tensor;
-use webgpu_rmsnorm::tiling::max_slots;
 use webgpu_rmsnorm::{Error, GpuContext};
 
 /// Relative tolerance against the f64 reference (f32 math; see `worst_error`).
@@ -561,8 +561,8 @@ fn in_place_equals_out_of_place_bit_for_bit_on_every_storage() {
 /// released by `trim`; the context keeps working after each.
 #[test]
 fn idle_buffers_are_bounded_released_when_idle_and_trimmed() {
-    use webgpu_rmsnorm::clock::now_ms;
-    use webgpu_rmsnorm::pool::{IDLE_RELEASE_MS, MAX_IDLE_BUFFERS};
+    use webgpu_rmsnorm::gpu::pool::{IDLE_RELEASE_MS, MAX_IDLE_BUFFERS};
+    use webgpu_rmsnorm::support::clock::now_ms;
     use webgpu_rmsnorm::Request;
     let ctx = context();
     let case = Case::new(8, 768, true, true, 1e-6, 0x5EED_000D);
@@ -602,7 +602,7 @@ fn idle_buffers_are_bounded_released_when_idle_and_trimmed() {
 /// arrays, tensors, in place and f16, through the same checks.
 #[test]
 fn cpu_backend_runs_the_case_matrix_and_every_kind_of_call() {
-    use webgpu_rmsnorm::cpu_driver::CpuContext;
+    use webgpu_rmsnorm::cpu::driver::CpuContext;
     use webgpu_rmsnorm::Request;
     let cpu = CpuContext::default();
     let mut rng = Rng(0x5EED_000E);
@@ -661,7 +661,7 @@ fn cpu_backend_runs_the_case_matrix_and_every_kind_of_call() {
 /// Runs `variant` (whatever `Variant::for_shape` would choose) on `case` through the
 /// context's pipelines, and returns `y` and `v`.
 fn run_variant(ctx: &GpuContext, variant: Variant, case: &Case) -> (Vec<f32>, Vec<f32>) {
-    use webgpu_rmsnorm::pipelines::{slot, Bound, BINDINGS};
+    use webgpu_rmsnorm::gpu::bindings::{slot, Bound, BINDINGS};
     let x = case.inputs();
     let n = x.input.len();
     let up = |d: &[f32]| ctx.upload(&d).expect("upload");
@@ -813,7 +813,7 @@ fn web_tiling_flat_reduction_and_preload_variants_match_the_reference() {
 /// and the staging buffers are reused, not made anew per upload.
 #[test]
 fn large_uploads_are_staged_through_reused_buffers() {
-    use webgpu_rmsnorm::host::STAGED_UPLOAD_BYTES;
+    use webgpu_rmsnorm::call::arrays::STAGED_UPLOAD_BYTES;
     let ctx = context();
     let hidden = 1024;
     let rows = STAGED_UPLOAD_BYTES / (4 * hidden) + 3;

@@ -6,8 +6,8 @@ use js_sys::{Float32Array, Object, Promise, Reflect};
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
 use wasm_bindgen_test::*;
-use webgpu_rmsnorm::dtype::f16_value;
-use webgpu_rmsnorm::facade::FusedRmsNorm;
+use webgpu_rmsnorm::call::dtype::f16_value;
+use webgpu_rmsnorm::js::facade::FusedRmsNorm;
 use webgpu_rmsnorm::reference::{chain, fused_rms_norm, same_sum, worst_relative};
 
 wasm_bindgen_test_configure!(run_in_browser);
@@ -587,9 +587,10 @@ async fn f16_in_place_equals_run_with_sum_bit_for_bit_on_both_paths() {
 /// reference and bit for bit against each other.
 #[wasm_bindgen_test]
 async fn gpu_tilings_with_split_rows_match_the_reference_on_both_dispatch_paths() {
-    use webgpu_rmsnorm::host::{host_f32_bits, Arg, HostVec, JsArray};
-    use webgpu_rmsnorm::kernel::Options;
-    use webgpu_rmsnorm::plan::Kernel;
+    use webgpu_rmsnorm::call::host::Arg;
+    use webgpu_rmsnorm::call::plan::Kernel;
+    use webgpu_rmsnorm::gpu::kernel::Options;
+    use webgpu_rmsnorm::js::array::{host_f32_bits, HostVec, JsArray};
     use webgpu_rmsnorm::{GpuContext, Inputs};
 
     let mut ctx = GpuContext::new(wgpu::PowerPreference::default())
@@ -618,7 +619,7 @@ async fn gpu_tilings_with_split_rows_match_the_reference_on_both_dispatch_paths(
                 beta,
                 sum: true,
             },
-            dtype: webgpu_rmsnorm::dtype::Dtype::F32,
+            dtype: webgpu_rmsnorm::call::dtype::Dtype::F32,
             in_place: false,
         };
         split += usize::from(kernel.variant(ctx.caps(), rows).split_in() > 1);

@@ -1,6 +1,6 @@
 //! IEEE half ↔ f32 for the CPU kernel's inner loops.
 //!
-//! [`crate::dtype::f16_bits`] and [`crate::dtype::f16_value`] are written for clarity, with
+//! [`crate::call::dtype::f16_bits`] and [`crate::call::dtype::f16_value`] are written for clarity, with
 //! branches and `powi`; these give the same results (tested against them) without a branch
 //! on the value, so that LLVM turns a block of them into SIMD integer and float operations.
 //! Both lean on the FPU's own round-to-nearest-even and on subnormals not being flushed, which
@@ -30,7 +30,7 @@ pub fn to_f32(h: u16) -> f32 {
 }
 
 /// f32 → IEEE half bits, rounding to nearest even; NaN becomes the quiet NaN `0x7e00` with
-/// its sign, as [`crate::dtype::f16_bits`] makes it.
+/// its sign, as [`crate::call::dtype::f16_bits`] makes it.
 #[inline(always)]
 pub fn from_f32(x: f32) -> u16 {
     let bits = x.to_bits();

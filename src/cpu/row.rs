@@ -7,7 +7,7 @@
 //! vectorizes too without reordering any float operation: results are the same, bit for
 //! bit, natively and in the browser, whether or not a given build vectorized.
 
-use super::Element;
+use super::element::Element;
 
 /// Partial sums per row: four f32x4 registers in WebAssembly, enough independent additions
 /// to hide their latency; each also sums only 1/16 of the row, which keeps its rounding

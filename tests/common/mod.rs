@@ -2,7 +2,7 @@
 //! arguments (in f32 or as f16 halves), with the reference's view of them.
 #![allow(dead_code)]
 
-use webgpu_rmsnorm::dtype::{f16_bits, f16_value};
+use webgpu_rmsnorm::call::dtype::{f16_bits, f16_value};
 use webgpu_rmsnorm::reference::{worst_error, GenericInputs, Inputs};
 
 /// SplitMix64: tiny, seedable, and the same on every machine and target.

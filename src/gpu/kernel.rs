@@ -1,5 +1,5 @@
 //! The WGSL kernel's variants and the source each compiles from; which tiling a shape gets
-//! (measured) is in [`crate::tiling`].
+//! (measured) is in [`crate::gpu::tiling`].
 //!
 //! Options (bias, beta, the `sum` output) and the tiling (workgroup size, registers per
 //! thread) are compile-time constants of a pipeline rather than runtime flags, so the hot
@@ -7,7 +7,7 @@
 //! pipeline is built once and cached by the driver.
 
 /// The WGSL source shared by every variant; [`Variant::wgsl`] prepends its constants.
-pub const KERNEL_WGSL: &str = include_str!("../shaders/fused_rms_norm.wgsl");
+pub const KERNEL_WGSL: &str = include_str!("../../shaders/fused_rms_norm.wgsl");
 
 /// The kernel's uniform block. Mirrors `struct Params` in the WGSL (a test checks the layout).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -132,7 +132,7 @@ impl Variant {
         };
         let body = format!(
             "{storage}{}{put}",
-            crate::pipelines::wgsl_declarations(self.in_place)
+            crate::gpu::bindings::wgsl_declarations(self.in_place)
         );
         (enable, body)
     }

@@ -4,7 +4,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use crate::error::Error;
+use crate::call::error::Error;
 
 /// Identifies a context: buffers of one device cannot be bound on another, and a lost
 /// device's buffers hold nothing.

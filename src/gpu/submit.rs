@@ -5,15 +5,15 @@
 
 use std::cell::RefCell;
 
-use crate::dtype::Dtype;
-use crate::error::Error;
-use crate::host::HostArray;
-use crate::kernel::Params;
-use crate::pending::{map_read, Chunk, GpuOutput, Output, Pending, Staged};
-use crate::pipelines::{slot, Bound, BINDINGS};
-use crate::plan::{Destination, Plan, Request};
-use crate::pool::Pooled;
-use crate::shape::{Inputs, Shape};
+use crate::call::dtype::Dtype;
+use crate::call::error::Error;
+use crate::call::host::HostArray;
+use crate::call::plan::{Destination, Plan, Request};
+use crate::call::shape::{Inputs, Shape};
+use crate::gpu::bindings::{slot, Bound, BINDINGS};
+use crate::gpu::kernel::Params;
+use crate::gpu::pending::{map_read, Chunk, GpuOutput, Output, Pending, Staged};
+use crate::gpu::pool::Pooled;
 
 use super::GpuContext;
 
@@ -195,10 +195,10 @@ impl GpuContext {
             let Some((pipeline, encoder)) = &mut through_wgpu else {
                 #[cfg(target_arch = "wasm32")]
                 self.recorder()?.submit(
-                    self,
                     variant,
                     self.pipelines.binding(in_place, &bound),
                     n_rows as u32,
+                    self.caps().max_groups_per_dim,
                     &|| self.creating(),
                 )?;
                 pending.kept.extend([input, residual]);

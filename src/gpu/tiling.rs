@@ -1,13 +1,13 @@
 //! Which tiling a call gets: workgroup size, columns per thread, how the row is reduced and
 //! spread over workgroups, per stack (the browser's Dawn, or wgpu/Vulkan natively), per row
 //! length and per number of rows. Every choice here was measured on an H200, and each one
-//! says what it was measured against (docs/PERFORMANCE.md); [`crate::kernel`] turns a
+//! says what it was measured against (docs/PERFORMANCE.md); [`crate::gpu::kernel`] turns a
 //! choice into WGSL.
 
-use crate::device::Caps;
-use crate::dtype::Dtype;
-use crate::kernel::{Options, Storage, Variant};
-use crate::plan::Kernel;
+use crate::call::dtype::Dtype;
+use crate::call::plan::Kernel;
+use crate::gpu::device::Caps;
+use crate::gpu::kernel::{Options, Storage, Variant};
 
 /// Calls of this many rows or more may be tiled differently from decode-sized ones
 /// ([`Variant::for_many_rows`]).

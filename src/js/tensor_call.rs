@@ -1,16 +1,16 @@
 //! The common call read in one step: a plain object of live `GpuTensor`s, numbers and known
 //! flags (an inference app's decode step), taken into Rust by one JavaScript function. Every
 //! other argument object, and every error, goes through the field-by-field reading of
-//! `js_args.rs`, which has the messages; the values are checked by the same functions.
+//! `args.rs`, which has the messages; the values are checked by the same functions.
 
 use wasm_bindgen::prelude::*;
 
-use crate::checks::{eps_from_number, hidden_from_number};
-use crate::error::Error;
-use crate::host::Arg;
-use crate::js_args::Args;
-use crate::plan::Request;
-use crate::shape::{fit_buffers, Inputs};
+use crate::call::checks::{eps_from_number, hidden_from_number};
+use crate::call::error::Error;
+use crate::call::host::Arg;
+use crate::call::plan::Request;
+use crate::call::shape::{fit_buffers, Inputs};
+use crate::js::array::Args;
 
 #[wasm_bindgen(inline_js = r#"
 const KNOWN = new Set(["input", "residual", "gamma", "beta", "bias", "hidden", "eps", "inPlace", "output"]);
@@ -51,16 +51,16 @@ extern "C" {
     fn read_tensor_call(args: &JsValue, tensor_prototype: &JsValue, out: &mut [f64]) -> bool;
 }
 
-/// [`parse_args`](crate::js_args::parse_args) for the common call, or `None` where the field-by-field reading (which
+/// `args.rs`'s `parse_args` for the common call, or `None` where the field-by-field reading (which
 /// has every message) must look: anything [`read_tensor_call`] does not take, a freed
 /// tensor, `inPlace` with an `output`. The values are checked as that path checks them.
 pub fn parse(args: &JsValue, sum: bool) -> Option<Result<(Args, Request), Error>> {
-    let prototype = crate::js_tensor::tensor_prototype()?;
+    let prototype = crate::js::tensor::tensor_prototype()?;
     let mut out = [0f64; 10];
     if !read_tensor_call(args, &prototype, &mut out) {
         return None;
     }
-    let tensor = |h: f64| crate::js_tensor::tensor_by_handle(h as u32).map(Arg::Gpu);
+    let tensor = |h: f64| crate::js::tensor::tensor_by_handle(h as u32).map(Arg::Gpu);
     let optional = |h: f64| {
         if h == 0.0 {
             Some(None)
@@ -82,7 +82,7 @@ pub fn parse(args: &JsValue, sum: bool) -> Option<Result<(Args, Request), Error>
         let eps = if out[6] == 1.0 {
             eps_from_number(out[7])?
         } else {
-            crate::shape::DEFAULT_EPS
+            crate::call::shape::DEFAULT_EPS
         };
         let mut x = Inputs {
             input,

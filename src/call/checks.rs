@@ -1,11 +1,11 @@
 //! The checks of single values: a number from JavaScript (`hidden`, `rows`, `eps`,
-//! `repeat`) and a size against the device's limits. [`crate::shape`] applies them to a
+//! `repeat`) and a size against the device's limits. [`crate::call::shape`] applies them to a
 //! whole call, the facade's argument readers to JavaScript numbers, and the drivers'
-//! `upload` (`instance.rs`, `resident.rs`, `cpu_driver.rs`) to the size of an upload.
+//! `upload` (`instance.rs`, `gpu/resident.rs`, `cpu/driver.rs`) to the size of an upload.
 
-use crate::device::Caps;
-use crate::dtype::Dtype;
-use crate::error::Error;
+use crate::call::dtype::Dtype;
+use crate::call::error::Error;
+use crate::gpu::device::Caps;
 
 /// The most dispatches one timing call records. A repeat count is work recorded
 /// synchronously and run in one submission: unbounded, `timeDispatches(args, -1)` would

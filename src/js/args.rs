@@ -1,28 +1,27 @@
 //! A call's arguments into Rust: the arrays, tensors and app `GPUBuffer`s of `run`,
 //! `runWithSum`, the timing calls and `encode`, and `upload`'s data. `create`'s options and
-//! the kernels of `prepare` and `kernelSource` are read in `js_options.rs`; both read values
-//! through `js_value.rs`, which lets nothing throw into Rust. Only the JavaScript types are
-//! checked here; the values are checked by `checks.rs` (`hidden`, `eps`, `repeat`, `rows`),
-//! `shape.rs` (lengths) and `plan.rs` (what a call asks for), the same functions for every
+//! the kernels of `prepare` and `kernelSource` are read in `options.rs`; both read values
+//! through `value.rs`, which lets nothing throw into Rust. Only the JavaScript types are
+//! checked here; the values are checked by `call/checks.rs` (`hidden`, `eps`, `repeat`, `rows`),
+//! `call/shape.rs` (lengths) and `call/plan.rs` (what a call asks for), the same functions for every
 //! entry point.
 
 use js_sys::Reflect;
 use wasm_bindgen::prelude::*;
 
-use crate::app_buffer::AppBuffer;
-use crate::checks::{eps_from_number, hidden_from_number, repeat_from_number};
-use crate::dtype::Dtype;
-use crate::error::Error;
-use crate::host::{Arg, JsArray};
-use crate::js_tensor::tensor_arg;
-use crate::js_value::{
+use crate::call::checks::{eps_from_number, hidden_from_number, repeat_from_number};
+use crate::call::dtype::Dtype;
+use crate::call::error::Error;
+use crate::call::host::Arg;
+use crate::call::plan::Request;
+use crate::call::shape::Outputs;
+use crate::call::shape::{fit_buffers, Inputs};
+use crate::gpu::app_buffer::AppBuffer;
+use crate::js::array::{Args, JsArray};
+use crate::js::tensor::tensor_arg;
+use crate::js::value::{
     check_keys, describe, dtype_field, flag, get, is_array, is_view, rows_field,
 };
-use crate::plan::{Outputs, Request};
-use crate::shape::{fit_buffers, Inputs};
-
-/// One call's arguments as the driver takes them.
-pub type Args = Inputs<Arg<JsArray>>;
 
 /// The fields of a call's argument object, and of `create`'s options.
 const ARGS_KEYS: [&str; 11] = [
@@ -181,7 +180,7 @@ pub fn upload_arg(data: &JsValue, options: Option<&JsValue>) -> Result<JsArray, 
 
 /// The call's inputs, and what it asks for (`sum` is the method's: `runWithSum`).
 pub fn parse_args(args: &JsValue, sum: bool) -> Result<(Args, Request), Error> {
-    if let Some(parsed) = crate::js_tensor_call::parse(args, sum) {
+    if let Some(parsed) = crate::js::tensor_call::parse(args, sum) {
         return parsed;
     }
     let from = Sources {
@@ -279,7 +278,7 @@ fn parse_inputs(
     let hidden = hidden_from_number(hidden)?;
     let e = get(args, "eps");
     let eps = if e.is_undefined() {
-        crate::shape::DEFAULT_EPS
+        crate::call::shape::DEFAULT_EPS
     } else {
         let Some(eps) = e.as_f64() else {
             return Err(Error::Type(format!(
@@ -307,7 +306,7 @@ pub fn parse_timed(
     timed: bool,
 ) -> Result<(Args, Request), Error> {
     let (x, request) = parse_args(args, false)?;
-    if request.to != crate::plan::Destination::Host {
+    if request.to != crate::call::plan::Destination::Host {
         return Err(Error::Type(
             "output: expected \"array\" or undefined in a timing call (its results are read back)"
                 .into(),
@@ -316,7 +315,7 @@ pub fn parse_timed(
     let Some(r) = repeat.as_f64() else {
         return Err(Error::Type(format!(
             "repeat: expected a number (an integer from 1 to {}), got {}",
-            crate::checks::MAX_REPEAT,
+            crate::call::checks::MAX_REPEAT,
             describe(repeat)
         )));
     };

@@ -1,5 +1,5 @@
 //! The GPU driver: a device, its pipelines and buffer pool (this file); the one path every
-//! call takes through them (`gpu/call.rs`: plan → stage → record → submit → a `Pending`);
+//! call takes through them (`submit.rs`: plan → stage → record → submit → a `Pending`);
 //! and tensors' uploads and readback (`resident.rs`).
 //!
 //! The same code runs on the browser's WebGPU (wasm) and on Vulkan (native tests and
@@ -11,32 +11,31 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::rc::Rc;
 
-use crate::clock::now_ms;
-use crate::device::{AdapterSummary, Caps, ContextId, Device};
-use crate::error::Error;
-use crate::kernel::{Params, Variant};
-use crate::pipelines::{Bound, Pipelines};
-use crate::plan::Kernel;
-use crate::pool::BufferPool;
-
-mod call;
+use crate::call::error::Error;
+use crate::call::plan::Kernel;
+use crate::gpu::bindings::Bound;
+use crate::gpu::device::{AdapterSummary, Caps, ContextId, Device};
+use crate::gpu::kernel::{Params, Variant};
+use crate::gpu::pipelines::Pipelines;
+use crate::gpu::pool::BufferPool;
+use crate::support::clock::now_ms;
 
 pub struct GpuContext {
     pub(crate) dev: Device,
-    pipelines: Pipelines,
+    pub(super) pipelines: Pipelines,
     pub(crate) pool: Rc<BufferPool>,
     /// When the pool was last trimmed of buffers idle too long (ms, `clock::now_ms`).
-    trimmed_at: Cell<f64>,
-    /// The error scopes of the call being encoded, once it has pushed them (`creating`, in `gpu/call.rs`).
-    scopes: RefCell<Option<(wgpu::ErrorScopeGuard, wgpu::ErrorScopeGuard)>>,
-    in_call: Cell<bool>,
-    /// Uniform blocks by content (see `uniform` in `gpu/call.rs`).
-    uniforms: RefCell<HashMap<[u8; Params::SIZE], wgpu::Buffer>>,
+    pub(super) trimmed_at: Cell<f64>,
+    /// The error scopes of the call being encoded, once it has pushed them (`creating`, in `submit.rs`).
+    pub(super) scopes: RefCell<Option<(wgpu::ErrorScopeGuard, wgpu::ErrorScopeGuard)>>,
+    pub(super) in_call: Cell<bool>,
+    /// Uniform blocks by content (see `uniform` in `submit.rs`).
+    pub(super) uniforms: RefCell<HashMap<[u8; Params::SIZE], wgpu::Buffer>>,
     /// The kernel's objects made on the browser's WebGPU directly: for `norm.encode`, and
     /// for this context's calls whose results stay on the GPU (`Recorder::submit` in
     /// `encode.rs`).
     #[cfg(target_arch = "wasm32")]
-    recorder: RefCell<Option<crate::encode::Recorder>>,
+    pub(super) recorder: RefCell<Option<crate::gpu::recorder::Recorder>>,
 }
 
 /// Buffer counts for leak checks: `live` must stay flat over a long run.
@@ -75,17 +74,19 @@ impl GpuContext {
         }
     }
 
-    /// This context's [`Recorder`](crate::encode::Recorder), made on first use; `Err` if an
+    /// This context's [`Recorder`](crate::gpu::recorder::Recorder), made on first use; `Err` if an
     /// argument's getter calls back into the package from inside a call that holds it.
     #[cfg(target_arch = "wasm32")]
-    pub(crate) fn recorder(&self) -> Result<std::cell::RefMut<'_, crate::encode::Recorder>, Error> {
+    pub(crate) fn recorder(
+        &self,
+    ) -> Result<std::cell::RefMut<'_, crate::gpu::recorder::Recorder>, Error> {
         let mut slot = self.recorder.try_borrow_mut().map_err(|_| {
             Error::InvalidState(
                 "encode: expected no call of encode from inside an argument of encode".into(),
             )
         })?;
         if slot.is_none() {
-            *slot = Some(crate::encode::Recorder::new(
+            *slot = Some(crate::gpu::recorder::Recorder::new(
                 &self.dev.device,
                 &self.dev.queue,
             )?);
@@ -120,18 +121,18 @@ impl GpuContext {
     }
 
     /// The pipeline for `variant`, compiled on first use.
-    pub fn pipeline(&self, variant: crate::kernel::Variant) -> wgpu::ComputePipeline {
+    pub fn pipeline(&self, variant: crate::gpu::kernel::Variant) -> wgpu::ComputePipeline {
         self.pipelines
             .get(&self.dev.device, variant, &|| self.creating())
     }
 
     /// Bound in place of an absent optional binding of `role` (by `encode.rs`, wasm only).
     #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
-    pub(crate) fn stub(&self, role: crate::pipelines::Role) -> &wgpu::Buffer {
+    pub(crate) fn stub(&self, role: crate::gpu::bindings::Role) -> &wgpu::Buffer {
         self.pipelines.stub(role)
     }
 
-    /// Binds one dispatch's buffers (see [`BINDINGS`](crate::pipelines::BINDINGS)).
+    /// Binds one dispatch's buffers (see [`BINDINGS`](crate::gpu::bindings::BINDINGS)).
     pub fn bind_group(&self, in_place: bool, bound: &Bound) -> wgpu::BindGroup {
         self.pipelines
             .bind(&self.dev.device, in_place, bound, &|| self.creating())
@@ -229,7 +230,7 @@ impl GpuContext {
     }
 
     /// Releases the buffers idle too long; a second or so apart, since each call comes here.
-    fn trim_now_and_then(&self) {
+    pub(super) fn trim_now_and_then(&self) {
         let now = now_ms();
         if now - self.trimmed_at.get() >= 1000.0 {
             self.trimmed_at.set(now);

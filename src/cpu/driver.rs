@@ -1,19 +1,21 @@
-//! The CPU backend's driver: the same calls as the GPU driver (`gpu.rs`, `gpu/call.rs`, `resident.rs`), checked by the
+//! The CPU backend's driver: the same calls as the GPU driver (`gpu/context.rs`, `gpu/submit.rs`, `gpu/resident.rs`), checked by the
 //! same `Plan`, computed by `cpu/` in wasm memory. For browsers without WebGPU, and for
 //! software adapters, where a WebGPU call costs many times a CPU loop.
 
 use std::cell::{Ref, RefMut};
 use std::rc::Rc;
 
-use crate::checks::check_upload;
+use crate::call::arrays::host_vec;
+use crate::call::checks::check_upload;
+use crate::call::error::Error;
+use crate::call::host::HostArray;
+use crate::call::numbers::CpuData;
+use crate::call::plan::{Destination, Plan, Request};
+use crate::call::shape::Inputs;
+use crate::call::tensor::Tensor;
 use crate::cpu;
-use crate::device::{next_context_id, Caps, ContextId};
-use crate::error::Error;
-use crate::host::{host_vec, CpuData, HostArray};
-use crate::pending::{Finished, GpuOutput, Output};
-use crate::plan::{Destination, Plan, Request};
-use crate::shape::Inputs;
-use crate::tensor::Tensor;
+use crate::gpu::device::{next_context_id, Caps, ContextId};
+use crate::gpu::pending::{Finished, GpuOutput, Output};
 
 /// No device limits: a call is one pass over wasm memory, whatever its size.
 const CAPS: Caps = Caps {
@@ -107,8 +109,8 @@ impl CpuContext {
             )));
         }
         match plan.dtype {
-            crate::dtype::Dtype::F32 => self.compute::<f32, A>(x, &plan),
-            crate::dtype::Dtype::F16 => self.compute::<u16, A>(x, &plan),
+            crate::call::dtype::Dtype::F32 => self.compute::<f32, A>(x, &plan),
+            crate::call::dtype::Dtype::F16 => self.compute::<u16, A>(x, &plan),
         }
     }
 

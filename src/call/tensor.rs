@@ -9,10 +9,10 @@
 
 use std::cell::{OnceCell, RefCell};
 
-use crate::device::{ContextId, LostSlot};
-use crate::dtype::Dtype;
-use crate::error::Error;
-use crate::host::{CpuData, OwnedArray};
+use crate::call::dtype::Dtype;
+use crate::call::error::Error;
+use crate::call::numbers::{CpuData, DeferredUpload};
+use crate::gpu::device::{ContextId, LostSlot};
 
 /// Where a tensor's numbers live once placed.
 pub struct Placed {
@@ -30,7 +30,7 @@ pub struct Tensor {
     pub dtype: Dtype,
     placed: OnceCell<Placed>,
     /// The data of a tensor uploaded while no device was live, until one is.
-    waiting: RefCell<Option<OwnedArray>>,
+    waiting: RefCell<Option<DeferredUpload>>,
     /// On the CPU backend: the context that made it, and its numbers.
     cpu: Option<(ContextId, RefCell<CpuData>)>,
 }
@@ -42,7 +42,7 @@ impl Tensor {
         t
     }
 
-    pub fn waiting(len: usize, dtype: Dtype, data: Option<OwnedArray>) -> Tensor {
+    pub fn waiting(len: usize, dtype: Dtype, data: Option<DeferredUpload>) -> Tensor {
         Tensor {
             len,
             dtype,
@@ -87,7 +87,7 @@ impl Tensor {
     }
 
     /// Places a waiting tensor: `make` creates its buffer and uploads the kept data.
-    pub fn place(&self, make: impl FnOnce(&OwnedArray) -> Placed) {
+    pub fn place(&self, make: impl FnOnce(&DeferredUpload) -> Placed) {
         if let Some(data) = self.waiting.borrow_mut().take() {
             let _ = self.placed.set(make(&data));
         }

@@ -4,9 +4,11 @@
 
 use std::rc::Rc;
 
-use crate::dtype::Dtype;
-use crate::host::{Arg, CpuData, HostArray, OwnedArray, Upload};
-use crate::shape::Len;
+use crate::call::dtype::Dtype;
+use crate::call::host::{Arg, HostArray, OwnedArray};
+use crate::call::numbers::Len;
+use crate::call::numbers::{CpuData, Upload};
+use crate::call::shape::Inputs;
 use js_sys::{ArrayBuffer, Float32Array, Function, Object, Reflect, Uint16Array};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
@@ -76,6 +78,9 @@ thread_local! {
 fn intrinsic(pick: fn(&Intrinsics) -> &Option<Function>, v: &JsValue) -> Option<JsValue> {
     INTRINSICS.with(|i| pick(i).as_ref().and_then(|f| f.call0(v).ok()))
 }
+
+/// One call's arguments as the driver takes them, read from JavaScript.
+pub type Args = Inputs<Arg<JsArray>>;
 
 /// A JavaScript typed array: `Float32Array` for f32; `Uint16Array` (the bits) or
 /// `Float16Array` for f16.

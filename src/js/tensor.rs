@@ -10,9 +10,9 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::future_to_promise;
 
 use crate::backend::Engine;
-use crate::error::Error;
-use crate::js_value::{get, prototype_of, to_js};
-use crate::tensor::Tensor;
+use crate::call::error::Error;
+use crate::call::tensor::Tensor;
+use crate::js::value::{get, prototype_of, to_js};
 
 /// Data on the GPU: made by `FusedRmsNorm.upload` or returned by `run` / `runWithSum` with
 /// `output: "gpu"`, and accepted by them wherever an array is. Release with `free()`.

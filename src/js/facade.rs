@@ -3,7 +3,7 @@
 //! Every method that does GPU work returns a Promise and reports every failure as a
 //! rejection with a named `Error`; nothing here panics on any input (a panic in wasm aborts
 //! the whole instance). Each entry point is the same three steps: parse the JavaScript
-//! values (`js_args.rs`, `js_options.rs`), hand the call to the backend (`backend.rs`: the
+//! values (`args.rs`, `options.rs`), hand the call to the backend (`backend.rs`: the
 //! instance in `instance.rs`, the live device or a new one after a loss, or the CPU backend), and turn what comes back into JavaScript values. The returned
 //! future owns what it needs (`Rc`s, not `&self`), so concurrent calls and `free()` during a
 //! call are safe.
@@ -17,16 +17,17 @@ use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::future_to_promise;
 
 use crate::backend::Engine;
-use crate::clock::now_ms;
-use crate::device::AdapterSummary;
-use crate::error::Error;
+use crate::call::error::Error;
+use crate::call::plan::{Destination, Request};
+use crate::gpu::device::AdapterSummary;
+use crate::gpu::pending::Finished;
 use crate::gpu::GpuContext;
-use crate::js_args::{parse_args, parse_encode, parse_timed, upload_arg, Args};
-use crate::js_options::{parse_kernels, parse_source, settings};
-use crate::js_tensor::{live_tensors, tensor_value};
-use crate::js_value::{object, to_js};
-use crate::pending::Finished;
-use crate::plan::{Destination, Request};
+use crate::js::args::{parse_args, parse_encode, parse_timed, upload_arg};
+use crate::js::array::Args;
+use crate::js::options::{parse_kernels, parse_source, settings};
+use crate::js::tensor::{live_tensors, tensor_value};
+use crate::js::value::{object, to_js};
+use crate::support::clock::now_ms;
 
 #[wasm_bindgen]
 extern "C" {
@@ -193,7 +194,7 @@ impl FusedRmsNorm {
         // An argument's getter may call back into this instance; `encode` within `encode`
         // is refused rather than allowed to trip the borrow.
         let mut recorder = ctx.recorder().map_err(to_js)?;
-        recorder.record(&ctx, &encoder, &x, &outputs).map_err(to_js)
+        crate::gpu::encode::record(&mut recorder, &ctx, &encoder, &x, &outputs).map_err(to_js)
     }
 
     /// The WGSL this instance runs for `kernel` (as `prepare` takes it, plus `rows` for the
@@ -208,7 +209,7 @@ impl FusedRmsNorm {
         let Some(gpu) = self.engine.gpu() else {
             return Err(to_js(on_cpu("kernelSource")));
         };
-        crate::encode::source(&gpu.latest(), &k, rows).map_err(to_js)
+        crate::gpu::encode::source(&gpu.latest(), &k, rows).map_err(to_js)
     }
 
     /// The adapter this instance runs on.

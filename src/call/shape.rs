@@ -1,11 +1,11 @@
 //! One call's inputs ([`Inputs`]), checked into a [`Shape`] (rows, hidden, and every
 //! length against them), and an app's buffers sized to the call ([`fit_buffers`]).
-//! [`crate::plan`] turns a checked call into what a driver records.
+//! [`crate::call::plan`] turns a checked call into what a driver records.
 
-use crate::checks::{eps_from_number, hidden_from_number};
-use crate::error::Error;
-use crate::host::Arg;
-use crate::plan::Outputs;
+use crate::call::checks::{eps_from_number, hidden_from_number};
+use crate::call::error::Error;
+use crate::call::host::Arg;
+use crate::call::numbers::Len;
 
 /// The arguments of one call. `A` is where the numbers live: a Rust slice natively, a JS
 /// `Float32Array` in the browser (uploaded straight from JS, never copied through wasm).
@@ -20,19 +20,12 @@ pub struct Inputs<A> {
     pub eps: f32,
 }
 
-/// Anything with a length in f32 elements.
-pub trait Len {
-    fn len(&self) -> usize;
-
-    fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-}
-
-impl Len for &[f32] {
-    fn len(&self) -> usize {
-        <[f32]>::len(self)
-    }
+/// Where `encode` writes the results: over `input` (`y`) and `residual` (`v`), or into
+/// the app's buffers or tensors.
+#[derive(Clone)]
+pub enum Outputs<A> {
+    InPlace,
+    To { output: A, sum: Option<A> },
 }
 
 /// A checked problem: `rows × hidden`.

@@ -10,8 +10,8 @@
 use std::future::Future;
 use std::pin::Pin;
 
-use crate::dtype::Dtype;
-use crate::error::Error;
+use crate::call::dtype::Dtype;
+use crate::call::error::Error;
 
 /// What a copy's error scope found, named after the argument.
 pub type Check = Pin<Box<dyn Future<Output = Result<(), Error>>>>;
@@ -68,7 +68,7 @@ impl AppBuffer {
         }
         #[cfg(target_arch = "wasm32")]
         {
-            use crate::webgpu_raw as raw;
+            use crate::gpu::webgpu_raw as raw;
             let (Some(raw_device), Some(raw_queue)) = (raw::device(device), raw::queue(queue))
             else {
                 return Err(Error::Type(format!(

@@ -161,7 +161,7 @@ impl BufferPool {
     /// call comes: in the browser a timer; natively the next call's `trim_idle`.
     pub fn schedule_trim(self: &Rc<Self>) {
         #[cfg(target_arch = "wasm32")]
-        if let Some(delay) = self.next_release_in(crate::clock::now_ms()) {
+        if let Some(delay) = self.next_release_in(crate::support::clock::now_ms()) {
             self.arm_trim(delay);
         }
     }
@@ -182,7 +182,7 @@ impl BufferPool {
             let fire = wasm_bindgen::closure::Closure::once_into_js(move || {
                 if let Some(pool) = pool.upgrade() {
                     pool.trim_armed.set(false);
-                    pool.trim_idle(crate::clock::now_ms());
+                    pool.trim_idle(crate::support::clock::now_ms());
                     pool.schedule_trim();
                 }
             });

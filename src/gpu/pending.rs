@@ -9,14 +9,14 @@ use std::rc::Rc;
 
 use futures_channel::oneshot;
 
-use crate::clock::now_ms;
-use crate::device::{lost_error, LostSlot};
-use crate::dtype::Dtype;
-use crate::error::Error;
-use crate::host::{host_f32_bits, new_host_vec, read_mapped, HostVec};
-use crate::pool::{BufferPool, Pooled};
-use crate::shape::Shape;
-use crate::tensor::Tensor;
+use crate::call::arrays::{host_f32_bits, new_host_vec, read_mapped, HostVec};
+use crate::call::dtype::Dtype;
+use crate::call::error::Error;
+use crate::call::shape::Shape;
+use crate::call::tensor::Tensor;
+use crate::gpu::device::{lost_error, LostSlot};
+use crate::gpu::pool::{BufferPool, Pooled};
+use crate::support::clock::now_ms;
 
 /// A call's results read back: `y`, and `v` when the `sum` output was asked for.
 pub struct Output {
@@ -85,7 +85,7 @@ pub struct Pending {
     pub(crate) scopes: Vec<(&'static str, ScopeFuture)>,
     /// The copies from the app's buffers, checked before the call's own scopes: their
     /// errors name the argument.
-    pub(crate) copies: Vec<crate::app_buffer::Check>,
+    pub(crate) copies: Vec<crate::gpu::app_buffer::Check>,
     pub(crate) mapped: Vec<oneshot::Receiver<MapResult>>,
     /// The call's other buffers, returned to the pool once the GPU is done with them.
     pub(crate) kept: Vec<Staged>,

@@ -9,9 +9,9 @@
 use js_sys::{Object, Reflect};
 use wasm_bindgen::prelude::*;
 
-use crate::checks::rows_from_number;
-use crate::dtype::Dtype;
-use crate::error::Error;
+use crate::call::checks::rows_from_number;
+use crate::call::dtype::Dtype;
+use crate::call::error::Error;
 
 #[wasm_bindgen]
 extern "C" {

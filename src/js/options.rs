@@ -1,16 +1,16 @@
 //! `create`'s options, and the kernels `prepare` compiles and `kernelSource` describes, read
-//! from JavaScript (through `js_value.rs`, which lets nothing throw into Rust).
+//! from JavaScript (through `value.rs`, which lets nothing throw into Rust).
 
 use wasm_bindgen::prelude::*;
 
 use crate::backend::Choice;
-use crate::checks::hidden_from_number;
-use crate::dtype::Dtype;
-use crate::error::Error;
+use crate::call::checks::hidden_from_number;
+use crate::call::dtype::Dtype;
+use crate::call::error::Error;
+use crate::call::plan::Kernel;
+use crate::gpu::kernel::Options;
 use crate::instance::Settings;
-use crate::js_value::{check_keys, describe, dtype_field, flag, get, is_array, rows_field};
-use crate::kernel::Options;
-use crate::plan::Kernel;
+use crate::js::value::{check_keys, describe, dtype_field, flag, get, is_array, rows_field};
 
 const OPTIONS_KEYS: [&str; 3] = ["backend", "powerPreference", "shaderF16"];
 const PREPARE_KEYS: [&str; 6] = ["hidden", "bias", "beta", "sum", "dtype", "inPlace"];

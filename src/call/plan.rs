@@ -1,20 +1,21 @@
 //! A call checked into a plan: what it asks for ([`Request`], [`Destination`]), where
 //! `encode` writes ([`Outputs`]), the [`Plan`] a driver records (shape, dtype, chunks of
 //! rows, kernel variant), and which kernel a call needs ([`Kernel`], what `prepare`
-//! compiles). With [`crate::shape`] (the inputs and their shape) and [`crate::checks`]
+//! compiles). With [`crate::call::shape`] (the inputs and their shape) and [`crate::call::checks`]
 //! (single values), every check of every entry point lives here, not in the JavaScript
 //! facade or the drivers, so native callers and tests get the same errors with the same
 //! wording as the browser does, and a check added for one path holds for all of them.
 
 use std::rc::Rc;
 
-use crate::checks::{check_repeat, hidden_from_number, rows_per_binding};
-use crate::device::{Caps, ContextId};
-use crate::dtype::Dtype;
-use crate::error::Error;
-use crate::host::{Arg, HostArray};
-use crate::kernel::{Options, Variant};
-use crate::shape::{Inputs, Len, Shape};
+use crate::call::checks::{check_repeat, hidden_from_number, rows_per_binding};
+use crate::call::dtype::Dtype;
+use crate::call::error::Error;
+use crate::call::host::{Arg, HostArray};
+use crate::call::numbers::Len;
+use crate::call::shape::{Inputs, Outputs, Shape};
+use crate::gpu::device::{Caps, ContextId};
+use crate::gpu::kernel::{Options, Variant};
 
 /// Where a call's results go.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -85,14 +86,6 @@ fn not_in_place<A: HostArray>(name: &str, a: &A) -> Error {
     Error::Type(format!(
         "{name}: expected a GpuTensor with inPlace: true, got {got}"
     ))
-}
-
-/// Where `encode` writes the results: over `input` (`y`) and `residual` (`v`), or into
-/// the app's buffers or tensors.
-#[derive(Clone)]
-pub enum Outputs<A> {
-    InPlace,
-    To { output: A, sum: Option<A> },
 }
 
 /// A checked call: everything the driver needs to encode it.

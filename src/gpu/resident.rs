@@ -1,16 +1,17 @@
 //! The driver's tensors: uploads, placing a tensor that waited for a device, and reading
-//! one back. Calls bind tensors as they are (see `gpu/call.rs`).
+//! one back. Calls bind tensors as they are (see `submit.rs`).
 
 use std::rc::Rc;
 
-use crate::checks::check_upload;
-use crate::dtype::Dtype;
-use crate::error::Error;
+use crate::call::checks::check_upload;
+use crate::call::dtype::Dtype;
+use crate::call::error::Error;
+use crate::call::host::HostArray;
+use crate::call::numbers::{DeferredUpload, Upload};
+use crate::call::shape::Shape;
+use crate::call::tensor::{Placed, Tensor};
+use crate::gpu::pending::{Chunk, Pending};
 use crate::gpu::GpuContext;
-use crate::host::{HostArray, OwnedArray, Upload};
-use crate::pending::{Chunk, Pending};
-use crate::shape::Shape;
-use crate::tensor::{Placed, Tensor};
 
 impl GpuContext {
     /// Uploads `data` as a tensor of this context.
@@ -26,10 +27,10 @@ impl GpuContext {
 
     /// Places a tensor uploaded while no device was live, on this context.
     pub fn place(&self, t: &Tensor) {
-        t.place(|data: &OwnedArray| {
+        t.place(|upload: &DeferredUpload| {
             let buffer = self.tensor_buffer(t.len, t.dtype);
             // A refusal here has no caller left to tell; the tensor then holds zeros.
-            let _ = data.upload(self.upload_to(&buffer, 0, t.len));
+            let _ = upload(self.upload_to(&buffer, 0, t.len));
             self.placed(buffer)
         });
     }

@@ -1,0 +1,147 @@
+//! Where a call's numbers live on the host, and how they cross to and from the GPU.
+//!
+//! Natively they are Rust slices and vectors. In the browser they stay JavaScript
+//! `Float32Array`s: uploads go through `GPUQueue.writeBuffer` straight from the caller's
+//! array, and results are copied once from the mapped range into a fresh `Float32Array`.
+//! Routing them through wasm memory would cost two extra copies per array and grow the
+//! module's memory with every large call (it never shrinks).
+
+use std::rc::Rc;
+
+use crate::call::dtype::Dtype;
+use crate::call::numbers::{CpuData, Len, Upload};
+use crate::call::tensor::Tensor;
+use crate::gpu::app_buffer::AppBuffer;
+
+/// A private copy of host data, for a call or an upload that waits for a device before it
+/// can upload (the caller may change its own array as soon as the call returns).
+pub type OwnedArray = Rc<dyn HostArray>;
+
+/// An array of numbers the driver can upload a range of.
+pub trait HostArray: Len {
+    /// Writes a range of the array to a buffer; the error says why the browser refused it.
+    fn upload(&self, to: Upload) -> Result<(), String>;
+
+    fn dtype(&self) -> Dtype {
+        Dtype::F32
+    }
+
+    /// The tensor holding this array on the GPU already, if it is one: bound as it is.
+    fn resident(&self) -> Option<&Rc<Tensor>> {
+        None
+    }
+
+    /// The app's GPU buffer holding this array, if it is one: copied on the GPU, never
+    /// through the host.
+    fn app_buffer(&self) -> Option<&AppBuffer> {
+        None
+    }
+
+    /// This argument with any host data copied (tensors stay as they are).
+    fn detach(&self) -> Arg<OwnedArray>;
+
+    /// The numbers copied into wasm memory, for the CPU backend; the error says why the
+    /// browser refused the array.
+    fn to_cpu(&self) -> Result<CpuData, String>;
+}
+
+impl Len for OwnedArray {
+    fn len(&self) -> usize {
+        (**self).len()
+    }
+}
+
+impl HostArray for OwnedArray {
+    fn upload(&self, to: Upload) -> Result<(), String> {
+        (**self).upload(to)
+    }
+
+    fn dtype(&self) -> Dtype {
+        (**self).dtype()
+    }
+
+    fn detach(&self) -> Arg<OwnedArray> {
+        Arg::Host(self.clone())
+    }
+
+    fn to_cpu(&self) -> Result<CpuData, String> {
+        (**self).to_cpu()
+    }
+}
+
+/// An argument: host data, a GPU-resident tensor, or a buffer of the app's on the device.
+#[derive(Clone)]
+pub enum Arg<H> {
+    Host(H),
+    Gpu(Rc<Tensor>),
+    Buffer(AppBuffer),
+}
+
+impl<H> Arg<H> {
+    /// Whether `self` and `other` are the same memory on the GPU (host data never is).
+    pub fn same_storage(&self, other: &Arg<H>) -> bool {
+        match (self, other) {
+            (Arg::Gpu(a), Arg::Gpu(b)) => Rc::ptr_eq(a, b),
+            (Arg::Buffer(a), Arg::Buffer(b)) => a.handle() == b.handle(),
+            _ => false,
+        }
+    }
+}
+
+impl<H: Len> Len for Arg<H> {
+    fn len(&self) -> usize {
+        match self {
+            Arg::Host(h) => h.len(),
+            Arg::Gpu(t) => t.len,
+            Arg::Buffer(b) => b.len,
+        }
+    }
+}
+
+impl<H: HostArray> HostArray for Arg<H> {
+    fn upload(&self, to: Upload) -> Result<(), String> {
+        match self {
+            Arg::Host(h) => h.upload(to),
+            Arg::Gpu(_) => Err("a GpuTensor is bound as it is, never uploaded".into()),
+            Arg::Buffer(_) => Err("a GPUBuffer is copied on the GPU, never uploaded".into()),
+        }
+    }
+
+    fn resident(&self) -> Option<&Rc<Tensor>> {
+        match self {
+            Arg::Gpu(t) => Some(t),
+            Arg::Host(_) | Arg::Buffer(_) => None,
+        }
+    }
+
+    fn app_buffer(&self) -> Option<&AppBuffer> {
+        match self {
+            Arg::Buffer(b) => Some(b),
+            Arg::Host(_) | Arg::Gpu(_) => None,
+        }
+    }
+
+    fn dtype(&self) -> Dtype {
+        match self {
+            Arg::Host(h) => h.dtype(),
+            Arg::Gpu(t) => t.dtype,
+            Arg::Buffer(b) => b.dtype,
+        }
+    }
+
+    fn detach(&self) -> Arg<OwnedArray> {
+        match self {
+            Arg::Host(h) => h.detach(),
+            Arg::Gpu(t) => Arg::Gpu(t.clone()),
+            Arg::Buffer(b) => Arg::Buffer(b.clone()),
+        }
+    }
+
+    fn to_cpu(&self) -> Result<CpuData, String> {
+        match self {
+            Arg::Host(h) => h.to_cpu(),
+            Arg::Gpu(_) => Err("a GpuTensor is used as it is, never copied".into()),
+            Arg::Buffer(_) => Err("a GPUBuffer is copied on the GPU, never to the host".into()),
+        }
+    }
+}

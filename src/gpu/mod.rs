@@ -1,0 +1,29 @@
+//! The GPU driver: the device and its limits, the pipelines with their one binding table,
+//! the kernel's WGSL variants and their tiling, the buffer pool, the one path every call
+//! takes (stage, record, submit), GPU-resident tensors, a call in flight and its readback,
+//! and (in the browser) recording into an engine's own command encoder.
+//!
+//! The same code runs on the browser's WebGPU (wasm) and on Vulkan (native tests and
+//! benchmarks).
+
+pub mod app_buffer;
+pub mod bindings;
+pub mod context;
+pub mod device;
+pub mod kernel;
+pub mod pending;
+pub mod pipelines;
+pub mod pool;
+mod resident;
+mod submit;
+mod test_hooks;
+pub mod tiling;
+
+#[cfg(target_arch = "wasm32")]
+pub(crate) mod encode;
+#[cfg(target_arch = "wasm32")]
+mod recorder;
+#[cfg(target_arch = "wasm32")]
+pub(crate) mod webgpu_raw;
+
+pub use context::GpuContext;
