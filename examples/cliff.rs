@@ -26,11 +26,11 @@ fn main() {
 mod native {
     use std::rc::Rc;
 
-    use webgpu_rmsnorm::host::Arg;
-    use webgpu_rmsnorm::kernel::{Options, Params, Variant};
-    use webgpu_rmsnorm::pipelines::{slot, Bound, BINDINGS};
-    use webgpu_rmsnorm::plan::Destination;
-    use webgpu_rmsnorm::tensor::Tensor;
+    use webgpu_rmsnorm::call::host::Arg;
+    use webgpu_rmsnorm::gpu::kernel::{Options, Params, Variant};
+    use webgpu_rmsnorm::gpu::bindings::{slot, Bound, BINDINGS};
+    use webgpu_rmsnorm::call::plan::Destination;
+    use webgpu_rmsnorm::call::tensor::Tensor;
     use webgpu_rmsnorm::{GpuContext, Inputs, Request};
 
     const HIDDEN: usize = 4096;
@@ -47,6 +47,7 @@ mod native {
             width: HIDDEN as u32 / variant.lanes,
             hidden: HIDDEN as f32,
             eps: 1e-6,
+            gamma_offset: 0.0,
         });
         let mut bound: Bound = [None; BINDINGS.len()];
         bound[slot::INPUT] = Some(&input);
@@ -138,15 +139,12 @@ mod native {
         println!("|---|---|---|---|");
         for &rows in &rows_list {
             let n = rows * HIDDEN;
-            let host = Inputs {
-                input: Arg::Host(&data[..n]),
-                residual: Arg::Host(&data[..n]),
-                gamma: Arg::Host(&gamma[..]),
-                beta: None,
-                bias: None,
-                hidden: HIDDEN,
-                eps: 1e-6,
-            };
+            let host = Inputs::plain(
+                Arg::Host(&data[..n]),
+                Arg::Host(&data[..n]),
+                Arg::Host(&gamma[..]),
+                HIDDEN,
+            );
             // Warm both paths (pipelines, pooled buffers), then time.
             timed(&host);
             direct(&ctx, variant, &up_front, rows);

@@ -12,6 +12,8 @@
 # SECTIONS: any of cliff calls kernel sweep (default: the first three, each in a fresh process,
 # cliff first; sweep needs --wgsl FILE in BENCH_DAWN_ARGS, see bench/dawn/bench.mjs). Options for bench/dawn/bench.mjs go in BENCH_DAWN_ARGS, e.g.
 #   BENCH_DAWN_ARGS="--shapes 1x4096,16384x4096 --calls 200" bash scripts/bench-dawn.sh run kernel
+# bench/dawn/ (bench.mjs and the modules beside it) is not copied here: it travels to the device
+# with the working tree, the whole folder; only .gl/dawn is carried.
 # Results: tables on stdout, JSON in $OUT (device) or bench-out/dawn/ (here).
 # Exit status 2: no usable GPU adapter (the message says why; nothing was measured).
 # Local functional check on a CPU adapter (SwiftShader's Vulkan ICD shipped with Chromium):

@@ -1,14 +1,16 @@
 // Fused residual add + optional bias + RMSNorm (gamma scale, optional beta shift).
 //
-//   v[r, i] = input[r, i] + residual[r, i] + bias[i]
-//   y[r, i] = v[r, i] * inverseSqrt(mean_i(v[r, i]^2) + eps) * gamma[i] + beta[i]
+//   v[r, i] = input[r, i] + residual[r, i] + bias[i]          (residual optional)
+//   y[r, i] = v[r, i] * inverseSqrt(mean_i(v[r, i]^2) + eps) * (gamma[i] + offset) + beta[i]
+//
+// LayerNorm and the sandwich's post-norm are `norm_family.wgsl`.
 //
 // One workgroup owns one row (or SPLIT of them share it, see `owns`). Threads
 // walk the row in steps of WG so that neighbouring threads touch neighbouring
 // addresses (coalesced). Values are vec4 when hidden % 4 == 0 and scalar
 // otherwise; `V` says which.
 //
-// The driver (src/kernel.rs) prepends a prelude that defines, per pipeline:
+// The driver (src/gpu/kernel.rs) prepends a prelude that defines, per pipeline:
 //   WG         workgroup size
 //   SLOTS      how many columns per thread are kept in registers between the
 //              two phases; the rest of a long row is read from memory again
@@ -24,7 +26,7 @@
 //   EXACT      the row is exactly SLOTS * WG columns, so the cached columns
 //              need no bounds checks (set only for the hidden it was made for)
 //   SPLIT      workgroups per row (see `owns`); 1 but for decode-sized calls
-//   HAS_BIAS, HAS_BETA, WRITE_SUM   which optional buffers exist
+//   HAS_BIAS, HAS_BETA, HAS_RESIDUAL, WRITE_SUM   which optional buffers exist
 //   IN_PLACE   y goes to input and v to residual, both in phase 2, so that
 //              nothing is overwritten while a rescaled row still reads it
 //   V, square_sum(V), max_abs(V)    the element type and its reductions
@@ -43,10 +45,14 @@ struct Params {
     width: u32,     // row length in V (hidden / lanes)
     hidden: f32,    // row length in scalars, for the mean
     eps: f32,
+    gamma_offset: f32,  // added to every gamma (Gemma's 1 + weight)
+    pad0: u32,
+    pad1: u32,
+    pad2: u32,
 };
 
 // The bindings come from the prelude, generated from the one binding table
-// (BINDINGS in src/pipelines.rs), since their element type S (f32, f16 or
+// (BINDINGS in src/gpu/bindings.rs), since their element type S (f32, f16 or
 // packed f16) and, in place, their access mode vary. In place there is no
 // output or sum: y goes to input and v to residual.
 // ld(S) -> V and st(V) -> S convert; put_y and put_v store y and v.
@@ -158,7 +164,10 @@ fn needs_rescaling(total: vec2<f32>) -> bool {
 }
 
 fn load_v(base: u32, i: u32) -> V {
-    var v = ld(input[base + i]) + ld(residual[base + i]);
+    var v = ld(input[base + i]);
+    if HAS_RESIDUAL {
+        v += ld(residual[base + i]);
+    }
     if HAS_BIAS {
         v += ld(bias[i]);
     }
@@ -173,7 +182,10 @@ fn load_v(base: u32, i: u32) -> V {
 // flushed after all (measured on an H200).
 fn load_v_scaled(base: u32, i: u32, scale: f32) -> V {
     let s = V(scale);
-    var v = fma(ld(input[base + i]), s, ld(residual[base + i]) * s);
+    var v = ld(input[base + i]) * s;
+    if HAS_RESIDUAL {
+        v = fma(ld(input[base + i]), s, ld(residual[base + i]) * s);
+    }
     if HAS_BIAS {
         v = fma(ld(bias[i]), s, v);
     }
@@ -197,7 +209,7 @@ fn fetch(base: u32, i: u32, own: bool) -> Slot {
     var s: Slot;
     s.v = load_v(base, i);
     if PRELOAD && own {
-        s.g = ld(gamma[i]);
+        s.g = ld(gamma[i]) + params.gamma_offset;
         if HAS_BETA {
             s.b = ld(beta[i]);
         }
@@ -212,7 +224,7 @@ fn fetch(base: u32, i: u32, own: bool) -> Slot {
 fn refetch(base: u32, i: u32) -> Slot {
     var s: Slot;
     s.v = load_v(base, i);
-    s.g = ld(gamma[i]);
+    s.g = ld(gamma[i]) + params.gamma_offset;
     if HAS_BETA {
         s.b = ld(beta[i]);
     }
@@ -227,7 +239,7 @@ fn tally(acc: ptr<function, vec2<f32>>, v: V) {
 fn with_affine(i: u32, s: Slot) -> Slot {
     var t = s;
     if !PRELOAD {
-        t.g = ld(gamma[i]);
+        t.g = ld(gamma[i]) + params.gamma_offset;
         if HAS_BETA {
             t.b = ld(beta[i]);
         }

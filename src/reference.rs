@@ -1,10 +1,14 @@
-//! The CPU reference every test compares against: the contract's formula in f64.
+//! The CPU reference every test compares against: the contract's formula in f64, for every
+//! kind of normalization (RMSNorm, LayerNorm), with or without a residual, a post-norm
+//! (the sandwich) and a gamma offset.
 //!
 //! `v` is formed in f32, in the kernel's order `(input + residual) + bias`, because `v` is
-//! itself an f32 output (`sum`); everything after it (squares, mean, inverse square root,
-//! scale and shift) is f64, so the reference carries no f32 rounding of its own.
+//! itself an f32 output (`sum`); everything after it (means, squares, inverse square root,
+//! scale and shift) is f64, so the reference carries no f32 rounding of its own. With a
+//! post-norm, `v = residual + w` is `w` in f64 rounded once to f32.
 
 pub use crate::call::shape::Inputs as GenericInputs;
+use crate::call::shape::NormKind;
 
 /// One call's inputs as Rust slices.
 pub type Inputs<'a> = GenericInputs<&'a [f32]>;
@@ -20,16 +24,15 @@ pub fn fused_rms_norm(x: &Inputs) -> (Vec<f64>, Vec<f32>) {
 /// from scaled inputs, the first.
 pub fn fused_rms_norm_flushed(x: &Inputs, sums: bool) -> (Vec<f64>, Vec<f32>) {
     let ftz = |s: f32| if s.is_subnormal() { 0.0 } else { s };
-    let (input, residual) = (
-        x.input.iter().map(|&s| ftz(s)).collect::<Vec<_>>(),
-        x.residual.iter().map(|&s| ftz(s)).collect::<Vec<_>>(),
+    let flushed = |a: &[f32]| a.iter().map(|&s| ftz(s)).collect::<Vec<_>>();
+    let (input, residual, bias) = (
+        flushed(x.input),
+        x.residual.map(flushed),
+        x.bias.map(flushed),
     );
-    let bias = x
-        .bias
-        .map(|b| b.iter().map(|&s| ftz(s)).collect::<Vec<_>>());
     let flushed = Inputs {
         input: &input,
-        residual: &residual,
+        residual: residual.as_deref(),
         bias: bias.as_deref(),
         ..*x
     };
@@ -40,6 +43,57 @@ pub fn fused_rms_norm_flushed(x: &Inputs, sums: bool) -> (Vec<f64>, Vec<f32>) {
     }
 }
 
+/// `N(row)` in f64: the row's normalization, each value times the factor it is scaled by.
+/// RMSNorm: `x · 1/sqrt(mean(x²) + eps)`; LayerNorm: `(x − m) · 1/sqrt(mean((x − m)²) + eps)`.
+/// Sums in f64 of f32 values are exact to far below f32's precision, so the centered form
+/// needs no care here.
+fn normalized(row: &[f64], kind: NormKind, eps: f32) -> Vec<f64> {
+    let n = row.len() as f64;
+    let mean = match kind {
+        NormKind::Rms => 0.0,
+        NormKind::Layer => row.iter().sum::<f64>() / n,
+    };
+    let var = row.iter().map(|&s| (s - mean) * (s - mean)).sum::<f64>() / n;
+    let inv = 1.0 / (var + eps as f64).sqrt();
+    row.iter().map(|&s| (s - mean) * inv).collect()
+}
+
+/// `v` of one row in f32 as the kernel forms it: `(input + residual) + bias` without a
+/// post-norm (so that the `sum` output can be compared bit for bit); with one,
+/// `residual + w`, `w = N(input + bias) · (postGamma + offset)` rounded once from f64.
+fn row_v(x: &Inputs, r: usize, flush: &impl Fn(f32) -> f32) -> Vec<f32> {
+    let h = x.hidden;
+    let at = |a: &[f32], i: usize| a[r * h + i];
+    let bias = |i: usize| x.bias.map(|b| b[i]);
+    let Some(post) = x.post_gamma else {
+        return (0..h)
+            .map(|i| {
+                let mut s = at(x.input, i);
+                if let Some(res) = x.residual {
+                    s = flush(s + at(res, i));
+                }
+                if let Some(b) = bias(i) {
+                    s = flush(s + b);
+                }
+                s
+            })
+            .collect();
+    };
+    let u: Vec<f64> = (0..h)
+        .map(|i| bias(i).map_or(at(x.input, i), |b| flush(at(x.input, i) + b)) as f64)
+        .collect();
+    let offset = x.norm.gamma_offset as f64;
+    normalized(&u, x.norm.kind, x.eps)
+        .iter()
+        .enumerate()
+        .map(|(i, w)| {
+            let w = w * (post[i] as f64 + offset);
+            let res = x.residual.map_or(0.0, |res| at(res, i) as f64);
+            (res + w) as f32
+        })
+        .collect()
+}
+
 fn norm(x: &Inputs, flush: impl Fn(f32) -> f32) -> (Vec<f64>, Vec<f32>) {
     let n = x.input.len();
     let mut y = Vec::with_capacity(n);
@@ -47,24 +101,33 @@ fn norm(x: &Inputs, flush: impl Fn(f32) -> f32) -> (Vec<f64>, Vec<f32>) {
     if x.hidden == 0 {
         return (y, v);
     }
-    for (row_in, row_res) in x.input.chunks(x.hidden).zip(x.residual.chunks(x.hidden)) {
-        let start = v.len();
-        for i in 0..x.hidden {
-            let mut s = flush(row_in[i] + row_res[i]);
-            if let Some(b) = x.bias {
-                s = flush(s + b[i]);
-            }
-            v.push(s);
-        }
-        let row = &v[start..];
-        let mean = row.iter().map(|&s| (s as f64) * (s as f64)).sum::<f64>() / x.hidden as f64;
-        let inv = 1.0 / (mean + x.eps as f64).sqrt();
-        for (i, &s) in row.iter().enumerate() {
+    let offset = x.norm.gamma_offset as f64;
+    for r in 0..n / x.hidden {
+        let row = row_v(x, r, &flush);
+        let wide: Vec<f64> = row.iter().map(|&s| s as f64).collect();
+        for (i, t) in normalized(&wide, x.norm.kind, x.eps).iter().enumerate() {
             let shift = x.beta.map_or(0.0, |b| b[i] as f64);
-            y.push(s as f64 * inv * x.gamma[i] as f64 + shift);
+            y.push(t * (x.gamma[i] as f64 + offset) + shift);
         }
+        v.extend(row);
     }
     (y, v)
+}
+
+/// `|N(v)[i] · (gamma[i] + offset)|` of every element: the size of the product each `y` is
+/// made of, to which its tolerance is relative.
+fn products(x: &Inputs, v: &[f32]) -> Vec<f64> {
+    let offset = x.norm.gamma_offset as f64;
+    v.chunks(x.hidden.max(1))
+        .flat_map(|row| {
+            let wide: Vec<f64> = row.iter().map(|&s| s as f64).collect();
+            normalized(&wide, x.norm.kind, x.eps)
+                .into_iter()
+                .enumerate()
+                .map(|(i, t)| (t * (x.gamma[i] as f64 + offset)).abs())
+                .collect::<Vec<_>>()
+        })
+        .collect()
 }
 
 /// A residual chain as a model runs it: layer `l` normalizes `input + residual` with
@@ -80,13 +143,8 @@ pub fn chain(
     let (mut input, mut residual) = (input.to_vec(), residual.to_vec());
     for g in gammas {
         let x = Inputs {
-            input: &input,
-            residual: &residual,
-            gamma: g,
-            beta: None,
-            bias: None,
-            hidden,
             eps,
+            ..Inputs::plain(&input, &residual, g, hidden)
         };
         let (y, v) = fused_rms_norm(&x);
         input = y.iter().map(|&y| y as f32).collect();
@@ -123,12 +181,13 @@ pub fn worst_error_at(got: &[f32], want: &[f64], x: &Inputs, rtol: f64) -> (f64,
     assert_eq!(got.len(), want.len(), "output length");
     let mut worst = (0.0f64, 0usize);
     let (_, v) = fused_rms_norm(x);
+    let size = products(x, &v);
     // WGSL lets a GPU flush subnormal inputs and results to zero, and NVIDIA's do: that
     // changes the row's mean square, so every element of the row, not only the flushed one.
     // Where anything of `v` can be subnormal, the reference of the flushed arithmetic is
     // accepted too: only rows with terms under ~2^-100, since a sum of f32 terms at least
     // that large is zero or at least their ulp, ~2^-123, a normal number.
-    let any_subnormal = [Some(x.input), Some(x.residual), x.bias]
+    let any_subnormal = [Some(x.input), x.residual, x.bias]
         .into_iter()
         .flatten()
         .any(|a| a.iter().any(|v| v.abs() < 1e-30 && *v != 0.0));
@@ -140,34 +199,39 @@ pub fn worst_error_at(got: &[f32], want: &[f64], x: &Inputs, rtol: f64) -> (f64,
     } else {
         Vec::new()
     };
+    let offset = x.norm.gamma_offset as f64;
     for (row_start, row_v) in (0..v.len())
         .step_by(x.hidden.max(1))
         .map(|s| (s, &v[s..s + x.hidden]))
     {
-        let mean = row_v.iter().map(|&s| (s as f64).powi(2)).sum::<f64>() / x.hidden as f64;
-        let inv = 1.0 / (mean + x.eps as f64).sqrt();
+        let wide: Vec<f64> = row_v.iter().map(|&s| s as f64).collect();
+        let mean = match x.norm.kind {
+            NormKind::Rms => 0.0,
+            NormKind::Layer => wide.iter().sum::<f64>() / x.hidden as f64,
+        };
+        let var = wide.iter().map(|s| (s - mean) * (s - mean)).sum::<f64>() / x.hidden as f64;
+        let inv = 1.0 / (var + x.eps as f64).sqrt();
         for i in 0..x.hidden {
-            let (g, w) = (got[row_start + i] as f64, want[row_start + i]);
+            let at = row_start + i;
+            let (g, w) = (got[at] as f64, want[at]);
             if w.is_nan() || g.is_nan() {
                 if w.is_nan() != g.is_nan() {
-                    return (f64::INFINITY, row_start + i);
+                    return (f64::INFINITY, at);
                 }
                 continue;
             }
-            let scale = (row_v[i] as f64 * inv * x.gamma[i] as f64).abs()
-                + x.beta.map_or(0.0, |b| (b[i] as f64).abs());
-            let at = row_start + i;
-            let partial = x.input[at] + x.residual[at];
+            let scale = size[at] + x.beta.map_or(0.0, |b| (b[i] as f64).abs());
+            let residual = x.residual.map(|r| r[at]);
             let terms = [
                 Some(x.input[at]),
-                Some(x.residual[at]),
-                Some(partial),
+                residual,
+                residual.map(|r| x.input[at] + r),
                 x.bias.map(|b| b[i]),
                 Some(row_v[i]),
             ];
             let flushable: f64 = terms.into_iter().flatten().map(subnormal_size).sum();
             let allowed = rtol * scale
-                + flushable * inv * (x.gamma[i] as f64).abs()
+                + flushable * inv * (x.gamma[i] as f64 + offset).abs()
                 + f32::MIN_POSITIVE as f64;
             let err = want_flushed
                 .iter()
@@ -201,14 +265,23 @@ pub fn same_sum(x: &Inputs, got: &[f32], want: &[f32]) -> bool {
             .all(|(at, (&g, &w))| same_v(x, at, g, w))
 }
 
-/// [`same_sum`] at element `at`.
+/// [`same_sum`] at element `at`. With a post-norm, `v = residual + w` adds a `w` the GPU forms
+/// in f32: within a few ulps of the terms, not bit for bit.
 fn same_v(x: &Inputs, at: usize, got: f32, want: f32) -> bool {
     if got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()) {
         return true;
     }
     let flush = |v: f32| if v.is_subnormal() { 0.0 } else { v };
+    let residual = x.residual.map_or(0.0, |r| r[at]);
+    if x.post_gamma.is_some() {
+        let terms = want.abs() as f64 + 2.0 * residual.abs() as f64;
+        return ((got - want).abs() as f64) <= 1e-6 * terms + f32::MIN_POSITIVE as f64;
+    }
     let bias = x.bias.map_or(0.0, |b| flush(b[at % x.hidden]));
-    let partial = flush(flush(x.input[at]) + flush(x.residual[at]));
+    let partial = match x.residual {
+        Some(_) => flush(flush(x.input[at]) + flush(residual)),
+        None => flush(x.input[at]),
+    };
     got == flush(partial + bias)
 }
 
@@ -220,13 +293,10 @@ mod tests {
     fn hand_computed_row() {
         // v = [3, 4] → mean square 12.5 → y = v / sqrt(12.5) * gamma + beta.
         let x = Inputs {
-            input: &[1.0, 2.0],
-            residual: &[1.0, 1.0],
-            gamma: &[2.0, 0.5],
             beta: Some(&[0.0, 1.0]),
             bias: Some(&[1.0, 1.0]),
-            hidden: 2,
             eps: 0.0,
+            ..Inputs::plain(&[1.0, 2.0], &[1.0, 1.0], &[2.0, 0.5], 2)
         };
         let (y, v) = fused_rms_norm(&x);
         assert_eq!(v, vec![3.0, 4.0]);
@@ -243,13 +313,8 @@ mod tests {
             let input: Vec<f32> = base.iter().map(|b| b * k).collect();
             let zero = [0.0f32; 4];
             fused_rms_norm(&Inputs {
-                input: &input,
-                residual: &zero,
-                gamma: &gamma,
-                beta: None,
-                bias: None,
-                hidden: 4,
                 eps: 0.0,
+                ..Inputs::plain(&input, &zero, &gamma, 4)
             })
             .0
         };
@@ -265,15 +330,7 @@ mod tests {
     fn nan_poisons_only_its_row() {
         let input = [f32::NAN, 1.0, 1.0, 2.0];
         let zero = [0.0f32; 4];
-        let (y, _) = fused_rms_norm(&Inputs {
-            input: &input,
-            residual: &zero,
-            gamma: &[1.0, 1.0],
-            beta: None,
-            bias: None,
-            hidden: 2,
-            eps: 1e-6,
-        });
+        let (y, _) = fused_rms_norm(&Inputs::plain(&input, &zero, &[1.0, 1.0], 2));
         assert!(y[0].is_nan() && y[1].is_nan());
         assert!(y[2].is_finite() && y[3].is_finite());
     }
@@ -281,13 +338,8 @@ mod tests {
     #[test]
     fn worst_error_flags_a_wrong_value() {
         let x = Inputs {
-            input: &[1.0, 2.0],
-            residual: &[0.0, 0.0],
-            gamma: &[1.0, 1.0],
-            beta: None,
-            bias: None,
-            hidden: 2,
             eps: 0.0,
+            ..Inputs::plain(&[1.0, 2.0], &[0.0, 0.0], &[1.0, 1.0], 2)
         };
         let (want, _) = fused_rms_norm(&x);
         let good: Vec<f32> = want.iter().map(|&w| w as f32).collect();
@@ -304,17 +356,12 @@ mod tests {
         let input = [-1.9e-37f32, 1.9e-37, 6.9e-37, -4.9e-37];
         let residual = [0.0f32, 0.0, 0.0, 8.96e-39];
         let x = Inputs {
-            input: &input,
-            residual: &residual,
-            gamma: &[0.7, -1.2, 0.4, 0.9],
-            beta: None,
-            bias: None,
-            hidden: 4,
             eps: 0.0,
+            ..Inputs::plain(&input, &residual, &[0.7, -1.2, 0.4, 0.9], 4)
         };
         let (want, _) = fused_rms_norm(&x);
         let flushed = Inputs {
-            residual: &[0.0; 4],
+            residual: Some(&[0.0; 4]),
             ..x
         };
         let (as_gpu, _) = fused_rms_norm(&flushed);

@@ -211,13 +211,9 @@ fn a_row_of_zeros_is_nan_without_eps_and_beta_with_it() {
 fn zero_rows_write_nothing_and_do_not_panic() {
     let (gamma, beta) = (vec![1.0f32; 8], vec![0.5f32; 8]);
     let x = Inputs {
-        input: &[],
-        residual: &[],
-        gamma: &gamma,
         beta: Some(&beta),
         bias: Some(&beta),
-        hidden: 8,
-        eps: 1e-6,
+        ..Inputs::plain(&[], &[], &gamma, 8)
     };
     let (mut y, mut v) = (Vec::<f32>::new(), Vec::<f32>::new());
     norm_f32(&x, &mut y, Some(&mut v));
@@ -225,13 +221,9 @@ fn zero_rows_write_nothing_and_do_not_panic() {
     norm_f32_in_place(&mut y, &mut v, &gamma, Some(&beta), Some(&beta), 8, 0.0);
     let halves = vec![0x3c00u16; 8];
     let h = webgpu_rmsnorm::Inputs {
-        input: &[][..],
-        residual: &[][..],
-        gamma: &halves[..],
-        beta: None,
         bias: Some(&halves[..]),
-        hidden: 8,
         eps: 0.0,
+        ..webgpu_rmsnorm::Inputs::plain(&[][..], &[][..], &halves[..], 8)
     };
     let (mut hy, mut hv) = (Vec::<u16>::new(), Vec::<u16>::new());
     norm_f16(&h, &mut hy, Some(&mut hv));

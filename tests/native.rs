@@ -50,7 +50,7 @@ impl Check for Case {
                 v[at],
                 gpu_v.get(at).copied().unwrap_or(f32::NAN),
                 x.input[at],
-                x.residual[at],
+                x.residual.map_or(0.0, |r| r[at]),
                 &v[at / x.hidden * x.hidden..(at / x.hidden + 1) * x.hidden].iter().take(8).collect::<Vec<_>>()
             ) + &short_row_dump(&x, &out.y, at));
         }
@@ -70,12 +70,14 @@ fn resident<'a, T>(
 ) -> webgpu_rmsnorm::Inputs<Arg<&'a [T]>> {
     webgpu_rmsnorm::Inputs {
         input: Arg::Gpu(upload(x.input)),
-        residual: Arg::Gpu(upload(x.residual)),
+        residual: x.residual.map(|r| Arg::Gpu(upload(r))),
         gamma: Arg::Host(x.gamma),
         beta: x.beta.map(Arg::Host),
         bias: x.bias.map(Arg::Host),
+        post_gamma: x.post_gamma.map(Arg::Host),
         hidden: x.hidden,
         eps: x.eps,
+        norm: x.norm,
     }
 }
 
@@ -109,7 +111,7 @@ fn short_row_dump(x: &Inputs, y: &[f32], at: usize) -> String {
     format!(
         "\n  input {:?}\n  residual {:?}\n  bias {:?}\n  gamma {:?}\n  beta {:?}\n  y {:?}",
         &x.input[r.clone()],
-        &x.residual[r.clone()],
+        x.residual.map(|res| &res[r.clone()]),
         x.bias,
         x.gamma,
         x.beta,
@@ -126,6 +128,7 @@ fn every_variant_validates_with_naga_and_params_match_the_wgsl() {
                 bias: bits & 1 != 0,
                 beta: bits & 2 != 0,
                 sum: bits & 4 != 0,
+                ..Options::default()
             };
             for (storage, in_place) in [
                 (Storage::F32, false),
@@ -168,13 +171,11 @@ fn every_variant_validates_with_naga_and_params_match_the_wgsl() {
                 );
                 let names: Vec<_> = members
                     .iter()
+                    .take(Params::FIELDS.len())
                     .map(|m| (m.name.as_deref().unwrap_or(""), m.offset))
                     .collect();
-                assert_eq!(
-                    names,
-                    [("rows", 0), ("width", 4), ("hidden", 8), ("eps", 12)],
-                    "Params fields drifted"
-                );
+                let want: Vec<_> = Params::FIELDS.iter().map(|&(n, o, _)| (n, o)).collect();
+                assert_eq!(names, want, "Params fields drifted");
                 checked += 1;
             }
         }
@@ -456,7 +457,7 @@ fn in_place_overwrites_input_with_y_and_residual_with_v() {
         let x = resident(&case.inputs(), |a| ctx.upload(&a).unwrap());
         let none = pollster::block_on(ctx.submit_in_place(&x).unwrap().read_gpu()).unwrap();
         assert!(none.is_none(), "in place makes no new tensors");
-        let (y, v) = (read(&ctx, &x.input), read(&ctx, &x.residual));
+        let (y, v) = (read(&ctx, &x.input), read(&ctx, x.residual.as_ref().expect("a residual")));
         let r = case.inputs();
         let (want_y, want_v) = fused_rms_norm(&r);
         assert_within(&y, &want_y, &r, RTOL, &format!("{rows}x{hidden}, in input"));
@@ -472,7 +473,7 @@ fn in_place_overwrites_input_with_y_and_residual_with_v() {
     );
     let same = webgpu_rmsnorm::Inputs {
         input: t.clone(),
-        residual: t,
+        residual: Some(t),
         ..host
     };
     assert_eq!(
@@ -549,7 +550,7 @@ fn in_place_equals_out_of_place_bit_for_bit_on_every_storage() {
                 "{what}: y in place differs"
             );
             assert_eq!(
-                same(&read(&ctx, &x.residual), want.sum.as_deref().unwrap()),
+                same(&read(&ctx, x.residual.as_ref().expect("a residual")), want.sum.as_deref().unwrap()),
                 0,
                 "{what}: v in place differs"
             );
@@ -630,7 +631,7 @@ fn cpu_backend_runs_the_case_matrix_and_every_kind_of_call() {
         (
             "in place",
             read(tensor(&x.input)),
-            read(tensor(&x.residual)),
+            read(tensor(x.residual.as_ref().expect("a residual"))),
         ),
     ] {
         assert_within(&y, &want_y, &case.inputs(), RTOL, what);
@@ -665,7 +666,7 @@ fn run_variant(ctx: &GpuContext, variant: Variant, case: &Case) -> (Vec<f32>, Ve
     let x = case.inputs();
     let n = x.input.len();
     let up = |d: &[f32]| ctx.upload(&d).expect("upload");
-    let (input, residual, gamma) = (up(x.input), up(x.residual), up(x.gamma));
+    let (input, residual, gamma) = (up(x.input), up(x.residual.expect("a residual")), up(x.gamma));
     let beta = x.beta.map(up);
     let bias = x.bias.map(up);
     let zeros = vec![0f32; n];
@@ -675,6 +676,7 @@ fn run_variant(ctx: &GpuContext, variant: Variant, case: &Case) -> (Vec<f32>, Ve
         width: x.hidden as u32 / variant.lanes,
         hidden: x.hidden as f32,
         eps: x.eps,
+        gamma_offset: 0.0,
     });
     let buffer = |t: &Rc<Tensor>| t.buffer().expect("a placed tensor").clone();
     let o = variant.options;
@@ -747,6 +749,7 @@ fn web_tiling_flat_reduction_and_preload_variants_match_the_reference() {
                     bias: bits & 1 != 0,
                     beta: bits & 2 != 0,
                     sum: bits & 4 != 0,
+                    ..Options::default()
                 };
                 let v = match tilings.get(k) {
                     Some(&(workgroup, slots)) => Variant {

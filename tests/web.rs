@@ -618,8 +618,10 @@ async fn gpu_tilings_with_split_rows_match_the_reference_on_both_dispatch_paths(
                 bias,
                 beta,
                 sum: true,
+                ..Options::default()
             },
             dtype: webgpu_rmsnorm::call::dtype::Dtype::F32,
+            out_dtype: webgpu_rmsnorm::call::dtype::Dtype::F32,
             in_place: false,
         };
         split += usize::from(kernel.variant(ctx.caps(), rows).split_in() > 1);

@@ -1,7 +1,8 @@
-// Node + dawn.node (npm `webgpu`, Chrome's WebGPU implementation) as a stand-in browser for the
-// packed package: the globals wgpu looks for, the package loaded from a pkg/ snapshot, and a
-// thin tap on the package's own WebGPU objects (adapter, device, every WGSL module it compiles)
-// so that raw WebGPU can run beside it on the same device with the package's exact kernels.
+// Node + dawn.node as a stand-in browser for the packed package, with a tap on its WebGPU objects.
+// dawn.node is npm `webgpu`, Chrome's WebGPU implementation. Here: the globals wgpu looks for,
+// the package loaded from a pkg/ snapshot, and a thin tap on the package's own WebGPU objects
+// (adapter, device, every WGSL module it compiles) so that raw WebGPU can run beside it on the
+// same device with the package's exact kernels.
 //
 // Where things come from (set by scripts/bench-dawn.sh; defaults for a run from the checkout):
 //   DAWN_WEBGPU_DIR  a folder holding npm webgpu@0.6.2's index.js and dist/linux-x64/dawn.node

@@ -1,6 +1,7 @@
-// Kernel variants the crate does not build, as sweep variants: reads the JSON that
-// `cargo run --release --example bench -- --emit-wgsl IN --shapes ...` writes and writes OUT
-// with, beside each variant, the same kernel changed one way (issue 12; docs/PERFORMANCE.md):
+// A program of its own: kernel variants the crate does not build, added to a sweep's JSON list.
+// It reads the JSON that `cargo run --release --example bench -- --emit-wgsl IN --shapes ...`
+// writes and writes OUT with, beside each variant, the same kernel changed one way (issue 12;
+// docs/PERFORMANCE.md):
 //
 //   --subgroups   the workgroup reduction through WGSL subgroup builtins, two ways:
 //     sgA  every lane stores its partial; after one barrier lane l folds partials l, l + s,

@@ -1,23 +1,34 @@
-// Raw WebGPU from JavaScript on the package's own device: buffers, the package's captured
-// kernels and an `a + b` roofline kernel, dispatch grids as the package folds them, passes
-// timed with GPU timestamps, and a warm-up that brings the GPU to its working clock.
+// Raw WebGPU on the package's own device: roofline kernels, buffers, pipelines, timed passes, warm-up.
+// The pipelines run the package's captured kernels, their dispatch grids folded as the package
+// folds them; passes are timed with GPU timestamps, and the warm-up brings the GPU to its
+// working clock. Also the seeded inputs and the median that every section uses.
 
-/** WGSL of `out = a + b`, one invocation per element (vec4 when `vec4`), 2-D grid for > 65535 groups. */
-export function addWgsl(vec4) {
+// The same kernels as the native bench's examples/bench/roofline.wgsl and roofline_sum.wgsl,
+// alike on purpose (the two benches must measure against the same baselines); here they are
+// built in a scalar form too, for a hidden that is not a multiple of 4.
+
+/**
+ * WGSL of an elementwise kernel, one invocation per element (vec4 when `vec4`), 2-D grid for
+ * > 65535 groups: reads `a` and `b`, writes `outs`, runs `body` where `i < p.n`.
+ */
+function elementwise(vec4, comment, outs, body) {
   const T = vec4 ? "vec4<f32>" : "f32";
-  return `// out = a + b: the roofline kernel (two reads and one write per element).
+  const storage = ["a", "b", ...outs].map((name, k) => `@group(0) @binding(${k}) var<storage, ${k < 2 ? "read" : "read_write"}> ${name}: array<${T}>;\n`);
+  return `// ${comment}
 struct P { n: u32, pad0: u32, pad1: u32, pad2: u32 };
-@group(0) @binding(0) var<storage, read> a: array<${T}>;
-@group(0) @binding(1) var<storage, read> b: array<${T}>;
-@group(0) @binding(2) var<storage, read_write> out: array<${T}>;
-@group(0) @binding(3) var<uniform> p: P;
+${storage.join("")}@group(0) @binding(${storage.length}) var<uniform> p: P;
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
   let i = (wg.x + wg.y * groups.x) * 256u + lid;
-  if i < p.n { out[i] = a[i] + b[i]; }
+  if i < p.n ${body}
 }
 `;
+}
+
+/** WGSL of `out = a + b`. */
+export function addWgsl(vec4) {
+  return elementwise(vec4, "out = a + b: the roofline kernel (two reads and one write per element).", ["out"], "{ out[i] = a[i] + b[i]; }");
 }
 
 /**
@@ -25,26 +36,12 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) groups: v
  * the read/write mix of the kernel with the `sum` output (y and v written), with no reduction.
  */
 export function addSubWgsl(vec4) {
-  const T = vec4 ? "vec4<f32>" : "f32";
-  return `// out = a + b, out2 = a - b: the roofline of a kernel that reads two arrays and writes two.
-struct P { n: u32, pad0: u32, pad1: u32, pad2: u32 };
-@group(0) @binding(0) var<storage, read> a: array<${T}>;
-@group(0) @binding(1) var<storage, read> b: array<${T}>;
-@group(0) @binding(2) var<storage, read_write> out: array<${T}>;
-@group(0) @binding(3) var<storage, read_write> out2: array<${T}>;
-@group(0) @binding(4) var<uniform> p: P;
-@compute @workgroup_size(256)
-fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32) {
-  let i = (wg.x + wg.y * groups.x) * 256u + lid;
-  if i < p.n {
+  return elementwise(vec4, "out = a + b, out2 = a - b: the roofline of a kernel that reads two arrays and writes two.", ["out", "out2"], `{
     let x = a[i];
     let y = b[i];
     out[i] = x + y;
     out2[i] = x - y;
-  }
-}
-`;
+  }`);
 }
 
 /** The package's grid: `rows` workgroups, folded into a second dimension past the limit. */
@@ -190,6 +187,15 @@ export class Raw {
     pass.dispatchWorkgroups(x, y, 1);
   }
 
+  /** Submits one command buffer of one dispatch (as `dispatch`), untimed. */
+  submit(p, group, groups) {
+    const enc = this.device.createCommandEncoder();
+    const pass = enc.beginComputePass();
+    this.dispatch(pass, p, group, groups);
+    pass.end();
+    this.device.queue.submit([enc.finish()]);
+  }
+
   /**
    * Keeps the GPU busy for `ms` (passes of `a + b` over 64 MiB arrays) so that what follows
    * runs at the working clock, not the idle one.
@@ -250,4 +256,9 @@ export function randomFloats(n, seed = 12345) {
     out[i] = (x >>> 0) / 2147483648 - 1;
   }
   return out;
+}
+
+/** The gamma every section passes: seeded, around 1. */
+export function gammaFloats(hidden) {
+  return randomFloats(hidden, 3).map((v) => 1 + 0.1 * v);
 }

@@ -1,5 +1,5 @@
 //! The checks of single values: a number from JavaScript (`hidden`, `rows`, `eps`,
-//! `repeat`) and a size against the device's limits. [`crate::call::shape`] applies them to a
+//! `gammaOffset`, `repeat`) and a size against the device's limits. [`crate::call::shape`] applies them to a
 //! whole call, the facade's argument readers to JavaScript numbers, and the drivers'
 //! `upload` (`instance.rs`, `gpu/resident.rs`, `cpu/driver.rs`) to the size of an upload.
 
@@ -74,6 +74,16 @@ pub fn eps_from_number(eps: f64) -> Result<f32, Error> {
         )));
     }
     Ok(eps as f32)
+}
+
+/// `gammaOffset` as JavaScript passes it: any number that stays finite in f32 (Gemma's 1).
+pub fn gamma_offset_from_number(offset: f64) -> Result<f32, Error> {
+    if !(offset.is_finite() && offset.abs() <= f32::MAX as f64) {
+        return Err(Error::Shape(format!(
+            "gammaOffset: expected a finite number, got {offset}"
+        )));
+    }
+    Ok(offset as f32)
 }
 
 /// A timing call's `repeat` as JavaScript passes it, checked before anything is recorded.

@@ -93,6 +93,8 @@ fn not_in_place<A: HostArray>(name: &str, a: &A) -> Error {
 pub struct Plan {
     pub shape: Shape,
     pub dtype: Dtype,
+    /// `output`'s dtype: the data's unless the call asks for another.
+    pub out_dtype: Dtype,
     pub request: Request,
     /// Rows per dispatch: as many as one storage binding holds (all of them when any data
     /// is GPU-resident).
@@ -110,13 +112,17 @@ impl Plan {
         owner: ContextId,
     ) -> Result<Plan, Error> {
         if request.to == Destination::InPlace {
-            match (x.input.resident(), x.residual.resident()) {
-                (Some(a), Some(b)) if Rc::ptr_eq(a, b) => {
-                    return Err(Error::Type("residual: expected a GpuTensor other than input (both are written in place)".into()));
+            let Some(input) = x.input.resident() else {
+                return Err(not_in_place("input", &x.input));
+            };
+            if let Some(residual) = &x.residual {
+                match residual.resident() {
+                    Some(r) if Rc::ptr_eq(input, r) => {
+                        return Err(Error::Type("residual: expected a GpuTensor other than input (both are written in place)".into()));
+                    }
+                    Some(_) => {}
+                    None => return Err(not_in_place("residual", residual)),
                 }
-                (Some(_), Some(_)) => {}
-                (None, _) => return Err(not_in_place("input", &x.input)),
-                (_, None) => return Err(not_in_place("residual", &x.residual)),
             }
         }
         Plan::of_inputs(x, request, caps, owner)
@@ -137,7 +143,11 @@ impl Plan {
         };
         let plan = Plan::of_inputs(x, request, caps, owner)?;
         let written: Vec<(&str, &Arg<H>)> = match outputs {
-            Outputs::InPlace => vec![("input", &x.input), ("residual", &x.residual)],
+            Outputs::InPlace => {
+                let mut w = vec![("input", &x.input)];
+                w.extend(x.residual.as_ref().map(|r| ("residual", r)));
+                w
+            }
             Outputs::To { output, sum } => {
                 let mut w = vec![("output", output)];
                 w.extend(sum.as_ref().map(|s| ("sum", s)));
@@ -155,10 +165,15 @@ impl Plan {
                     a.len()
                 )));
             }
-            if a.dtype() != plan.dtype {
+            let (want, like) = if *name == "output" {
+                (plan.out_dtype, "outputDtype")
+            } else {
+                (plan.dtype, "input")
+            };
+            if a.dtype() != want {
                 return Err(Error::Type(format!(
-                    "{name}: expected {} data like input, got {}",
-                    plan.dtype.name(),
+                    "{name}: expected {} data like {like}, got {}",
+                    want.name(),
                     a.dtype().name()
                 )));
             }
@@ -206,14 +221,19 @@ impl Plan {
                 )));
             }
         }
+        let out_dtype = x.norm.output_dtype.unwrap_or(dtype);
+        if request.to == Destination::InPlace && out_dtype != dtype {
+            return Err(Error::Type(format!(
+                "outputDtype: expected {} (the data's) in place, where y is written over input, got {}",
+                dtype.name(),
+                out_dtype.name()
+            )));
+        }
         let kernel = Kernel {
             hidden: shape.hidden,
-            options: Options {
-                bias: x.bias.is_some(),
-                beta: x.beta.is_some(),
-                sum: request.sum,
-            },
+            options: Options::of(x, request.sum),
             dtype,
+            out_dtype,
             in_place: request.to == Destination::InPlace,
         };
         kernel.check()?;
@@ -232,6 +252,7 @@ impl Plan {
         Ok(Plan {
             shape,
             dtype,
+            out_dtype,
             request,
             rows_per_chunk,
             variant,
@@ -245,6 +266,7 @@ pub struct Kernel {
     pub hidden: usize,
     pub options: Options,
     pub dtype: Dtype,
+    pub out_dtype: Dtype,
     pub in_place: bool,
 }
 
@@ -252,12 +274,14 @@ impl Kernel {
     /// Checks what a call with this kernel would check of `hidden`.
     pub fn check(&self) -> Result<(), Error> {
         hidden_from_number(self.hidden as f64)?;
-        if self.dtype == Dtype::F16 && !self.hidden.is_multiple_of(4) {
-            // Halves are moved four at a time (two 32-bit words); a row must not end mid-word.
-            return Err(Error::Shape(format!(
-                "hidden: expected a multiple of 4 for f16 data, got {}",
-                self.hidden
-            )));
+        // Halves are moved four at a time (two 32-bit words); a row must not end mid-word.
+        for (f16, what) in [(self.dtype, "data"), (self.out_dtype, "output")] {
+            if f16 == Dtype::F16 && !self.hidden.is_multiple_of(4) {
+                return Err(Error::Shape(format!(
+                    "hidden: expected a multiple of 4 for f16 {what}, got {}",
+                    self.hidden
+                )));
+            }
         }
         Ok(())
     }

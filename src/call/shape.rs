@@ -1,23 +1,64 @@
-//! One call's inputs ([`Inputs`]), checked into a [`Shape`] (rows, hidden, and every
-//! length against them), and an app's buffers sized to the call ([`fit_buffers`]).
+//! One call's inputs ([`Inputs`]: the arrays and the normalization they get, [`Norm`]),
+//! checked into a [`Shape`] (rows, hidden, and every length against them), and an app's
+//! buffers sized to the call ([`fit_buffers`]).
 //! [`crate::call::plan`] turns a checked call into what a driver records.
 
-use crate::call::checks::{eps_from_number, hidden_from_number};
+use crate::call::checks::{eps_from_number, gamma_offset_from_number, hidden_from_number};
+use crate::call::dtype::Dtype;
 use crate::call::error::Error;
 use crate::call::host::Arg;
 use crate::call::numbers::Len;
 
 /// The arguments of one call. `A` is where the numbers live: a Rust slice natively, a JS
 /// `Float32Array` in the browser (uploaded straight from JS, never copied through wasm).
+///
+/// For every row, with `N` the normalization `norm.kind` names:
+/// `u = input + bias`, `w = post_gamma ? N(u) · (post_gamma + offset) : u`,
+/// `v = residual + w` (the `sum` output), `y = N(v) · (gamma + offset) + beta` (`output`).
 #[derive(Clone, Copy, Debug)]
 pub struct Inputs<A> {
     pub input: A,
-    pub residual: A,
+    /// Absent: QK-norm and a model's final norm, which add no residual.
+    pub residual: Option<A>,
     pub gamma: A,
     pub beta: Option<A>,
     pub bias: Option<A>,
+    /// The sandwich's post-norm (Gemma 2/3, OLMo 2): the sublayer's output normalized and
+    /// scaled by it before the residual add.
+    pub post_gamma: Option<A>,
     pub hidden: usize,
     pub eps: f32,
+    pub norm: Norm,
+}
+
+/// Which normalization a row gets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum NormKind {
+    /// `x · inverseSqrt(mean(x²) + eps)`.
+    #[default]
+    Rms,
+    /// `(x − mean(x)) · inverseSqrt(mean((x − mean(x))²) + eps)`.
+    Layer,
+}
+
+impl NormKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            NormKind::Rms => "rms",
+            NormKind::Layer => "layer",
+        }
+    }
+}
+
+/// The normalization of a call and the dtype of its `output`: the options beyond its arrays.
+#[derive(Clone, Copy, Debug, PartialEq, Default)]
+pub struct Norm {
+    pub kind: NormKind,
+    /// Added to every gamma and post_gamma: Gemma's `1 + weight` is 1.
+    pub gamma_offset: f32,
+    /// `output`'s dtype where it differs from the data's (an f32 residual stream feeding f16
+    /// matmuls); `None`: the data's.
+    pub output_dtype: Option<Dtype>,
 }
 
 /// Where `encode` writes the results: over `input` (`y`) and `residual` (`v`), or into
@@ -41,22 +82,26 @@ impl Shape {
         // The same checks, and words, as the numbers JavaScript passes.
         let hidden = hidden_from_number(x.hidden as f64)?;
         eps_from_number(x.eps.into())?;
+        gamma_offset_from_number(x.norm.gamma_offset.into())?;
         let n = x.input.len();
         if !n.is_multiple_of(hidden) {
             return Err(Error::Shape(format!(
                 "input: expected a length that is a multiple of hidden ({hidden}), got {n}"
             )));
         }
-        if x.residual.len() != n {
-            return Err(Error::Shape(format!(
-                "residual: expected length {n} (the length of input), got {}",
-                x.residual.len()
-            )));
+        if let Some(r) = &x.residual {
+            if r.len() != n {
+                return Err(Error::Shape(format!(
+                    "residual: expected length {n} (the length of input), got {}",
+                    r.len()
+                )));
+            }
         }
         let per_row = [
             ("gamma", Some(&x.gamma)),
             ("beta", x.beta.as_ref()),
             ("bias", x.bias.as_ref()),
+            ("postGamma", x.post_gamma.as_ref()),
         ];
         for (name, array) in per_row {
             if let Some(a) = array {
@@ -91,16 +136,26 @@ impl Shape {
 pub const DEFAULT_EPS: f32 = 1e-6;
 
 impl<A> Inputs<A> {
-    /// A call with neither beta nor bias and the default eps.
+    /// A call with a residual, neither beta nor bias, and the default eps and norm.
     pub fn plain(input: A, residual: A, gamma: A, hidden: usize) -> Inputs<A> {
         Inputs {
+            residual: Some(residual),
+            ..Inputs::without_residual(input, gamma, hidden)
+        }
+    }
+
+    /// A call with no residual (QK-norm, a final norm), no optional array and the defaults.
+    pub fn without_residual(input: A, gamma: A, hidden: usize) -> Inputs<A> {
+        Inputs {
             input,
-            residual,
+            residual: None,
             gamma,
             beta: None,
             bias: None,
+            post_gamma: None,
             hidden,
             eps: DEFAULT_EPS,
+            norm: Norm::default(),
         }
     }
 
@@ -108,10 +163,11 @@ impl<A> Inputs<A> {
     pub fn named(&self) -> impl Iterator<Item = (&'static str, &A)> {
         [
             ("input", Some(&self.input)),
-            ("residual", Some(&self.residual)),
+            ("residual", self.residual.as_ref()),
             ("gamma", Some(&self.gamma)),
             ("beta", self.beta.as_ref()),
             ("bias", self.bias.as_ref()),
+            ("postGamma", self.post_gamma.as_ref()),
         ]
         .into_iter()
         .filter_map(|(name, a)| a.map(|a| (name, a)))
@@ -121,12 +177,14 @@ impl<A> Inputs<A> {
     pub fn map<B>(&self, mut f: impl FnMut(&A) -> B) -> Inputs<B> {
         Inputs {
             input: f(&self.input),
-            residual: f(&self.residual),
+            residual: self.residual.as_ref().map(&mut f),
             gamma: f(&self.gamma),
             beta: self.beta.as_ref().map(&mut f),
             bias: self.bias.as_ref().map(&mut f),
+            post_gamma: self.post_gamma.as_ref().map(&mut f),
             hidden: self.hidden,
             eps: self.eps,
+            norm: self.norm,
         }
     }
 }
@@ -174,9 +232,11 @@ pub fn fit_buffers<H: Len>(
         }
     };
     fit(&mut x.input, n);
-    fit(&mut x.residual, n);
+    if let Some(r) = x.residual.as_mut() {
+        fit(r, n);
+    }
     fit(&mut x.gamma, hidden);
-    for a in [x.beta.as_mut(), x.bias.as_mut()].into_iter().flatten() {
+    for a in [x.beta.as_mut(), x.bias.as_mut(), x.post_gamma.as_mut()].into_iter().flatten() {
         fit(a, hidden);
     }
     if let Some(Outputs::To { output, sum }) = outputs {

@@ -94,7 +94,8 @@ fn norm<T: Element>(x: &Inputs<&[T]>, y: &mut [T], mut v: Option<&mut [T]>) {
     let mut rows = Rows::new(affine, hidden, x.eps);
     for (r, y) in y.chunks_exact_mut(hidden).enumerate() {
         let at = r * hidden..(r + 1) * hidden;
-        let sum = rows.read(&x.input[at.clone()], &x.residual[at.clone()]);
+        let residual = x.residual.expect("the driver passes a residual");
+        let sum = rows.read(&x.input[at.clone()], &residual[at.clone()]);
         rows.write(sum, v.as_deref_mut().map(|v| &mut v[at]), y);
     }
 }

@@ -32,11 +32,12 @@ pub mod slot {
     pub const OUTPUT: usize = 5;
     pub const SUM: usize = 6;
     pub const PARAMS: usize = 7;
+    pub const POST_GAMMA: usize = 8;
 }
 
 /// The kernel's signature. Shapes: `input`, `residual`, `output`, `sum` are rows × width;
-/// `gamma`, `beta`, `bias` are width (width = hidden / lanes, in elements of `S`).
-pub const BINDINGS: [Binding; 8] = [
+/// `gamma`, `beta`, `bias`, `post_gamma` are width (width = hidden / lanes, in elements of `S`).
+pub const BINDINGS: [Binding; 9] = [
     Binding {
         index: slot::INPUT as u32,
         name: "input",
@@ -51,7 +52,7 @@ pub const BINDINGS: [Binding; 8] = [
         role: Role::Input {
             written_in_place: true,
         },
-        optional: false,
+        optional: true,
     },
     Binding {
         index: slot::GAMMA as u32,
@@ -94,6 +95,14 @@ pub const BINDINGS: [Binding; 8] = [
         name: "params",
         role: Role::Params,
         optional: false,
+    },
+    Binding {
+        index: slot::POST_GAMMA as u32,
+        name: "post_gamma",
+        role: Role::Input {
+            written_in_place: false,
+        },
+        optional: true,
     },
 ];
 
@@ -171,6 +180,10 @@ pub fn wgsl_declarations(in_place: bool) -> String {
                 Kind::ReadOnlyStorage => {
                     format!("@group(0) @binding({index}) var<storage, read> {name}: array<S>;\n")
                 }
+                // `output` holds outputDtype's storage, `SO`.
+                Kind::Storage if b.index as usize == slot::OUTPUT => format!(
+                    "@group(0) @binding({index}) var<storage, read_write> {name}: array<SO>;\n"
+                ),
                 Kind::Storage => format!(
                     "@group(0) @binding({index}) var<storage, read_write> {name}: array<S>;\n"
                 ),
@@ -193,11 +206,11 @@ mod tests {
     #[test]
     fn declarations_follow_the_table() {
         let out = wgsl_declarations(false);
-        assert_eq!(out.lines().count(), 8);
+        assert_eq!(out.lines().count(), 9);
         assert!(out.contains("@binding(0) var<storage, read> input"));
         assert!(out.contains("@binding(6) var<storage, read_write> sum"));
         let inp = wgsl_declarations(true);
-        assert_eq!(inp.lines().count(), 6);
+        assert_eq!(inp.lines().count(), 7);
         assert!(inp.contains("@binding(1) var<storage, read_write> residual"));
         assert!(!inp.contains("output"));
     }

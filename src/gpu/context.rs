@@ -126,10 +126,10 @@ impl GpuContext {
             .get(&self.dev.device, variant, &|| self.creating())
     }
 
-    /// Bound in place of an absent optional binding of `role` (by `encode.rs`, wasm only).
+    /// Bound in place of an absent optional binding `b` (by `encode.rs`, wasm only).
     #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
-    pub(crate) fn stub(&self, role: crate::gpu::bindings::Role) -> &wgpu::Buffer {
-        self.pipelines.stub(role)
+    pub(crate) fn stub(&self, b: &crate::gpu::bindings::Binding, in_place: bool) -> &wgpu::Buffer {
+        self.pipelines.stub(b, in_place)
     }
 
     /// Binds one dispatch's buffers (see [`BINDINGS`](crate::gpu::bindings::BINDINGS)).

@@ -55,6 +55,7 @@ pub fn record(
         width: plan.shape.hidden as u32 / variant.lanes,
         hidden: plan.shape.hidden as f32,
         eps: x.eps,
+        gamma_offset: x.norm.gamma_offset,
     });
     let row_bytes = plan.dtype.copy_bytes(plan.shape.hidden);
     let all_bytes = plan.dtype.copy_bytes(plan.shape.len());
@@ -66,19 +67,20 @@ pub fn record(
     };
     use crate::gpu::bindings::slot;
     set(slot::INPUT, Some(&x.input), all_bytes);
-    set(slot::RESIDUAL, Some(&x.residual), all_bytes);
+    set(slot::RESIDUAL, x.residual.as_ref(), all_bytes);
     set(slot::GAMMA, Some(&x.gamma), row_bytes);
     set(slot::BETA, x.beta.as_ref(), row_bytes);
     set(slot::BIAS, x.bias.as_ref(), row_bytes);
+    set(slot::POST_GAMMA, x.post_gamma.as_ref(), row_bytes);
     if let Outputs::To { output, sum } = outputs {
-        set(slot::OUTPUT, Some(output), all_bytes);
+        set(slot::OUTPUT, Some(output), plan.out_dtype.copy_bytes(plan.shape.len()));
         set(slot::SUM, sum.as_ref(), all_bytes);
     }
     bound[slot::PARAMS] = Some((raw::buffer(&params), Some(Params::SIZE as u64)));
     for b in BINDINGS.iter().filter(|b| b.present(in_place)) {
         let i = b.index as usize;
         if bound[i].is_none() {
-            bound[i] = Some((raw::buffer(ctx.stub(b.role)), Some(16)));
+            bound[i] = Some((raw::buffer(ctx.stub(b, in_place)), Some(16)));
         }
     }
     let pipeline = recorder.pipeline(variant)?;
@@ -125,25 +127,19 @@ pub fn source(ctx: &GpuContext, kernel: &Kernel, rows: Option<u32>) -> Result<Js
             ]))
         })
         .collect();
-    let field = |name: &str, offset: u32, ty: &str| {
-        JsValue::from(descriptor(&[
-            ("name", name.into()),
-            ("offset", offset.into()),
-            ("type", ty.into()),
-        ]))
-    };
+    let fields: Array = Params::FIELDS
+        .iter()
+        .map(|&(name, offset, ty)| {
+            JsValue::from(descriptor(&[
+                ("name", name.into()),
+                ("offset", offset.into()),
+                ("type", ty.into()),
+            ]))
+        })
+        .collect();
     let params = descriptor(&[
         ("size", (Params::SIZE as u32).into()),
-        (
-            "fields",
-            Array::of4(
-                &field("rows", 0, "u32"),
-                &field("width", 4, "u32"),
-                &field("hidden", 8, "f32"),
-                &field("eps", 12, "f32"),
-            )
-            .into(),
-        ),
+        ("fields", fields.into()),
     ]);
     let mut fields = vec![
         ("code", JsValue::from(variant.wgsl())),
@@ -155,12 +151,11 @@ pub fn source(ctx: &GpuContext, kernel: &Kernel, rows: Option<u32>) -> Result<Js
         ("workgroupSize", variant.workgroup.into()),
         (
             "storage",
-            match variant.storage {
-                crate::gpu::kernel::Storage::F32 => "f32",
-                crate::gpu::kernel::Storage::F16 => "f16",
-                crate::gpu::kernel::Storage::F16Packed => "f16-packed",
-            }
-            .into(),
+            variant.storage.name().into(),
+        ),
+        (
+            "outputStorage",
+            variant.out_storage.name().into(),
         ),
     ];
     if let Some(rows) = rows {

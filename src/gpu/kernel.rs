@@ -6,6 +6,8 @@
 //! loops carry no option branches. A variant is chosen per call from the shape, and its
 //! pipeline is built once and cached by the driver.
 
+use crate::call::shape::{Inputs, NormKind};
+
 /// The WGSL source shared by every variant; [`Variant::wgsl`] prepends its constants.
 pub const KERNEL_WGSL: &str = include_str!("../../shaders/fused_rms_norm.wgsl");
 
@@ -19,10 +21,24 @@ pub struct Params {
     /// Row length in scalars, for the mean.
     pub hidden: f32,
     pub eps: f32,
+    /// Added to every gamma and postGamma: a uniform rather than a constant, so that Gemma's
+    /// `1 + weight` shares the pipelines of every other call.
+    pub gamma_offset: f32,
 }
 
 impl Params {
-    pub const SIZE: usize = 16;
+    /// Five words, padded to the 16-byte multiple a uniform block takes.
+    pub const SIZE: usize = 32;
+
+    /// Each field's name (as in the WGSL and as `kernelSource` gives it), offset and type;
+    /// the rest of the block is padding.
+    pub const FIELDS: [(&'static str, u32, &'static str); 5] = [
+        ("rows", 0, "u32"),
+        ("width", 4, "u32"),
+        ("hidden", 8, "f32"),
+        ("eps", 12, "f32"),
+        ("gamma_offset", 16, "f32"),
+    ];
 
     pub fn to_bytes(self) -> [u8; Self::SIZE] {
         let mut out = [0u8; Self::SIZE];
@@ -30,16 +46,49 @@ impl Params {
         out[4..8].copy_from_slice(&self.width.to_le_bytes());
         out[8..12].copy_from_slice(&self.hidden.to_le_bytes());
         out[12..16].copy_from_slice(&self.eps.to_le_bytes());
+        out[16..20].copy_from_slice(&self.gamma_offset.to_le_bytes());
         out
     }
 }
 
-/// Which optional inputs and outputs a call has.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+/// Which optional inputs and outputs a call has, and which normalization.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Options {
     pub bias: bool,
     pub beta: bool,
     pub sum: bool,
+    pub residual: bool,
+    /// The sandwich's post-norm (`postGamma`).
+    pub post_gamma: bool,
+    pub kind: NormKind,
+}
+
+impl Default for Options {
+    /// Today's pre-norm: a residual, no optional array, RMSNorm.
+    fn default() -> Options {
+        Options {
+            bias: false,
+            beta: false,
+            sum: false,
+            residual: true,
+            post_gamma: false,
+            kind: NormKind::Rms,
+        }
+    }
+}
+
+impl Options {
+    /// The options of a call of `x`, with the `sum` output when `sum`.
+    pub fn of<A>(x: &Inputs<A>, sum: bool) -> Options {
+        Options {
+            bias: x.bias.is_some(),
+            beta: x.beta.is_some(),
+            sum,
+            residual: x.residual.is_some(),
+            post_gamma: x.post_gamma.is_some(),
+            kind: x.norm.kind,
+        }
+    }
 }
 
 /// How the kernel's arrays hold their numbers; arithmetic is f32 in every case.
@@ -54,11 +103,24 @@ pub enum Storage {
     F16Packed,
 }
 
+impl Storage {
+    /// As `kernelSource` describes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Storage::F32 => "f32",
+            Storage::F16 => "f16",
+            Storage::F16Packed => "f16-packed",
+        }
+    }
+}
+
 /// One compiled form of the kernel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Variant {
     pub options: Options,
     pub storage: Storage,
+    /// `output`'s storage: `storage` unless the call asks for another dtype.
+    pub out_storage: Storage,
     /// `y` is written over `input` and `v` over `residual` (no separate outputs).
     pub in_place: bool,
     /// 4 when `hidden % 4 == 0` (vec4 loads), else 1.
@@ -109,29 +171,39 @@ impl Variant {
         grid(rows.saturating_mul(self.split_in()), max_per_dim)
     }
 
-    /// The directive the storage needs, and the bindings and element conversions for it.
-    /// f16 storage needs `hidden % 4 == 0` (the driver checks), so it is always four lanes.
+    /// The directive the storage needs, and the bindings and element conversions for it:
+    /// `S`, `ld` and `st` for the data, `SO` and `st_out` for `output`. f16 storage needs
+    /// `hidden % 4 == 0` (the driver checks), so it is always four lanes.
     fn storage_wgsl(&self) -> (&'static str, String) {
-        let (enable, storage) = match self.storage {
-            Storage::F32 => ("", "alias S = V;\nfn ld(x: S) -> V { return x; }\nfn st(v: V) -> S { return v; }\n"),
-            Storage::F16 => (
-                "enable f16;\n",
-                "alias S = vec4<f16>;\nfn ld(x: S) -> V { return V(x); }\nfn st(v: V) -> S { return S(v); }\n",
-            ),
-            Storage::F16Packed => (
-                "",
-                "alias S = vec2<u32>;\n\
-                 fn ld(x: S) -> V { return V(unpack2x16float(x.x), unpack2x16float(x.y)); }\n\
-                 fn st(v: V) -> S { return S(pack2x16float(v.xy), pack2x16float(v.zw)); }\n",
-            ),
+        let convert = |storage: Storage, name: &str, store: &str, load: bool| -> String {
+            let (ty, ld, st) = match storage {
+                Storage::F32 => ("V", "x", "v"),
+                Storage::F16 => ("vec4<f16>", "V(x)", "vec4<f16>(v)"),
+                Storage::F16Packed => (
+                    "vec2<u32>",
+                    "V(unpack2x16float(x.x), unpack2x16float(x.y))",
+                    "vec2<u32>(pack2x16float(v.xy), pack2x16float(v.zw))",
+                ),
+            };
+            let ld = if load {
+                format!("fn ld(x: {name}) -> V {{ return {ld}; }}\n")
+            } else {
+                String::new()
+            };
+            format!("alias {name} = {ty};\n{ld}fn {store}(v: V) -> {name} {{ return {st}; }}\n")
         };
+        let f16 = [self.storage, self.out_storage].contains(&Storage::F16);
+        let enable = if f16 { "enable f16;\n" } else { "" };
         let put = if self.in_place {
-            "fn put_y(j: u32, y: V) { input[j] = st(y); }\nfn put_v(j: u32, v: V) { residual[j] = st(v); }\n"
+            "fn put_y(j: u32, y: V) { input[j] = st(y); }\n\
+             fn put_v(j: u32, v: V) { if HAS_RESIDUAL { residual[j] = st(v); } }\n"
         } else {
-            "fn put_y(j: u32, y: V) { output[j] = st(y); }\nfn put_v(j: u32, v: V) { sum[j] = st(v); }\n"
+            "fn put_y(j: u32, y: V) { output[j] = st_out(y); }\nfn put_v(j: u32, v: V) { sum[j] = st(v); }\n"
         };
         let body = format!(
-            "{storage}{}{put}",
+            "{}{}{}{put}",
+            convert(self.storage, "S", "st", true),
+            convert(self.out_storage, "SO", "st_out", false),
             crate::gpu::bindings::wgsl_declarations(self.in_place)
         );
         (enable, body)
@@ -139,7 +211,13 @@ impl Variant {
 
     /// The complete WGSL for this variant.
     pub fn wgsl(&self) -> String {
-        let Options { bias, beta, sum } = self.options;
+        let Options {
+            bias,
+            beta,
+            sum,
+            residual,
+            ..
+        } = self.options;
         // `enable` must come before any declaration.
         let (enable, storage) = self.storage_wgsl();
         let helpers = if self.lanes == 4 {
@@ -154,10 +232,10 @@ impl Variant {
         format!(
             "{enable}const WG: u32 = {wg}u;\nconst SLOTS: u32 = {slots}u;\nconst FAN: u32 = {fan}u;\nconst SPLIT: u32 = {split}u;\n\
              const FLAT: bool = {flat};\nconst PRELOAD: bool = {preload};\nconst EXACT: bool = {exact};\n\
-             const HAS_BIAS: bool = {bias};\nconst HAS_BETA: bool = {beta};\n\
+             const HAS_BIAS: bool = {bias};\nconst HAS_BETA: bool = {beta};\nconst HAS_RESIDUAL: bool = {residual};\n\
              const WRITE_SUM: bool = {sum};\nconst IN_PLACE: bool = {in_place};\n\
              {helpers}{storage}{cache}\n{KERNEL_WGSL}",
-            sum = sum || self.in_place,
+            sum = sum || (self.in_place && residual),
             in_place = self.in_place,
             wg = self.workgroup,
             slots = self.slots,
@@ -318,6 +396,7 @@ mod tests {
                                 bias: bits & 1 != 0,
                                 beta: bits & 2 != 0,
                                 sum: bits & 4 != 0,
+                                ..Options::default()
                             };
                             let v = Variant {
                                 workgroup,
@@ -357,6 +436,7 @@ mod tests {
                     bias: bits & 1 != 0,
                     beta: bits & 2 != 0,
                     sum: bits & 4 != 0,
+                    ..Options::default()
                 };
                 for storage in [Storage::F32, Storage::F16, Storage::F16Packed] {
                     for in_place in [false, true] {

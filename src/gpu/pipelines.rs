@@ -3,7 +3,7 @@
 
 use std::cell::RefCell;
 
-use crate::gpu::bindings::{Bound, Role, BINDINGS};
+use crate::gpu::bindings::{Binding, Bound, Kind, BINDINGS};
 use crate::gpu::kernel::Variant;
 use crate::support::fast_hash::FastMap;
 
@@ -119,8 +119,11 @@ impl Pipelines {
     }
 
     /// Bound in place of an absent optional binding of `role`.
-    pub fn stub(&self, role: Role) -> &wgpu::Buffer {
-        if role == Role::Output {
+    /// The stub bound for an absent optional binding `b`: one buffer for those the kernel
+    /// writes (`sum` out of place, `residual` in place) and another for those it reads,
+    /// since WebGPU refuses a buffer bound twice where one binding writes it.
+    pub fn stub(&self, b: &Binding, in_place: bool) -> &wgpu::Buffer {
+        if b.kind(in_place) == Kind::Storage {
             &self.stub_out
         } else {
             &self.stub_in
@@ -180,7 +183,7 @@ impl Pipelines {
         let mut buffers: Bound = [None; BINDINGS.len()];
         let mut ids: [Identity; BINDINGS.len()] = [None; BINDINGS.len()];
         for b in BINDINGS.iter().filter(|b| b.present(in_place)) {
-            let buffer = bound[b.index as usize].unwrap_or(self.stub(b.role));
+            let buffer = bound[b.index as usize].unwrap_or(self.stub(b, in_place));
             buffers[b.index as usize] = Some(buffer);
             ids[b.index as usize] = identity(buffer);
         }

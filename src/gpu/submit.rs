@@ -101,10 +101,10 @@ impl GpuContext {
     ) -> Result<(), Error> {
         if plan.request.to == Destination::Gpu {
             self.creating();
-            let tensor = || self.tensor(plan.shape.len(), plan.dtype);
+            let tensor = |dtype| self.tensor(plan.shape.len(), dtype);
             pending.gpu = Some(GpuOutput {
-                y: tensor(),
-                sum: plan.request.sum.then(tensor),
+                y: tensor(plan.out_dtype),
+                sum: plan.request.sum.then(|| tensor(plan.dtype)),
             });
         }
         if plan.shape.is_empty() {
@@ -154,17 +154,23 @@ impl GpuContext {
         let gamma = stage("gamma", &x.gamma, 0, hidden)?;
         let beta = per_row("beta", x.beta.as_ref())?;
         let bias = per_row("bias", x.bias.as_ref())?;
+        let post_gamma = per_row("postGamma", x.post_gamma.as_ref())?;
 
         for first in (0..rows).step_by(plan.rows_per_chunk) {
             let n_rows = plan.rows_per_chunk.min(rows - first);
             let n = n_rows * hidden;
             let input = stage("input", &x.input, first * hidden, n)?;
-            let residual = stage("residual", &x.residual, first * hidden, n)?;
+            let residual = x
+                .residual
+                .as_ref()
+                .map(|r| stage("residual", r, first * hidden, n))
+                .transpose()?;
             let params = self.uniform(Params {
                 rows: n_rows as u32,
                 width: (hidden as u32) / variant.lanes,
                 hidden: hidden as f32,
                 eps: x.eps,
+                gamma_offset: x.norm.gamma_offset,
             });
             let (output, sum) = match (to, &pending.gpu) {
                 (Destination::InPlace, _) => (None, None),
@@ -173,22 +179,26 @@ impl GpuContext {
                     out.sum.clone().map(Staged::Resident),
                 ),
                 (_, None) => {
-                    let out = || {
+                    let out = |dtype| {
                         Staged::Pooled(self.pooled_storage(
                             n,
-                            plan.dtype,
+                            dtype,
                             wgpu::BufferUsages::COPY_SRC,
                         ))
                     };
-                    (Some(out()), plan.request.sum.then(out))
+                    (
+                        Some(out(plan.out_dtype)),
+                        plan.request.sum.then(|| out(plan.dtype)),
+                    )
                 }
             };
             let mut bound: Bound = [None; BINDINGS.len()];
             bound[slot::INPUT] = Some(&input);
-            bound[slot::RESIDUAL] = Some(&residual);
+            bound[slot::RESIDUAL] = residual.as_deref();
             bound[slot::GAMMA] = Some(&gamma);
             bound[slot::BETA] = beta.as_deref();
             bound[slot::BIAS] = bias.as_deref();
+            bound[slot::POST_GAMMA] = post_gamma.as_deref();
             bound[slot::OUTPUT] = output.as_deref();
             bound[slot::SUM] = sum.as_deref();
             bound[slot::PARAMS] = Some(&params);
@@ -201,7 +211,7 @@ impl GpuContext {
                     self.caps().max_groups_per_dim,
                     &|| self.creating(),
                 )?;
-                pending.kept.extend([input, residual]);
+                pending.kept.extend(std::iter::once(input).chain(residual));
                 pending.kept.extend(output.into_iter().chain(sum));
                 continue;
             };
@@ -242,7 +252,7 @@ impl GpuContext {
                 pending.timestamps = Some((staging, self.dev.queue.get_timestamp_period()));
             }
             if let (Destination::Host, Some(output)) = (to, &output) {
-                let y = self.readback(encoder, output, n, plan.dtype);
+                let y = self.readback(encoder, output, n, plan.out_dtype);
                 let sum = sum
                     .as_ref()
                     .map(|s| self.readback(encoder, s, n, plan.dtype));
@@ -253,11 +263,11 @@ impl GpuContext {
                     sum,
                 });
             }
-            pending.kept.extend([input, residual]);
+            pending.kept.extend(std::iter::once(input).chain(residual));
             pending.kept.extend(output.into_iter().chain(sum));
         }
         pending.kept.push(gamma);
-        pending.kept.extend(beta.into_iter().chain(bias));
+        pending.kept.extend(beta.into_iter().chain(bias).chain(post_gamma));
         pending.copies.extend(copies.take());
         if let Some((_, encoder)) = through_wgpu {
             self.dev.queue.submit([encoder.finish()]);

@@ -83,6 +83,7 @@ impl Variant {
         Variant {
             options,
             storage: Storage::F32,
+            out_storage: Storage::F32,
             in_place: false,
             lanes,
             workgroup,
@@ -222,11 +223,12 @@ impl Variant {
 impl Kernel {
     /// The compiled form the device runs a call of `rows` rows as.
     pub fn variant(&self, caps: &Caps, rows: usize) -> Variant {
-        let storage = match self.dtype {
+        let storage_of = |dtype| match dtype {
             Dtype::F32 => Storage::F32,
             Dtype::F16 if caps.shader_f16 => Storage::F16,
             Dtype::F16 => Storage::F16Packed,
         };
+        let (storage, out_storage) = (storage_of(self.dtype), storage_of(self.out_dtype));
         let hidden = self.hidden as u32;
         let web = cfg!(target_arch = "wasm32");
         let mut tiled = Variant::for_shape(hidden, self.options);
@@ -241,6 +243,7 @@ impl Kernel {
         }
         Variant {
             storage,
+            out_storage,
             in_place: self.in_place,
             ..if caps.cpu_tiling {
                 tiled.for_cpu(hidden)

@@ -15,23 +15,24 @@ use crate::call::error::Error;
 use crate::call::host::Arg;
 use crate::call::plan::Request;
 use crate::call::shape::Outputs;
-use crate::call::shape::{fit_buffers, Inputs};
+use crate::call::shape::{fit_buffers, Inputs, Norm};
 use crate::gpu::app_buffer::AppBuffer;
 use crate::js::array::{Args, JsArray};
 use crate::js::tensor::tensor_arg;
 use crate::js::value::{
-    check_keys, describe, dtype_field, flag, get, is_array, is_view, rows_field,
+    check_keys, describe, dtype_field, flag, gamma_offset_field, get, is_array, is_view,
+    kind_field, rows_field,
 };
 
 /// The fields of a call's argument object, and of `create`'s options.
-const ARGS_KEYS: [&str; 11] = [
-    "input", "residual", "gamma", "beta", "bias", "hidden", "eps", "output", "inPlace", "dtype",
-    "rows",
+const ARGS_KEYS: [&str; 15] = [
+    "input", "residual", "gamma", "beta", "bias", "postGamma", "hidden", "eps", "kind",
+    "gammaOffset", "outputDtype", "output", "inPlace", "dtype", "rows",
 ];
 /// `encode`'s: `output` and `sum` are where the results go.
-const ENCODE_KEYS: [&str; 12] = [
-    "input", "residual", "gamma", "beta", "bias", "hidden", "eps", "output", "sum", "inPlace",
-    "dtype", "rows",
+const ENCODE_KEYS: [&str; 16] = [
+    "input", "residual", "gamma", "beta", "bias", "postGamma", "hidden", "eps", "kind",
+    "gammaOffset", "outputDtype", "output", "sum", "inPlace", "dtype", "rows",
 ];
 const UPLOAD_OPTIONS_KEYS: [&str; 1] = ["dtype"];
 
@@ -222,8 +223,17 @@ pub fn parse_encode(args: &JsValue) -> Result<(Args, Outputs<Arg<JsArray>>), Err
         dtype: Dtype::F32,
     };
     let mut x = parse_inputs(args, &ENCODE_KEYS, from)?;
-    let output = array_arg(args, "output", false, from)?;
-    let sum = array_arg(args, "sum", false, from)?;
+    // The app's buffers hold what the call says: the data's dtype, `output` outputDtype's.
+    let data = Sources {
+        dtype: dtype_field(args, "dtype")?.unwrap_or(Dtype::F32),
+        ..from
+    };
+    let out = Sources {
+        dtype: x.norm.output_dtype.unwrap_or(data.dtype),
+        ..data
+    };
+    let output = array_arg(args, "output", false, out)?;
+    let sum = array_arg(args, "sum", false, data)?;
     let mut outputs = match (flag(args, "inPlace")?, output) {
         (true, None) if sum.is_none() => Outputs::InPlace,
         (true, _) => {
@@ -254,7 +264,7 @@ fn parse_inputs(
         || is_view(args).unwrap_or(true)
     {
         return Err(Error::Type(format!(
-            "args: expected an object {{ input, residual, gamma, hidden, beta?, bias?, eps? }}, got {}",
+            "args: expected an object {{ input, gamma, hidden, residual?, beta?, bias?, postGamma?, eps?, kind?, gammaOffset?, outputDtype? }}, got {}",
             describe(args)
         )));
     }
@@ -264,10 +274,16 @@ fn parse_inputs(
         array_arg(args, name, true, from)?.ok_or_else(|| Error::Type(format!("{name}: missing")))
     };
     let input = required("input")?;
-    let residual = required("residual")?;
+    let residual = array_arg(args, "residual", false, from)?;
     let gamma = required("gamma")?;
     let beta = array_arg(args, "beta", false, from)?;
     let bias = array_arg(args, "bias", false, from)?;
+    let post_gamma = array_arg(args, "postGamma", false, from)?;
+    let norm = Norm {
+        kind: kind_field(args)?,
+        gamma_offset: gamma_offset_field(args)?,
+        output_dtype: dtype_field(args, "outputDtype")?,
+    };
     let h = get(args, "hidden");
     let Some(hidden) = h.as_f64() else {
         return Err(Error::Type(format!(
@@ -294,8 +310,10 @@ fn parse_inputs(
         gamma,
         beta,
         bias,
+        post_gamma,
         hidden,
         eps,
+        norm,
     })
 }
 

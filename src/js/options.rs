@@ -10,11 +10,20 @@ use crate::call::error::Error;
 use crate::call::plan::Kernel;
 use crate::gpu::kernel::Options;
 use crate::instance::Settings;
-use crate::js::value::{check_keys, describe, dtype_field, flag, get, is_array, rows_field};
+use crate::js::value::{
+    check_keys, describe, dtype_field, flag, flag_or_true, gamma_offset_field, get, is_array,
+    kind_field, rows_field,
+};
 
 const OPTIONS_KEYS: [&str; 3] = ["backend", "powerPreference", "shaderF16"];
-const PREPARE_KEYS: [&str; 6] = ["hidden", "bias", "beta", "sum", "dtype", "inPlace"];
-const SOURCE_KEYS: [&str; 7] = ["hidden", "bias", "beta", "sum", "dtype", "inPlace", "rows"];
+const PREPARE_KEYS: [&str; 11] = [
+    "hidden", "bias", "beta", "sum", "dtype", "inPlace", "kind", "residual", "postGamma",
+    "gammaOffset", "outputDtype",
+];
+const SOURCE_KEYS: [&str; 12] = [
+    "hidden", "bias", "beta", "sum", "dtype", "inPlace", "kind", "residual", "postGamma",
+    "gammaOffset", "outputDtype", "rows",
+];
 
 /// `prepare`'s argument: one `{ hidden, bias?, beta?, sum?, dtype?, inPlace? }` or an array
 /// of them.
@@ -43,7 +52,7 @@ pub fn parse_source(v: &JsValue) -> Result<(Kernel, Option<u32>), Error> {
 fn parse_kernel(o: &JsValue, keys: &'static [&'static str]) -> Result<Kernel, Error> {
     if !o.is_object() || o.is_function() {
         return Err(Error::Type(format!(
-            "kernels: expected {{ hidden, bias?, beta?, sum?, dtype?, inPlace? }}, got {}",
+            "kernels: expected {{ hidden, bias?, beta?, sum?, dtype?, inPlace?, kind?, residual?, postGamma?, gammaOffset?, outputDtype? }}, got {}",
             describe(o)
         )));
     }
@@ -58,17 +67,34 @@ fn parse_kernel(o: &JsValue, keys: &'static [&'static str]) -> Result<Kernel, Er
     let flag = |name| flag(o, name);
     let dtype = dtype_field(o, "dtype")?.unwrap_or(Dtype::F32);
     let in_place = flag("inPlace")?;
-    Ok(Kernel {
+    let residual = flag_or_true(o, "residual")?;
+    // A uniform, not part of the kernel; checked as a call checks it.
+    gamma_offset_field(o)?;
+    let out_dtype = dtype_field(o, "outputDtype")?.unwrap_or(dtype);
+    if in_place && out_dtype != dtype {
+        return Err(Error::Type(format!(
+            "outputDtype: expected {} (the data's) in place, where y is written over input, got {}",
+            dtype.name(),
+            out_dtype.name()
+        )));
+    }
+    let kernel = Kernel {
         hidden: hidden_from_number(hidden)?,
         options: Options {
             bias: flag("bias")?,
             beta: flag("beta")?,
-            // In place always writes v (into residual).
-            sum: flag("sum")? || in_place,
+            // In place always writes v (into residual, when there is one).
+            sum: flag("sum")? || (in_place && residual),
+            residual,
+            post_gamma: flag("postGamma")?,
+            kind: kind_field(o)?,
         },
         dtype,
+        out_dtype,
         in_place,
-    })
+    };
+    kernel.check()?;
+    Ok(kernel)
 }
 
 /// `create`'s options: the device's settings, and the backend asked for.

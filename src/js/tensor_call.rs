@@ -85,13 +85,11 @@ pub fn parse(args: &JsValue, sum: bool) -> Option<Result<(Args, Request), Error>
             crate::call::shape::DEFAULT_EPS
         };
         let mut x = Inputs {
-            input,
-            residual,
-            gamma,
+            residual: Some(residual),
             beta,
             bias,
-            hidden,
             eps,
+            ..Inputs::without_residual(input, gamma, hidden)
         };
         fit_buffers(&mut x, None, None)?;
         Ok((x, request))

@@ -9,9 +9,10 @@
 use js_sys::{Object, Reflect};
 use wasm_bindgen::prelude::*;
 
-use crate::call::checks::rows_from_number;
+use crate::call::checks::{gamma_offset_from_number, rows_from_number};
 use crate::call::dtype::Dtype;
 use crate::call::error::Error;
+use crate::call::shape::NormKind;
 
 #[wasm_bindgen]
 extern "C" {
@@ -185,6 +186,43 @@ pub fn flag(o: &JsValue, name: &'static str) -> Result<bool, Error> {
             describe(&f)
         ))),
     }
+}
+
+/// An optional boolean field that is `true` where absent.
+pub fn flag_or_true(o: &JsValue, name: &'static str) -> Result<bool, Error> {
+    if get(o, name).is_undefined() {
+        return Ok(true);
+    }
+    flag(o, name)
+}
+
+/// The optional `kind: "rms" | "layer"`.
+pub fn kind_field(o: &JsValue) -> Result<NormKind, Error> {
+    let k = get(o, "kind");
+    match k.as_string().as_deref() {
+        _ if k.is_undefined() => Ok(NormKind::Rms),
+        Some("rms") => Ok(NormKind::Rms),
+        Some("layer") => Ok(NormKind::Layer),
+        _ => Err(Error::Type(format!(
+            "kind: expected \"rms\", \"layer\" or undefined, got {}",
+            describe(&k)
+        ))),
+    }
+}
+
+/// The optional `gammaOffset` (0 where absent).
+pub fn gamma_offset_field(o: &JsValue) -> Result<f32, Error> {
+    let g = get(o, "gammaOffset");
+    if g.is_undefined() {
+        return Ok(0.0);
+    }
+    let Some(offset) = g.as_f64() else {
+        return Err(Error::Type(format!(
+            "gammaOffset: expected a number or undefined, got {}",
+            describe(&g)
+        )));
+    };
+    gamma_offset_from_number(offset)
 }
 
 /// An optional `"f32" | "f16"` field.

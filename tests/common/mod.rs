@@ -131,13 +131,10 @@ impl<T> Case<T> {
     /// The call as slices: what the GPU and CPU contexts and (for f32) the reference take.
     pub fn inputs(&self) -> GenericInputs<&[T]> {
         GenericInputs {
-            input: &self.input,
-            residual: &self.residual,
-            gamma: &self.gamma,
             beta: self.beta.as_deref(),
             bias: self.bias.as_deref(),
-            hidden: self.hidden,
             eps: self.eps,
+            ..GenericInputs::plain(&self.input, &self.residual, &self.gamma, self.hidden)
         }
     }
 

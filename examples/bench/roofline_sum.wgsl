@@ -2,6 +2,8 @@
 // read two arrays and write two, as that kernel does (y and v), with no
 // reduction. Writes cost the memory more than reads, so a kernel that writes
 // half of what it moves is measured against one that does the same.
+// Alike on purpose to roofline.wgsl (the same kernel with a second output):
+// each baseline stays a whole shader, as it is run.
 
 @group(0) @binding(0) var<storage, read> a: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read> b: array<vec4<f32>>;

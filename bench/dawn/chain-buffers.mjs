@@ -1,0 +1,97 @@
+// One shape's buffers for a dependent chain (kernel and sweep sections): the a + b baselines on them and one checked dispatch.
+import { addSubWgsl, addWgsl, gammaFloats, randomFloats } from "./raw.mjs";
+import { chainTime } from "./timing.mjs";
+
+/** Host data for the kernel section: one seeded array long enough for the largest shape, viewed. */
+function hostData(ctx, n, which) {
+  ctx.host ??= {};
+  let a = ctx.host[which];
+  if (!a || a.length < n) {
+    a = ctx.host[which] = randomFloats(n, which === "x" ? 11 : 22);
+  }
+  return a.subarray(0, n);
+}
+
+/** The largest |got[i] − want[i]| / scale(i) (NaN where any term is). */
+export function worstRelative(got, want, scale = (i) => Math.abs(want[i]) + 1e-6) {
+  let worst = 0;
+  for (let i = 0; i < got.length; i++) worst = Math.max(worst, Math.abs(got[i] - want[i]) / scale(i));
+  return worst;
+}
+
+export class ChainBuffers {
+  constructor(ctx, rows, hidden) {
+    const raw = (this.raw = ctx.raw);
+    const n = (this.n = rows * hidden);
+    this.hidden = hidden;
+    this.lanesAB = hidden % 4 === 0 ? 4 : 1;
+    const x = (this.x = hostData(ctx, n, "x")), res = (this.res = hostData(ctx, n, "r"));
+    this.g = gammaFloats(hidden);
+    this.beta = randomFloats(hidden, 4).map((v) => 0.1 * v);
+    this.bias = randomFloats(hidden, 5).map((v) => 0.1 * v);
+    // Two activations and two residuals to ping-pong: dispatch k reads what k-1 wrote.
+    this.X = [raw.buffer(n, x), raw.buffer(n)];
+    this.R = [raw.buffer(n, res), raw.buffer(n)];
+    this.G = raw.buffer(hidden, this.g);
+    this.BETA = raw.buffer(hidden, this.beta);
+    this.BIAS = raw.buffer(hidden, this.bias);
+    this.stubR = raw.buffer(4);
+    this.stubW = raw.buffer(4);
+  }
+
+  /** a + b moving the bytes of the plain kernel, chained: out = a + b, a the previous out. */
+  async addChain(chainOpts) {
+    const { raw, X, R, lanesAB } = this;
+    const ab = await raw.pipeline(addWgsl(lanesAB === 4), `a+b vec${lanesAB}`);
+    this.abN = this.n / lanesAB;
+    this.abU = raw.uniform(new Uint32Array([this.abN, 0, 0, 0]));
+    const groups = [raw.bind(ab, { a: X[0], b: R[0], out: X[1], p: this.abU }), raw.bind(ab, { a: X[1], b: R[0], out: X[0], p: this.abU })];
+    await raw.warm(300);
+    return chainTime(raw, (pass, k) => raw.dispatch(pass, ab, groups[k & 1], Math.ceil(this.abN / 256)), chainOpts);
+  }
+
+  /**
+   * The `sum` output's own roofline: two reads and two writes (writes cost the memory more
+   * than reads), chained the same way (each reads what the previous wrote). After addChain.
+   */
+  async addSubChain(chainOpts) {
+    const { raw, X, R, lanesAB } = this;
+    const abs = await raw.pipeline(addSubWgsl(lanesAB === 4), `a+b,a-b vec${lanesAB}`);
+    const groups = [raw.bind(abs, { a: X[0], b: R[0], out: X[1], out2: R[1], p: this.abU }), raw.bind(abs, { a: X[1], b: R[1], out: X[0], out2: R[0], p: this.abU })];
+    return chainTime(raw, (pass, k) => raw.dispatch(pass, abs, groups[k & 1], Math.ceil(this.abN / 256)), chainOpts);
+  }
+
+  /** The two bind groups of a chain of pipeline `p` with options `o` and Params `P`, even k first. */
+  bindPair(p, o, P) {
+    const { raw, X, R, stubR, stubW } = this;
+    const common = { gamma: this.G, beta: o.beta ? this.BETA : stubR, bias: o.bias ? this.BIAS : stubR, params: P };
+    return o.sum
+      ? [raw.bind(p, { ...common, input: X[0], residual: R[0], output: X[1], sum: R[1] }), raw.bind(p, { ...common, input: X[1], residual: R[1], output: X[0], sum: R[0] })]
+      : [raw.bind(p, { ...common, input: X[0], residual: R[0], output: X[1], sum: stubW }), raw.bind(p, { ...common, input: X[1], residual: R[0], output: X[0], sum: stubW })];
+  }
+
+  /** The package's own result for these inputs with options `o` ({ output, sum? }), through its public API. */
+  async reference(norm, o) {
+    const { hidden, beta, bias } = this;
+    const args = { input: this.x, residual: this.res, gamma: this.g, hidden, ...(o.beta ? { beta } : {}), ...(o.bias ? { bias } : {}) };
+    return o.sum ? await norm.runWithSum(args) : { output: await norm.run(args) };
+  }
+
+  /** One dispatch from the initial data (`group` the even one); resolves with the output it wrote. */
+  async dispatchOnce(p, group, workgroups) {
+    const { raw, X, R, n } = this;
+    raw.device.queue.writeBuffer(X[0], 0, this.x.buffer, this.x.byteOffset, n * 4);
+    raw.device.queue.writeBuffer(R[0], 0, this.res.buffer, this.res.byteOffset, n * 4);
+    raw.submit(p, group, workgroups);
+    return raw.readBack(X[1], n);
+  }
+
+  /** The sum that dispatchOnce wrote (options with `sum`). */
+  readSum() {
+    return this.raw.readBack(this.R[1], this.n);
+  }
+
+  destroy() {
+    for (const b of [...this.X, ...this.R, this.G, this.BETA, this.BIAS, this.stubR, this.stubW, this.abU]) b.destroy();
+  }
+}
