@@ -630,13 +630,15 @@ async fn gpu_tilings_with_split_rows_match_the_reference_on_both_dispatch_paths(
             let x = case.inputs();
             let (want_y, want_v) = fused_rms_norm(&x);
             let host = Inputs {
-                input: array(&case.input),
-                residual: array(&case.residual),
-                gamma: array(&case.gamma),
                 beta: case.beta.as_deref().map(array),
                 bias: case.bias.as_deref().map(array),
-                hidden,
                 eps: case.eps,
+                ..Inputs::plain(
+                    array(&case.input),
+                    array(&case.residual),
+                    array(&case.gamma),
+                    hidden,
+                )
             };
             let what = format!("{rows}x{hidden} bias {bias} beta {beta} scale {scale:e}");
             let out = ctx.run(&host, true).await.unwrap();
@@ -647,13 +649,15 @@ async fn gpu_tilings_with_split_rows_match_the_reference_on_both_dispatch_paths(
                 "{what}: sum differs from input + residual (+ bias)"
             );
             let on_gpu = Inputs {
-                input: Arg::Gpu(ctx.upload(&host.input).unwrap()),
-                residual: Arg::Gpu(ctx.upload(&host.residual).unwrap()),
-                gamma: Arg::Host(host.gamma.copy()),
                 beta: host.beta.as_ref().map(|b| Arg::Host(b.copy())),
                 bias: host.bias.as_ref().map(|b| Arg::Host(b.copy())),
-                hidden,
                 eps: case.eps,
+                ..Inputs::plain(
+                    Arg::Gpu(ctx.upload(&host.input).unwrap()),
+                    Arg::Gpu(ctx.upload(host.residual.as_ref().unwrap()).unwrap()),
+                    Arg::Host(host.gamma.copy()),
+                    hidden,
+                )
             };
             let gpu = ctx
                 .submit_to_gpu(&on_gpu, true)

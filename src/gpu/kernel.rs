@@ -8,8 +8,10 @@
 
 use crate::call::shape::{Inputs, NormKind};
 
-/// The WGSL source shared by every variant; [`Variant::wgsl`] prepends its constants.
+/// The WGSL source of the RMSNorm variants; [`Variant::wgsl`] prepends its constants.
 pub const KERNEL_WGSL: &str = include_str!("../../shaders/fused_rms_norm.wgsl");
+/// The WGSL source of LayerNorm and the sandwich ([`Variant::is_family`]).
+pub const FAMILY_WGSL: &str = include_str!("../../shaders/norm_family.wgsl");
 
 /// The kernel's uniform block. Mirrors `struct Params` in the WGSL (a test checks the layout).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -153,12 +155,18 @@ pub struct Variant {
 }
 
 impl Variant {
+    /// Whether this variant compiles from `norm_family.wgsl` (LayerNorm, the sandwich) rather
+    /// than the fused RMSNorm kernel, whose tuned tilings and split rows it does not take.
+    pub fn is_family(&self) -> bool {
+        self.options.kind == NormKind::Layer || self.options.post_gamma
+    }
+
     /// Workgroups per row as the kernel runs it: `split` where the cache holds the whole row
     /// (`exact`, so no column is read again after the reduction) and not in place (a
     /// workgroup writing its part of `input` would change what the others still read), at
     /// most one part per cached slot; else 1.
     pub fn split_in(&self) -> u32 {
-        if self.in_place || !self.exact || self.slots == 0 {
+        if self.in_place || !self.exact || self.slots == 0 || self.is_family() {
             1
         } else {
             self.split.clamp(1, self.slots)
@@ -223,12 +231,35 @@ impl Variant {
         let helpers = if self.lanes == 4 {
             "alias V = vec4<f32>;\n\
              fn square_sum(x: V) -> f32 { return dot(x, x); }\n\
-             fn max_abs(x: V) -> f32 { let a = abs(x); return max(max(a.x, a.y), max(a.z, a.w)); }\n"
+             fn max_abs(x: V) -> f32 { let a = abs(x); return max(max(a.x, a.y), max(a.z, a.w)); }\n\
+             fn lane_sum(x: V) -> f32 { return (x.x + x.y) + (x.z + x.w); }\n\
+             const LANES: u32 = 4u;\n\
+             fn lane(x: V, j: u32) -> f32 { return x[j]; }\n\
+             fn set_lane(x: ptr<function, V>, j: u32, value: f32) { (*x)[j] = value; }\n"
         } else {
             "alias V = f32;\n\
              fn square_sum(x: V) -> f32 { return x * x; }\n\
-             fn max_abs(x: V) -> f32 { return abs(x); }\n"
+             fn max_abs(x: V) -> f32 { return abs(x); }\n\
+             fn lane_sum(x: V) -> f32 { return x; }\n\
+             const LANES: u32 = 1u;\n\
+             fn lane(x: V, j: u32) -> f32 { return x; }\n\
+             fn set_lane(x: ptr<function, V>, j: u32, value: f32) { *x = value; }\n"
         };
+        if self.is_family() {
+            return format!(
+                "{enable}const WG: u32 = {wg}u;\nconst SLOTS: u32 = {slots}u;\n\
+                 const HAS_BIAS: bool = {bias};\nconst HAS_BETA: bool = {beta};\nconst HAS_RESIDUAL: bool = {residual};\n\
+                 const HAS_POST: bool = {post};\nconst LAYER: bool = {layer};\n\
+                 const WRITE_SUM: bool = {sum};\nconst IN_PLACE: bool = {in_place};\n\
+                 {helpers}{storage}\n{FAMILY_WGSL}",
+                wg = self.workgroup,
+                slots = self.slots,
+                post = self.options.post_gamma,
+                layer = self.options.kind == NormKind::Layer,
+                sum = sum || (self.in_place && residual),
+                in_place = self.in_place,
+            );
+        }
         format!(
             "{enable}const WG: u32 = {wg}u;\nconst SLOTS: u32 = {slots}u;\nconst FAN: u32 = {fan}u;\nconst SPLIT: u32 = {split}u;\n\
              const FLAT: bool = {flat};\nconst PRELOAD: bool = {preload};\nconst EXACT: bool = {exact};\n\
@@ -313,8 +344,16 @@ impl Variant {
 
     pub fn label(&self) -> String {
         format!(
-            "fused_rms_norm {:?}{} lanes={} wg={} slots={} fan={} flat={} preload={} unroll={} exact={} split={} bias={} beta={} sum={}",
+            "fused_{}_norm {:?}{}{}{}{} lanes={} wg={} slots={} fan={} flat={} preload={} unroll={} exact={} split={} bias={} beta={} sum={}",
+            self.options.kind.name(),
             self.storage,
+            if self.out_storage != self.storage {
+                format!(" out={:?}", self.out_storage)
+            } else {
+                String::new()
+            },
+            if self.options.residual { "" } else { " no-residual" },
+            if self.options.post_gamma { " sandwich" } else { "" },
             if self.in_place { " in-place" } else { "" },
             self.lanes,
             self.workgroup,

@@ -76,7 +76,10 @@ pub struct Pending {
     pub(crate) want_sum: bool,
     /// Results are read back into host arrays (else they stay on the GPU).
     pub(crate) read_back: bool,
+    /// The data's dtype, which `sum` is read back as.
     pub(crate) dtype: Dtype,
+    /// `y`'s (outputDtype).
+    pub(crate) out_dtype: Dtype,
     pub(crate) lost: LostSlot,
     #[cfg_attr(target_arch = "wasm32", allow(dead_code))]
     pub(crate) device: wgpu::Device,
@@ -200,10 +203,10 @@ impl Pending {
     fn copy_out(mut self, now: f64) -> Output {
         // A timed call whose results stay on the GPU reads back its timestamps only.
         let total = if self.read_back { self.shape.len() } else { 0 };
-        let mut y = new_host_vec(total, self.dtype);
+        let mut y = new_host_vec(total, self.out_dtype);
         let mut sum = self.want_sum.then(|| new_host_vec(total, self.dtype));
         for chunk in std::mem::take(&mut self.chunks) {
-            read_mapped(&chunk.y, &mut y, chunk.start, chunk.len, self.dtype);
+            read_mapped(&chunk.y, &mut y, chunk.start, chunk.len, self.out_dtype);
             chunk.y.unmap();
             self.pool.give_back(chunk.y, now);
             if let (Some(dst), Some(s)) = (sum.as_mut(), chunk.sum) {

@@ -59,6 +59,7 @@ impl GpuContext {
             plan.dtype,
             request.to == Destination::Host,
         );
+        pending.out_dtype = plan.out_dtype;
         self.in_call.set(true);
         // Everything from the first push to the pops is synchronous, so calls that
         // interleave at their awaits never share a scope.
@@ -301,6 +302,7 @@ impl GpuContext {
             want_sum,
             read_back,
             dtype,
+            out_dtype: dtype,
             lost: self.dev.lost.clone(),
             device: self.dev.device.clone(),
             pool: self.pool.clone(),

@@ -219,6 +219,43 @@ impl Variant {
     }
 }
 
+/// Columns (of `V`) per thread that the family kernel keeps in registers at most; longer
+/// rows are formed again from memory in each of its passes.
+const FAMILY_SLOTS: u32 = 8;
+
+impl Variant {
+    /// LayerNorm and the sandwich (`norm_family.wgsl`): one workgroup a row, the row in
+    /// registers up to `FAMILY_SLOTS` vectors a thread, four a thread where the row allows so
+    /// that a thread's loads are in flight together. On a CPU adapter (SwiftShader) the
+    /// small workgroups its fused kernel measured best with.
+    pub fn for_family(hidden: u32, options: Options, caps: &Caps) -> Variant {
+        let lanes = if hidden.is_multiple_of(4) { 4 } else { 1 };
+        let width = hidden / lanes;
+        let most = if caps.cpu_tiling {
+            CPU_WORKGROUP
+        } else {
+            256.min(caps.max_workgroup)
+        };
+        let workgroup = width.div_ceil(4).next_power_of_two().clamp(1, most.max(1));
+        let workgroup = 1 << (31 - workgroup.leading_zeros());
+        Variant {
+            options,
+            storage: Storage::F32,
+            out_storage: Storage::F32,
+            in_place: false,
+            lanes,
+            workgroup,
+            slots: width.div_ceil(workgroup).clamp(1, FAMILY_SLOTS),
+            fan: 0,
+            flat: false,
+            preload: false,
+            unroll: false,
+            exact: false,
+            split: 1,
+        }
+    }
+}
+
 /// Which variant a call of a kernel runs as, on a device with `caps`.
 impl Kernel {
     /// The compiled form the device runs a call of `rows` rows as.
@@ -231,6 +268,14 @@ impl Kernel {
         let (storage, out_storage) = (storage_of(self.dtype), storage_of(self.out_dtype));
         let hidden = self.hidden as u32;
         let web = cfg!(target_arch = "wasm32");
+        if Variant::for_shape(hidden, self.options).is_family() {
+            return Variant {
+                storage,
+                out_storage,
+                in_place: self.in_place,
+                ..Variant::for_family(hidden, self.options, caps)
+            };
+        }
         let mut tiled = Variant::for_shape(hidden, self.options);
         if rows >= MANY_ROWS && !caps.cpu_tiling {
             tiled = tiled.for_many_rows(hidden, web);

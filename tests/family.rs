@@ -1,0 +1,289 @@
+//! The normalization family on the GPU (Vulkan; lavapipe on a CPU machine) against the f64
+//! reference: LayerNorm, no residual, the sandwich, a gamma offset and f16 outputs, through
+//! host arrays, tensors and in place, including the rows that need care (a LayerNorm mean
+//! 10⁴ times the spread, rows of ~1e30 and ~1e-30, QK-norm's short rows).
+#![cfg(not(target_arch = "wasm32"))]
+
+use webgpu_rmsnorm::call::dtype::{f16_bits, f16_value, Dtype};
+use webgpu_rmsnorm::call::host::Arg;
+use webgpu_rmsnorm::call::shape::{Norm, NormKind};
+use webgpu_rmsnorm::reference::{
+    from_sum, fused_rms_norm, same_sum, worst_error, worst_error_at, Inputs,
+};
+use webgpu_rmsnorm::GpuContext;
+
+mod common;
+use common::Rng;
+
+const RTOL: f64 = 1e-5;
+
+fn context() -> GpuContext {
+    pollster::block_on(GpuContext::new(wgpu::PowerPreference::HighPerformance))
+        .expect("a Vulkan adapter (lavapipe: apt-get install mesa-vulkan-drivers)")
+}
+
+/// One call's host data: what `Inputs` borrows.
+struct Data {
+    input: Vec<f32>,
+    residual: Vec<f32>,
+    gamma: Vec<f32>,
+    beta: Vec<f32>,
+    bias: Vec<f32>,
+    post: Vec<f32>,
+    hidden: usize,
+}
+
+impl Data {
+    /// `rows × hidden` values of size `scale` around `mean`.
+    fn new(rng: &mut Rng, rows: usize, hidden: usize, mean: f32, scale: f32) -> Data {
+        let around = |rng: &mut Rng, n| rng.vec(n, scale).iter().map(|v| v + mean).collect();
+        Data {
+            input: around(rng, rows * hidden),
+            residual: around(rng, rows * hidden),
+            gamma: rng.vec(hidden, 2.0),
+            beta: rng.vec(hidden, 1.0),
+            bias: rng.vec(hidden, scale),
+            post: rng.vec(hidden, 2.0),
+            hidden,
+        }
+    }
+}
+
+/// Which options a case turns on.
+#[derive(Clone, Copy, Debug)]
+struct Form {
+    kind: NormKind,
+    residual: bool,
+    post: bool,
+    offset: f32,
+    bias: bool,
+    beta: bool,
+}
+
+impl Form {
+    fn inputs<'a>(&self, d: &'a Data) -> Inputs<'a> {
+        Inputs {
+            input: &d.input,
+            residual: self.residual.then_some(&d.residual[..]),
+            gamma: &d.gamma,
+            beta: self.beta.then_some(&d.beta[..]),
+            bias: self.bias.then_some(&d.bias[..]),
+            post_gamma: self.post.then_some(&d.post[..]),
+            hidden: d.hidden,
+            eps: 1e-5,
+            norm: Norm {
+                kind: self.kind,
+                gamma_offset: self.offset,
+                output_dtype: None,
+            },
+        }
+    }
+
+    /// Every combination of the family's options.
+    fn all() -> Vec<Form> {
+        let mut all = vec![];
+        for kind in [NormKind::Rms, NormKind::Layer] {
+            for bits in 0..16u32 {
+                all.push(Form {
+                    kind,
+                    residual: bits & 1 != 0,
+                    post: bits & 2 != 0,
+                    offset: if bits & 4 != 0 { 1.0 } else { 0.0 },
+                    bias: bits & 8 != 0,
+                    beta: bits & 8 != 0,
+                });
+            }
+        }
+        all
+    }
+}
+
+/// Runs `x` with the `sum` output and checks both against the reference: `v` against its
+/// `v`, and `y` against `N(v)` of the `v` the kernel formed (see `from_sum`).
+fn check(ctx: &GpuContext, x: &Inputs, what: &str) {
+    let out = pollster::block_on(ctx.run(x, true)).unwrap_or_else(|e| panic!("{what}: {e}"));
+    let (_, want_v) = fused_rms_norm(x);
+    let sum = out.sum.expect("sum was asked for");
+    assert!(same_sum(x, &sum, &want_v), "{what}: sum differs from the reference's v");
+    let second = from_sum(x, &sum);
+    let (want_y, _) = fused_rms_norm(&second);
+    let (err, at) = worst_error_at(&out.y, &want_y, &second, RTOL);
+    assert!(
+        err <= 1.0,
+        "{what}: y is {err:.2} tolerances off the f64 reference; at {at} got {}, want {}",
+        out.y[at],
+        want_y[at]
+    );
+}
+
+#[test]
+fn every_option_of_the_family_matches_the_reference_across_row_lengths() {
+    let ctx = context();
+    let mut rng = Rng(0xFA_0001);
+    // Scalar and vec4 rows; rows longer than the registers hold (20000: formed again from
+    // memory); GPT-2's and BERT's 768.
+    for (rows, hidden) in [(3, 7), (5, 64), (2, 768), (3, 1001), (2, 4096), (1, 20000)] {
+        let d = Data::new(&mut rng, rows, hidden, 0.0, 1.0);
+        for form in Form::all() {
+            check(&ctx, &form.inputs(&d), &format!("{rows}x{hidden} {form:?}"));
+        }
+    }
+}
+
+#[test]
+fn the_checks_can_fail_a_wrong_offset_or_kind() {
+    let ctx = context();
+    let d = Data::new(&mut Rng(0xFA_0002), 4, 256, 0.5, 1.0);
+    let form = Form {
+        kind: NormKind::Layer,
+        residual: true,
+        post: true,
+        offset: 1.0,
+        bias: true,
+        beta: true,
+    };
+    let x = form.inputs(&d);
+    let out = pollster::block_on(ctx.run(&x, false)).expect("run");
+    let wrong_offset = Inputs {
+        norm: Norm {
+            gamma_offset: 0.0,
+            ..x.norm
+        },
+        ..x
+    };
+    let wrong_kind = Inputs {
+        norm: Norm {
+            kind: NormKind::Rms,
+            ..x.norm
+        },
+        ..x
+    };
+    for wrong in [wrong_offset, wrong_kind] {
+        let (want, _) = fused_rms_norm(&wrong);
+        assert!(worst_error(&out.y, &want, &wrong, RTOL) > 1.0);
+    }
+}
+
+#[test]
+fn layer_norm_is_exact_where_the_mean_is_ten_thousand_times_the_spread() {
+    let ctx = context();
+    let mut rng = Rng(0xFA_0003);
+    for hidden in [1024, 4096] {
+        let d = Data::new(&mut rng, 3, hidden, 1e4, 1.0);
+        for residual in [false, true] {
+            for post in [false, true] {
+                let form = Form {
+                    kind: NormKind::Layer,
+                    residual,
+                    post,
+                    offset: 0.0,
+                    bias: false,
+                    beta: true,
+                };
+                check(&ctx, &form.inputs(&d), &format!("mean 1e4 x{hidden} {form:?}"));
+            }
+        }
+    }
+}
+
+#[test]
+fn huge_and_tiny_rows_normalize_in_both_reductions_of_the_sandwich() {
+    let ctx = context();
+    let mut rng = Rng(0xFA_0004);
+    for scale in [1e30f32, 1e-30, 3e-38] {
+        let d = Data::new(&mut rng, 3, 512, 0.0, scale);
+        for kind in [NormKind::Rms, NormKind::Layer] {
+            for post in [false, true] {
+                let form = Form {
+                    kind,
+                    residual: true,
+                    post,
+                    offset: 1.0,
+                    bias: true,
+                    beta: false,
+                };
+                check(&ctx, &form.inputs(&d), &format!("scale {scale:e} {form:?}"));
+            }
+        }
+    }
+}
+
+#[test]
+fn qk_norm_shapes_without_a_residual() {
+    let ctx = context();
+    let mut rng = Rng(0xFA_0005);
+    for (rows, hidden) in [(4096, 64), (2048, 128)] {
+        let d = Data::new(&mut rng, rows, hidden, 0.0, 3.0);
+        for kind in [NormKind::Rms, NormKind::Layer] {
+            let form = Form {
+                kind,
+                residual: false,
+                post: false,
+                offset: 0.0,
+                bias: false,
+                beta: false,
+            };
+            check(&ctx, &form.inputs(&d), &format!("qk {rows}x{hidden} {form:?}"));
+        }
+    }
+}
+
+#[test]
+fn f16_outputs_from_f32_data_are_one_f16_rounding_of_the_reference() {
+    let ctx = context();
+    let mut rng = Rng(0xFA_0006);
+    let d = Data::new(&mut rng, 5, 1024, 0.0, 1.0);
+    for form in Form::all() {
+        let x = Inputs {
+            norm: Norm {
+                output_dtype: Some(Dtype::F16),
+                ..form.inputs(&d).norm
+            },
+            ..form.inputs(&d)
+        };
+        let out = pollster::block_on(ctx.run(&x, true)).unwrap_or_else(|e| panic!("{form:?}: {e}"));
+        let (want_y, want_v) = fused_rms_norm(&x);
+        // The f16 result must be the reference's value rounded once to f16: within half an
+        // f16 ulp of it, plus the f32 tolerance before the rounding.
+        for (at, (&got, &want)) in out.y.iter().zip(&want_y).enumerate() {
+            let rounded = f16_value(f16_bits(want as f32)) as f64;
+            let half_ulp = (want.abs().max(6.1e-5) * 2f64.powi(-11)) * 1.01;
+            assert!(
+                (got as f64 - rounded).abs() <= 2.0 * half_ulp + 1e-5 * want.abs(),
+                "{form:?} at {at}: got {got}, want {want} (f16 {rounded})"
+            );
+        }
+        let sum = out.sum.expect("sum");
+        assert!(same_sum(&x, &sum, &want_v), "{form:?}: sum is the data's dtype, f32");
+    }
+}
+
+#[test]
+fn tensors_and_in_place_take_the_family_too() {
+    let ctx = context();
+    let d = Data::new(&mut Rng(0xFA_0007), 6, 768, 0.0, 1.0);
+    for form in Form::all() {
+        let x = form.inputs(&d);
+        let (_, want_v) = fused_rms_norm(&x);
+        let up = |a: &[f32]| Arg::Gpu(ctx.upload(&a).expect("upload"));
+        let on_gpu = x.map(|a| up(a));
+        let read = |a: &Arg<&[f32]>| match a {
+            Arg::Gpu(t) => pollster::block_on(ctx.read_tensor(t).expect("read").read())
+                .expect("read")
+                .y,
+            _ => unreachable!("uploaded"),
+        };
+        pollster::block_on(ctx.submit_in_place(&on_gpu).expect("in place").finish())
+            .unwrap_or_else(|e| panic!("{form:?}: {e}"));
+        let y = read(&on_gpu.input);
+        // With a residual, v came back over it: y is checked against N(v) of that v, as
+        // `check` does; without one, v = w has no cancellation to amplify w's rounding.
+        let v = on_gpu.residual.as_ref().map(read);
+        if let Some(v) = &v {
+            assert!(same_sum(&x, v, &want_v), "{form:?}: v in place");
+        }
+        let second = v.as_deref().map_or(x, |v| from_sum(&x, v));
+        let (want_y, _) = fused_rms_norm(&second);
+        assert!(worst_error(&y, &want_y, &second, RTOL) <= 1.0, "{form:?}: y in place");
+    }
+}
