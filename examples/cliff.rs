@@ -27,7 +27,8 @@ mod native {
     use std::rc::Rc;
 
     use webgpu_rmsnorm::call::host::Arg;
-    use webgpu_rmsnorm::gpu::kernel::{Options, Params, Variant};
+    use webgpu_rmsnorm::gpu::kernel::{Options, Variant};
+use webgpu_rmsnorm::gpu::params::Params;
     use webgpu_rmsnorm::gpu::bindings::{slot, Bound, BINDINGS};
     use webgpu_rmsnorm::call::plan::Destination;
     use webgpu_rmsnorm::call::tensor::Tensor;

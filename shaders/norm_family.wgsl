@@ -214,7 +214,8 @@ fn stats(lid: u32, base: u32, width: u32, cache: ptr<function, array<V, N_CACHE>
     }
     let var_scaled = reduce(lid, vec4(squares, 0.0, 0.0, 0.0)).x / params.hidden;
     // eps * scale^2 in two exact steps (as a product a compiler may form scale^2 first,
-    // which overflows).
+    // which overflows): the fused kernel's rescaled path, alike on purpose (the two
+    // shaders share no source).
     let eps_scaled = ldexp(ldexp(params.eps, k), k);
     if is_finite(eps_scaled) {
         s.scale = scale;

@@ -61,6 +61,18 @@ struct Form {
 }
 
 impl Form {
+    /// `kind` with no optional array and no offset.
+    fn of(kind: NormKind) -> Form {
+        Form {
+            kind,
+            residual: false,
+            post: false,
+            offset: 0.0,
+            bias: false,
+            beta: false,
+        }
+    }
+
     fn inputs<'a>(&self, d: &'a Data) -> Inputs<'a> {
         Inputs {
             input: &d.input,
@@ -135,12 +147,12 @@ fn the_checks_can_fail_a_wrong_offset_or_kind() {
     let ctx = context();
     let d = Data::new(&mut Rng(0xFA_0002), 4, 256, 0.5, 1.0);
     let form = Form {
-        kind: NormKind::Layer,
         residual: true,
         post: true,
         offset: 1.0,
         bias: true,
         beta: true,
+        ..Form::of(NormKind::Layer)
     };
     let x = form.inputs(&d);
     let out = pollster::block_on(ctx.run(&x, false)).expect("run");
@@ -173,12 +185,10 @@ fn layer_norm_is_exact_where_the_mean_is_ten_thousand_times_the_spread() {
         for residual in [false, true] {
             for post in [false, true] {
                 let form = Form {
-                    kind: NormKind::Layer,
                     residual,
                     post,
-                    offset: 0.0,
-                    bias: false,
                     beta: true,
+                    ..Form::of(NormKind::Layer)
                 };
                 check(&ctx, &form.inputs(&d), &format!("mean 1e4 x{hidden} {form:?}"));
             }
@@ -195,12 +205,11 @@ fn huge_and_tiny_rows_normalize_in_both_reductions_of_the_sandwich() {
         for kind in [NormKind::Rms, NormKind::Layer] {
             for post in [false, true] {
                 let form = Form {
-                    kind,
                     residual: true,
                     post,
                     offset: 1.0,
                     bias: true,
-                    beta: false,
+                    ..Form::of(kind)
                 };
                 check(&ctx, &form.inputs(&d), &format!("scale {scale:e} {form:?}"));
             }
@@ -215,14 +224,7 @@ fn qk_norm_shapes_without_a_residual() {
     for (rows, hidden) in [(4096, 64), (2048, 128)] {
         let d = Data::new(&mut rng, rows, hidden, 0.0, 3.0);
         for kind in [NormKind::Rms, NormKind::Layer] {
-            let form = Form {
-                kind,
-                residual: false,
-                post: false,
-                offset: 0.0,
-                bias: false,
-                beta: false,
-            };
+            let form = Form::of(kind);
             check(&ctx, &form.inputs(&d), &format!("qk {rows}x{hidden} {form:?}"));
         }
     }

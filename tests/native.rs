@@ -6,7 +6,8 @@ use std::rc::Rc;
 use webgpu_rmsnorm::call::dtype::{f16_bits, f16_value};
 use webgpu_rmsnorm::call::host::Arg;
 use webgpu_rmsnorm::call::tensor::Tensor;
-use webgpu_rmsnorm::gpu::kernel::{Options, Params, Storage, Variant};
+use webgpu_rmsnorm::gpu::kernel::{Options, Storage, Variant};
+use webgpu_rmsnorm::gpu::params::Params;
 use webgpu_rmsnorm::gpu::tiling::max_slots;
 use webgpu_rmsnorm::reference::{
     chain, fused_rms_norm, same_sum, worst_error, worst_error_at, worst_relative, Inputs,
@@ -124,12 +125,7 @@ fn every_variant_validates_with_naga_and_params_match_the_wgsl() {
     let mut checked = 0;
     for hidden in [1u32, 3, 4, 768, 896, 4096, 16384, 1 << 20] {
         for bits in 0..8u8 {
-            let options = Options {
-                bias: bits & 1 != 0,
-                beta: bits & 2 != 0,
-                sum: bits & 4 != 0,
-                ..Options::default()
-            };
+            let options = Options::with_flags(bits);
             for (storage, in_place) in [
                 (Storage::F32, false),
                 (Storage::F32, true),
@@ -745,12 +741,7 @@ fn web_tiling_flat_reduction_and_preload_variants_match_the_reference() {
         // (parts of unequal numbers of slots).
         for k in 0..tilings.len() + 5 {
             for (bits, scale) in [(0u8, 1.0f32), (7, 1e30), (3, 1e-30), (4, 1.0)] {
-                let options = Options {
-                    bias: bits & 1 != 0,
-                    beta: bits & 2 != 0,
-                    sum: bits & 4 != 0,
-                    ..Options::default()
-                };
+                let options = Options::with_flags(bits);
                 let v = match tilings.get(k) {
                     Some(&(workgroup, slots)) => Variant {
                         workgroup,

@@ -230,10 +230,28 @@ async fn bad_arguments_reject_with_named_errors_and_the_instance_keeps_working()
             "TypeError",
             "input",
         ),
+        // Absent, residual is optional (QK-norm, a final norm); null is no array.
+        (with("residual", JsValue::NULL), "TypeError", "residual"),
+        (with("kind", JsValue::from_str("batch")), "TypeError", "kind"),
         (
-            with("residual", JsValue::UNDEFINED),
+            with("gammaOffset", JsValue::from_f64(f64::INFINITY)),
+            "ShapeError",
+            "gammaOffset",
+        ),
+        (
+            with("gammaOffset", JsValue::from_str("1")),
             "TypeError",
-            "residual",
+            "gammaOffset",
+        ),
+        (
+            with("postGamma", Float32Array::new_with_length(3).into()),
+            "ShapeError",
+            "postGamma",
+        ),
+        (
+            with("outputDtype", JsValue::from_str("f64")),
+            "TypeError",
+            "outputDtype",
         ),
         (with("gamma", JsValue::NULL), "TypeError", "gamma"),
         (with("beta", JsValue::from_f64(1.0)), "TypeError", "beta"),

@@ -1,6 +1,5 @@
 //! The command line: the shapes and option sets timed, the flags, and the usage message.
 
-use webgpu_rmsnorm::call::shape::NormKind;
 use webgpu_rmsnorm::gpu::kernel::{Options, Variant};
 
 use crate::variants::apply_knob;
@@ -38,25 +37,19 @@ pub const PLAIN: Options = Options {
     bias: false,
     beta: false,
     sum: false,
-    residual: true,
-    post_gamma: false,
-    kind: NormKind::Rms,
+    ..Options::PRE_NORM
 };
 const BIAS_BETA: Options = Options {
     bias: true,
     beta: true,
     sum: false,
-    residual: true,
-    post_gamma: false,
-    kind: NormKind::Rms,
+    ..Options::PRE_NORM
 };
 const SUM: Options = Options {
     bias: false,
     beta: false,
     sum: true,
-    residual: true,
-    post_gamma: false,
-    kind: NormKind::Rms,
+    ..Options::PRE_NORM
 };
 /// The option sets timed for every shape, by the names the tables and JSON use.
 pub const KERNELS: [(&str, Options); 3] =

@@ -1,7 +1,8 @@
 //! One shape's data on the GPU, and the crate's kernel timed and checked on it.
 
 use webgpu_rmsnorm::gpu::bindings::{slot, Bound, BINDINGS};
-use webgpu_rmsnorm::gpu::kernel::{Params, Variant};
+use webgpu_rmsnorm::gpu::kernel::Variant;
+use webgpu_rmsnorm::gpu::params::Params;
 use webgpu_rmsnorm::reference::{fused_rms_norm, worst_error, Inputs};
 
 use crate::report::KernelResult;

@@ -13,46 +13,6 @@ pub const KERNEL_WGSL: &str = include_str!("../../shaders/fused_rms_norm.wgsl");
 /// The WGSL source of LayerNorm and the sandwich ([`Variant::is_family`]).
 pub const FAMILY_WGSL: &str = include_str!("../../shaders/norm_family.wgsl");
 
-/// The kernel's uniform block. Mirrors `struct Params` in the WGSL (a test checks the layout).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Params {
-    /// Rows in this dispatch.
-    pub rows: u32,
-    /// Row length in vector elements (`hidden / lanes`).
-    pub width: u32,
-    /// Row length in scalars, for the mean.
-    pub hidden: f32,
-    pub eps: f32,
-    /// Added to every gamma and postGamma: a uniform rather than a constant, so that Gemma's
-    /// `1 + weight` shares the pipelines of every other call.
-    pub gamma_offset: f32,
-}
-
-impl Params {
-    /// Five words, padded to the 16-byte multiple a uniform block takes.
-    pub const SIZE: usize = 32;
-
-    /// Each field's name (as in the WGSL and as `kernelSource` gives it), offset and type;
-    /// the rest of the block is padding.
-    pub const FIELDS: [(&'static str, u32, &'static str); 5] = [
-        ("rows", 0, "u32"),
-        ("width", 4, "u32"),
-        ("hidden", 8, "f32"),
-        ("eps", 12, "f32"),
-        ("gamma_offset", 16, "f32"),
-    ];
-
-    pub fn to_bytes(self) -> [u8; Self::SIZE] {
-        let mut out = [0u8; Self::SIZE];
-        out[0..4].copy_from_slice(&self.rows.to_le_bytes());
-        out[4..8].copy_from_slice(&self.width.to_le_bytes());
-        out[8..12].copy_from_slice(&self.hidden.to_le_bytes());
-        out[12..16].copy_from_slice(&self.eps.to_le_bytes());
-        out[16..20].copy_from_slice(&self.gamma_offset.to_le_bytes());
-        out
-    }
-}
-
 /// Which optional inputs and outputs a call has, and which normalization.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Options {
@@ -66,20 +26,33 @@ pub struct Options {
 }
 
 impl Default for Options {
-    /// Today's pre-norm: a residual, no optional array, RMSNorm.
     fn default() -> Options {
-        Options {
-            bias: false,
-            beta: false,
-            sum: false,
-            residual: true,
-            post_gamma: false,
-            kind: NormKind::Rms,
-        }
+        Options::PRE_NORM
     }
 }
 
 impl Options {
+    /// A pre-norm: a residual, no optional array, RMSNorm.
+    pub const PRE_NORM: Options = Options {
+        bias: false,
+        beta: false,
+        sum: false,
+        residual: true,
+        post_gamma: false,
+        kind: NormKind::Rms,
+    };
+
+    /// The pre-norm with bias, beta and sum from the low three bits of `bits`: how the
+    /// tests and sweeps walk every combination.
+    pub fn with_flags(bits: u8) -> Options {
+        Options {
+            bias: bits & 1 != 0,
+            beta: bits & 2 != 0,
+            sum: bits & 4 != 0,
+            ..Options::PRE_NORM
+        }
+    }
+
     /// The options of a call of `x`, with the `sum` output when `sum`.
     pub fn of<A>(x: &Inputs<A>, sum: bool) -> Options {
         Options {
@@ -431,12 +404,7 @@ mod tests {
                     // 3 and 6: a fan that is not a power of two (rounded down, see fan_in).
                     for fan in [0u32, Variant::balanced_fan(workgroup), workgroup, 3, 6] {
                         for bits in 0..64u8 {
-                            let options = Options {
-                                bias: bits & 1 != 0,
-                                beta: bits & 2 != 0,
-                                sum: bits & 4 != 0,
-                                ..Options::default()
-                            };
+                            let options = Options::with_flags(bits);
                             let v = Variant {
                                 workgroup,
                                 slots,
@@ -471,12 +439,7 @@ mod tests {
     fn web_tilings_validate_in_every_storage() {
         for hidden in [4u32, 768, 896, 1024, 4096, 8192, 16384] {
             for bits in 0..8u8 {
-                let options = Options {
-                    bias: bits & 1 != 0,
-                    beta: bits & 2 != 0,
-                    sum: bits & 4 != 0,
-                    ..Options::default()
-                };
+                let options = Options::with_flags(bits);
                 for storage in [Storage::F32, Storage::F16, Storage::F16Packed] {
                     for in_place in [false, true] {
                         let v = Variant {

@@ -11,7 +11,7 @@ use crate::call::host::HostArray;
 use crate::call::plan::{Destination, Plan, Request};
 use crate::call::shape::{Inputs, Shape};
 use crate::gpu::bindings::{slot, Bound, BINDINGS};
-use crate::gpu::kernel::Params;
+use crate::gpu::params::Params;
 use crate::gpu::pending::{map_read, Chunk, GpuOutput, Output, Pending, Staged};
 use crate::gpu::pool::Pooled;
 

@@ -239,11 +239,6 @@ impl Variant {
         let workgroup = width.div_ceil(4).next_power_of_two().clamp(1, most.max(1));
         let workgroup = 1 << (31 - workgroup.leading_zeros());
         Variant {
-            options,
-            storage: Storage::F32,
-            out_storage: Storage::F32,
-            in_place: false,
-            lanes,
             workgroup,
             slots: width.div_ceil(workgroup).clamp(1, FAMILY_SLOTS),
             fan: 0,
@@ -252,6 +247,7 @@ impl Variant {
             unroll: false,
             exact: false,
             split: 1,
+            ..Variant::for_stack(hidden, options, false)
         }
     }
 }

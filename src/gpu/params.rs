@@ -1,0 +1,41 @@
+//! The kernels' uniform block, the one per-call value a pipeline does not fix.
+
+/// The kernel's uniform block. Mirrors `struct Params` in the WGSL (a test checks the layout).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Params {
+    /// Rows in this dispatch.
+    pub rows: u32,
+    /// Row length in vector elements (`hidden / lanes`).
+    pub width: u32,
+    /// Row length in scalars, for the mean.
+    pub hidden: f32,
+    pub eps: f32,
+    /// Added to every gamma and postGamma: a uniform rather than a constant, so that Gemma's
+    /// `1 + weight` shares the pipelines of every other call.
+    pub gamma_offset: f32,
+}
+
+impl Params {
+    /// Five words, padded to the 16-byte multiple a uniform block takes.
+    pub const SIZE: usize = 32;
+
+    /// Each field's name (as in the WGSL and as `kernelSource` gives it), offset and type;
+    /// the rest of the block is padding.
+    pub const FIELDS: [(&'static str, u32, &'static str); 5] = [
+        ("rows", 0, "u32"),
+        ("width", 4, "u32"),
+        ("hidden", 8, "f32"),
+        ("eps", 12, "f32"),
+        ("gamma_offset", 16, "f32"),
+    ];
+
+    pub fn to_bytes(self) -> [u8; Self::SIZE] {
+        let mut out = [0u8; Self::SIZE];
+        out[0..4].copy_from_slice(&self.rows.to_le_bytes());
+        out[4..8].copy_from_slice(&self.width.to_le_bytes());
+        out[8..12].copy_from_slice(&self.hidden.to_le_bytes());
+        out[12..16].copy_from_slice(&self.eps.to_le_bytes());
+        out[16..20].copy_from_slice(&self.gamma_offset.to_le_bytes());
+        out
+    }
+}
