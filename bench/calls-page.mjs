@@ -66,9 +66,11 @@ function rawDispatch(device, hidden, data) {
   for (const f of src.params.fields) (f.type === "u32" ? view.setUint32 : view.setFloat32).call(view, f.offset, values[f.name], true);
   const uniform = device.createBuffer({ size: src.params.size, usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST });
   device.queue.writeBuffer(uniform, 0, params);
-  const buffers = { input: storage(data.x), residual: storage(data.r), gamma: storage(data.g), beta: storage(new Float32Array(4)), bias: storage(new Float32Array(4)), params: uniform };
+  const buffers = { input: storage(data.x), residual: storage(data.r), gamma: storage(data.g), beta: storage(new Float32Array(4)), bias: storage(new Float32Array(4)), post_gamma: storage(new Float32Array(4)), params: uniform };
   const group = device.createBindGroup({ layout, entries: src.bindings.map((b) => ({ binding: b.binding, resource: { buffer: buffers[b.name] } })) });
   const [x, y] = src.workgroups;
+  // The same submit as the package's own (src/gpu/webgpu_raw.rs), alike on purpose: the
+  // baseline a capable app would write.
   return {
     submit() {
       const encoder = device.createCommandEncoder();

@@ -31,6 +31,10 @@ command -v chromium >/dev/null || missing+=(chromium)
 command -v chromedriver >/dev/null || missing+=(chromium-driver)
 # Firefox ESR: the end-to-end suite's second browser, where WebGPU is missing (the CPU backend).
 command -v firefox-esr >/dev/null || missing+=(firefox-esr)
+# WebKitGTK (Safari's engine, JavaScriptCore): the third browser, no WebGPU there either; its
+# WebDriver brings MiniBrowser, which needs an X display (Xvfb).
+command -v WebKitWebDriver >/dev/null || missing+=(webkit2gtk-driver)
+command -v Xvfb >/dev/null || missing+=(xvfb)
 # lavapipe: a Vulkan driver on the CPU, for the native GPU tests.
 ls /usr/share/vulkan/icd.d/lvp_icd*.json >/dev/null 2>&1 || missing+=(mesa-vulkan-drivers)
 if [ ${#missing[@]} -gt 0 ]; then

@@ -9,7 +9,9 @@ echo "== native: cargo test (Vulkan on lavapipe) =="
 cargo test --release 2>&1 | grep -v XDG_RUNTIME_DIR
 
 echo "== browser: wasm-pack test --headless --chrome =="
-wasm-pack test --headless --chrome --release --mode no-install
+# The runner's limit is for the whole suite (20 s by default), which SwiftShader compiling the
+# kernels of every variant on a CPU can exceed.
+WASM_BINDGEN_TEST_TIMEOUT="${WASM_BINDGEN_TEST_TIMEOUT:-300}" wasm-pack test --headless --chrome --release --mode no-install
 
 echo "== end-to-end: packed package in headless Chromium =="
 bash scripts/build.sh

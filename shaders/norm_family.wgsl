@@ -9,24 +9,24 @@
 //   N_rms(x)   = x * inverseSqrt(mean(x^2) + eps)
 //   N_layer(x) = (x - m) * inverseSqrt(mean((x - m)^2) + eps),  m = mean(x)
 //
-// One workgroup owns one row. Each thread keeps SLOTS columns of it in registers (`cache`)
-// through every reduction, so each input is read once and each output written once; the
-// columns of a longer row are formed again from memory in each pass.
+// A row is owned by ROW_T threads of a workgroup of WG (WG / ROW_T rows a workgroup, for
+// short rows: QK-norm's heads of 64 and 128). Each thread keeps SLOTS columns of its row in
+// registers (`cache`) through every reduction, so each input is read once and each output
+// written once; the columns of a longer row are formed again from memory in each pass.
 //
-// LayerNorm never forms mean(x^2) - mean(x)^2, and does not subtract a plain f32 mean
-// either: for a row whose mean is 1e4 times its spread, the mean's own rounding is ~1e-3 of
-// the spread. The mean is taken in two steps: m1, the plain f32 mean, then its correction
-// c, the sum of x - m1 with each difference and the running sum kept as unevaluated pairs
-// of floats, so x - (m1 + c) is right to one rounding where the compiler keeps the order of
-// the adds. WGSL lets it reassociate them (Mesa's lavapipe folds the error terms away), and
-// then c is a plain second pass: the mean is still right to ~1e-9 of the spread. The squares are scaled by a power of two chosen from the largest
-// magnitude, so rows of ~1e30 or ~1e-30 neither overflow nor vanish; RMSNorm takes that
-// path only for rows that need it, as the fused kernel does.
+// LayerNorm never forms mean(x^2) - mean(x)^2, and does not center on a plain f32 mean
+// either: for a row whose mean is 1e4 times its spread, that mean's own rounding is ~1e-3
+// of the spread. The mean is m1, the plain f32 mean, plus its correction c, the mean of
+// x - m1 (terms of the spread's size, which sum without that loss), and x - m1 - c is formed
+// in that order. The squares are always scaled by the power of two that brings the row's
+// largest magnitude near 1, so rows of ~1e30 or ~1e-30 neither overflow nor vanish; with
+// several rows a workgroup no branch may depend on a reduced value (a barrier follows), so
+// only a workgroup of one row (whose totals are uniform) has RMSNorm's plain path: the
+// driver fills in the plain path and the total's read (see `Variant::family_wgsl`).
 //
-// The driver (src/gpu/kernel.rs) prepends WG, SLOTS, HAS_BIAS, HAS_BETA, HAS_RESIDUAL,
-// HAS_POST, LAYER, WRITE_SUM, IN_PLACE, V with LANES, lane / set_lane, square_sum, max_abs and
-// lane_sum, the
-// bindings (from the binding table), ld / st / st_out and put_y / put_v.
+// The driver (src/gpu/kernel.rs) prepends WG, ROW_T, SLOTS, HAS_BIAS, HAS_BETA,
+// HAS_RESIDUAL, HAS_POST, LAYER, WRITE_SUM, IN_PLACE, V with square_sum, max_abs and
+// lane_sum, the bindings (from the binding table), ld / st / st_out and put_y / put_v.
 
 struct Params {
     rows: u32,
@@ -39,9 +39,9 @@ struct Params {
     pad2: u32,
 };
 
+const EXP_MASK: u32 = 0x7f800000u;
 // Below this a sum of squares takes the rescaled path (squares of ~1e-19 are subnormal).
 const TINY_SUM: f32 = 8.673617e-19;
-const EXP_MASK: u32 = 0x7f800000u;
 const N_CACHE: u32 = max(SLOTS, 1u);
 
 fn is_finite(x: f32) -> bool {
@@ -52,54 +52,34 @@ fn is_nan(x: f32) -> bool {
     return (bitcast<u32>(x) & 0x7fffffffu) > EXP_MASK;
 }
 
-// a + b as an unevaluated pair (sum, rounding error): exact with f32 adds in IEEE order.
-fn two_sum(a: f32, b: f32) -> vec2<f32> {
-    let s = a + b;
-    let bb = s - a;
-    return vec2(s, (a - (s - bb)) + (b - bb));
-}
+// Per-thread partials: (sum, largest magnitude).
+var<workgroup> partials: array<vec2<f32>, WG>;
 
-// Per-thread partials: (sum, its rounding error, largest magnitude, unused).
-var<workgroup> partials: array<vec4<f32>, WG>;
-
-fn combine(a: vec4<f32>, b: vec4<f32>) -> vec4<f32> {
-    let t = two_sum(a.x, b.x);
-    return vec4(t.x, (a.y + b.y) + t.y, max(a.z, b.z), 0.0);
-}
-
-// The row's total over the workgroup. The barrier first: every lane has read the previous
-// total before `partials` is written again.
-fn reduce(lid: u32, value: vec4<f32>) -> vec4<f32> {
+// The row's total over its ROW_T threads (`t` the thread's place in its row). The barrier
+// first: every lane has read the previous total before `partials` is written again.
+fn reduce(lid: u32, t: u32, value: vec2<f32>) -> vec2<f32> {
     workgroupBarrier();
     partials[lid] = value;
     workgroupBarrier();
-    for (var stride = WG / 2u; stride > 0u; stride >>= 1u) {
-        if lid < stride {
-            partials[lid] = combine(partials[lid], partials[lid + stride]);
+    for (var stride = ROW_T / 2u; stride > 0u; stride >>= 1u) {
+        if t < stride {
+            let a = partials[lid];
+            let b = partials[lid + stride];
+            partials[lid] = vec2(a.x + b.x, max(a.y, b.y));
         }
         workgroupBarrier();
     }
-    return workgroupUniformLoad(&partials[0]);
+    return TOTAL;
 }
 
-// How a row is normalized: (x - m) * scale * post, with the mean m = m1 + c held as two
-// floats (for RMSNorm both are 0), scale a power of two.
+// How a row is normalized: (x - m1 - c) * scale * post (RMSNorm: m1 = c = 0), scale a
+// power of two.
 struct Stat {
     m1: f32,
     c: f32,
     scale: f32,
     post: f32,
 };
-
-// x - m, exact but for one rounding of the result: x - m1 as an exact pair, then c.
-fn centered(x: V, s: Stat) -> V {
-    var r: V;
-    for (var j = 0u; j < LANES; j++) {
-        let t = two_sum(lane(x, j), -s.m1);
-        set_lane(&r, j, t.x + (t.y - s.c));
-    }
-    return r;
-}
 
 // The vector the first normalization reads, at column i: u with a post-norm, else v in the
 // fused kernel's order (input + residual) + bias, so that `sum` matches it bit for bit.
@@ -114,11 +94,15 @@ fn first_at(base: u32, i: u32) -> V {
     return x;
 }
 
-fn normalized(x: V, s: Stat) -> V {
+fn centered(x: V, s: Stat) -> V {
     if LAYER {
-        return centered(x, s) * (s.scale * s.post);
+        return (x - V(s.m1)) - V(s.c);
     }
-    return x * (s.scale * s.post);
+    return x;
+}
+
+fn normalized(x: V, s: Stat) -> V {
+    return centered(x, s) * (s.scale * s.post);
 }
 
 // v from the post-norm's input u at column i.
@@ -139,89 +123,63 @@ fn column(base: u32, i: u32, which: u32, s1: Stat) -> V {
     return x;
 }
 
-// What one column adds to a pass's partials. Pass 0: the plain sum (LayerNorm) or sum of
-// squares (RMSNorm), and the largest magnitude. Pass 1 (LayerNorm): x - m1 summed exactly,
-// each difference an exact pair and the running sum compensated, so that the mean's
-// correction c carries no rounding of the terms (a near-mean element's x - m is as small as
-// 1e-6 of the spread, and a plain f32 mean is off by more than that).
-fn tally(acc: vec4<f32>, x: V, phase: u32, s: Stat) -> vec4<f32> {
-    var a = acc;
+// What one column adds to a pass's partials: phase 0, the plain sum (RMSNorm: of squares)
+// and the largest magnitude; phase 1, the sum of x - m1 (LayerNorm's correction); phase 2, the scaled
+// centered squares.
+fn tally(acc: vec2<f32>, x: V, phase: u32, s: Stat) -> vec2<f32> {
     if phase == 0u {
-        a.x += select(square_sum(x), lane_sum(x), LAYER);
-        a.z = max(a.z, max_abs(x));
-        return a;
+        return vec2(acc.x + select(square_sum(x), lane_sum(x), LAYER), max(acc.y, max_abs(x)));
     }
-    for (var j = 0u; j < LANES; j++) {
-        let d = two_sum(lane(x, j), -s.m1);
-        let t = two_sum(a.x, d.x);
-        a.x = t.x;
-        a.y += t.y + d.y;
-        a.z = max(a.z, abs(d.x));
+    if phase == 1u {
+        return vec2(acc.x + lane_sum(x - V(s.m1)), acc.y);
     }
-    return a;
+    return vec2(acc.x + square_sum(centered(x, s) * s.scale), acc.y);
 }
 
-// The workgroup's totals of pass `pass` over the vector `which` of this row.
-fn totals(lid: u32, base: u32, width: u32, cache: ptr<function, array<V, N_CACHE>>,
-          which: u32, s1: Stat, phase: u32, s: Stat) -> vec4<f32> {
-    var acc = vec4(0.0);
+// The totals of pass `phase` over the vector `which` of this row (`t` the thread's place in
+// it), its cached columns in `cache`.
+fn totals(lid: u32, t: u32, base: u32, width: u32, cache: ptr<function, array<V, N_CACHE>>,
+          which: u32, s1: Stat, phase: u32, s: Stat) -> vec2<f32> {
+    var acc = vec2(0.0);
     for (var k = 0u; k < N_CACHE; k++) {
-        let i = lid + k * WG;
+        let i = t + k * ROW_T;
         if k < SLOTS && i < width {
             acc = tally(acc, (*cache)[k], phase, s);
         }
     }
-    for (var i = lid + SLOTS * WG; i < width; i += WG) {
+    for (var i = t + SLOTS * ROW_T; i < width; i += ROW_T) {
         acc = tally(acc, column(base, i, which, s1), phase, s);
     }
-    return reduce(lid, acc);
+    return reduce(lid, t, acc);
 }
 
-// The workgroup's Stat for the vector `which` of this row, its cached columns in `cache`.
-fn stats(lid: u32, base: u32, width: u32, cache: ptr<function, array<V, N_CACHE>>,
+// The Stat of the vector `which` of this row.
+fn stats(lid: u32, t: u32, base: u32, width: u32, cache: ptr<function, array<V, N_CACHE>>,
          which: u32, s1: Stat) -> Stat {
     var s = Stat(0.0, 0.0, 1.0, 0.0);
-    var total = totals(lid, base, width, cache, which, s1, 0u, s);
+    let first = totals(lid, t, base, width, cache, which, s1, 0u, s);
+    PLAIN_PATH
     if LAYER {
-        s.m1 = total.x / params.hidden;
-        total = totals(lid, base, width, cache, which, s1, 1u, s);
-        s.c = (total.x + total.y) / params.hidden;
-    } else {
-        let rescale = !is_nan(total.x) && (!is_finite(total.x) || total.x < TINY_SUM)
-            && is_finite(total.z) && total.z > 0.0;
-        if !rescale {
-            s.post = inverseSqrt(total.x / params.hidden + params.eps);
-            return s;
-        }
+        s.m1 = first.x / params.hidden;
+        s.c = totals(lid, t, base, width, cache, which, s1, 1u, s).x / params.hidden;
     }
-    // The (centered) squares, scaled by 2^k so that the largest magnitude is near 1: rows
-    // of ~1e30 or ~1e-30 neither overflow nor vanish.
+    // 2^k brings the largest magnitude near 1 (a NaN or Inf row keeps k = 0 and poisons
+    // itself); LayerNorm's centered values are at most twice it.
     var k = 0;
-    if is_finite(total.z) && total.z > 0.0 {
-        k = clamp(-frexp(total.z).exp, -126, 126);
+    if is_finite(first.y) && first.y > 0.0 {
+        k = clamp(-frexp(first.y).exp, -126, 126);
     }
-    let scale = ldexp(1.0, k);
-    var squares = 0.0;
-    for (var j = 0u; j < N_CACHE; j++) {
-        let i = lid + j * WG;
-        if j < SLOTS && i < width {
-            squares += square_sum(select((*cache)[j], centered((*cache)[j], s), LAYER) * scale);
-        }
-    }
-    for (var i = lid + SLOTS * WG; i < width; i += WG) {
-        let x = column(base, i, which, s1);
-        squares += square_sum(select(x, centered(x, s), LAYER) * scale);
-    }
-    let var_scaled = reduce(lid, vec4(squares, 0.0, 0.0, 0.0)).x / params.hidden;
+    s.scale = ldexp(1.0, k);
+    let var_scaled = totals(lid, t, base, width, cache, which, s1, 2u, s).x / params.hidden;
     // eps * scale^2 in two exact steps (as a product a compiler may form scale^2 first,
-    // which overflows): the fused kernel's rescaled path, alike on purpose (the two
-    // shaders share no source).
+    // which overflows): the fused kernel's rescaled path, alike on purpose (the two shaders
+    // share no source).
     let eps_scaled = ldexp(ldexp(params.eps, k), k);
     if is_finite(eps_scaled) {
-        s.scale = scale;
         s.post = inverseSqrt(var_scaled + eps_scaled);
     } else {
         // eps dominates a spread this small by more than f32 can see.
+        s.scale = 1.0;
         s.post = inverseSqrt(params.eps);
     }
     return s;
@@ -245,39 +203,42 @@ fn main(
     @builtin(local_invocation_index) lid: u32,
 ) {
     // More than 65535 workgroups fold into a 2-D grid (per-dimension dispatch limit).
-    let row = wg.x + wg.y * groups.x;
-    if row >= params.rows {
+    let first_row = (wg.x + wg.y * groups.x) * (WG / ROW_T);
+    if first_row >= params.rows {
         return;
     }
-    let width = params.width;
-    let base = row * width;
+    let t = lid % ROW_T;
+    let row = first_row + lid / ROW_T;
+    // A row past the end still takes part in every barrier, over no columns.
+    let width = select(0u, params.width, row < params.rows);
+    let base = row * params.width;
     var cache: array<V, N_CACHE>;
     for (var k = 0u; k < N_CACHE; k++) {
-        let i = lid + k * WG;
+        let i = t + k * ROW_T;
         if k < SLOTS && i < width {
             cache[k] = first_at(base, i);
         }
     }
-    let s1 = stats(lid, base, width, &cache, 0u, Stat(0.0, 0.0, 1.0, 0.0));
+    let s1 = stats(lid, t, base, width, &cache, 0u, Stat(0.0, 0.0, 1.0, 0.0));
     var s = s1;
     if HAS_POST {
         for (var k = 0u; k < N_CACHE; k++) {
-            let i = lid + k * WG;
+            let i = t + k * ROW_T;
             if k < SLOTS && i < width {
                 cache[k] = v_from_u(base, i, cache[k], s1);
             }
         }
-        s = stats(lid, base, width, &cache, 1u, s1);
+        s = stats(lid, t, base, width, &cache, 1u, s1);
     }
     // Every output is written here, after the last read of the row: in place, y goes over
     // input and v over residual, which the passes above read.
     for (var k = 0u; k < N_CACHE; k++) {
-        let i = lid + k * WG;
+        let i = t + k * ROW_T;
         if k < SLOTS && i < width {
             store(base, i, cache[k], s);
         }
     }
-    for (var i = lid + SLOTS * WG; i < width; i += WG) {
+    for (var i = t + SLOTS * ROW_T; i < width; i += ROW_T) {
         store(base, i, column(base, i, select(0u, 1u, HAS_POST), s1), s);
     }
 }

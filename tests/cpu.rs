@@ -1,19 +1,27 @@
 //! The CPU backend's kernel (`src/cpu`) against the f64 reference: the shared case matrix,
-//! random cases, rows that overflow or underflow f32, NaN and Inf, in place against out of
-//! place, f16 storage, and the f16 conversions it uses against `dtype`'s.
+//! random cases, every option of the normalization family (RMSNorm and LayerNorm, with and
+//! without a residual, the sandwich's post-norm, a gamma offset), LayerNorm rows whose mean
+//! dwarfs their spread, QK-norm's shapes, rows that overflow or underflow f32, NaN and Inf,
+//! in place against out of place, f16 storage and f16 output, and the f16 conversions it
+//! uses against `dtype`'s.
 #![cfg(not(target_arch = "wasm32"))]
 
+use std::fmt;
+
 use webgpu_rmsnorm::call::dtype::{f16_bits, f16_value};
-use webgpu_rmsnorm::cpu::{half, norm_f16, norm_f16_in_place, norm_f32, norm_f32_in_place};
-use webgpu_rmsnorm::reference::{fused_rms_norm, worst_error, Inputs};
+use webgpu_rmsnorm::call::shape::{Norm, NormKind};
+use webgpu_rmsnorm::cpu::{half, norm, norm_in_place, Element};
+use webgpu_rmsnorm::reference::{
+    from_sum, fused_rms_norm, same_sum, worst_error, worst_error_at, GenericInputs, Inputs,
+};
 
 /// Relative tolerance against the f64 reference (f32 math; see `worst_error`).
 const RTOL: f64 = 1e-5;
-/// For f16 storage: one rounding of the result to f16 is 2^-11 relative.
-const RTOL_F16: f64 = 1e-3;
+/// For f16 results: one rounding to f16 (2^-11 relative) on top of the f32 math.
+const RTOL_F16: f64 = 1e-5 + 1.0 / 2048.0;
 
 mod common;
-use common::{assert_within, matrix, Case, Rng};
+use common::{matrix, Case, Rng};
 
 /// Bit for bit, except that any NaN matches any NaN.
 fn same_bits(a: f32, b: f32) -> bool {
@@ -27,75 +35,262 @@ fn assert_same_bits(got: &[f32], want: &[f32], what: &str) {
     }
 }
 
-/// What the CPU kernel gives for a case.
-struct Run {
-    y: Vec<f32>,
-    v: Vec<f32>,
+/// The options of the family beyond a case's arrays.
+#[derive(Clone, Copy, Debug)]
+struct Family {
+    kind: NormKind,
+    residual: bool,
+    /// The sandwich's post-norm.
+    post: bool,
+    gamma_offset: f32,
 }
 
-fn run_f32(case: &Case) -> Run {
-    let n = case.input.len();
-    let (mut y, mut v) = (vec![0.0; n], vec![0.0; n]);
-    norm_f32(&case.inputs(), &mut y, Some(&mut v));
-    Run { y, v }
-}
+impl Family {
+    /// Today's call: RMSNorm of `input + residual`.
+    const PRE_NORM: Family = Family {
+        kind: NormKind::Rms,
+        residual: true,
+        post: false,
+        gamma_offset: 0.0,
+    };
 
-fn run_f32_in_place(case: &Case) -> Run {
-    let (y, v) = run_in_place(case, norm_f32_in_place);
-    Run { y, v }
-}
-
-/// `(y, v)` of f16 storage out of place, checking on the way that `y` alone is the same.
-fn run_f16(case: &Case<u16>) -> (Vec<u16>, Vec<u16>) {
-    let x = case.inputs();
-    let n = case.input.len();
-    let (mut y, mut v) = (vec![0u16; n], vec![0u16; n]);
-    norm_f16(&x, &mut y, Some(&mut v));
-    let mut y_alone = vec![0u16; n];
-    norm_f16(&x, &mut y_alone, None);
-    assert_eq!(y_alone, y, "f16 y without v");
-    (y, v)
-}
-
-/// The signature `norm_f32_in_place` and `norm_f16_in_place` share.
-type InPlace<T> = fn(&mut [T], &mut [T], &[T], Option<&[T]>, Option<&[T]>, usize, f32);
-
-/// `(y, v)` of an in-place kernel run over copies of the case's input and residual.
-fn run_in_place<T: Clone>(case: &Case<T>, kernel: InPlace<T>) -> (Vec<T>, Vec<T>) {
-    let (mut y, mut v) = (case.input.clone(), case.residual.clone());
-    let x = case.inputs();
-    kernel(&mut y, &mut v, x.gamma, x.beta, x.bias, x.hidden, x.eps);
-    (y, v)
-}
-
-/// Checks a case on every f32 path: `y` within RTOL of the reference and `v` equal to it bit
-/// for bit; `y` alone, and in place, bit for bit the same as `y` with `v`.
-fn check(case: &Case, what: &str) {
-    let x = case.inputs();
-    let got = run_f32(case);
-    let (want_y, want_v) = fused_rms_norm(&x);
-    let err = worst_error(&got.y, &want_y, &x, RTOL);
-    if err > 1.0 {
-        let at = (0..got.y.len())
-            .max_by(|&a, &b| {
-                let d = |i: usize| (got.y[i] as f64 - want_y[i]).abs();
-                d(a).total_cmp(&d(b))
-            })
-            .unwrap_or(0);
-        panic!(
-            "{what}: y is {err:.2} tolerances off the f64 reference; worst at {at}: got {:e}, \
-             want {:e}, v {:e}",
-            got.y[at], want_y[at], want_v[at]
-        );
+    /// The `i`-th of the 16 combinations of kind, residual, post-norm and offset 0 or 1.
+    fn nth(i: usize) -> Family {
+        Family {
+            kind: [NormKind::Rms, NormKind::Layer][i & 1],
+            residual: i & 2 == 0,
+            post: i & 4 != 0,
+            gamma_offset: [0.0, 1.0][(i >> 3) & 1],
+        }
     }
-    assert_same_bits(&got.v, &want_v, &format!("{what}: v"));
 
-    let mut y_alone = vec![0.0; x.input.len()];
-    norm_f32(&x, &mut y_alone, None);
-    assert_same_bits(&y_alone, &got.y, &format!("{what}: y without v"));
-    let in_place = run_f32_in_place(case);
-    assert_same_bits(&in_place.y, &got.y, &format!("{what}: y in place"));
-    assert_same_bits(&in_place.v, &got.v, &format!("{what}: v in place"));
+    fn all() -> impl Iterator<Item = Family> {
+        (0..16).map(Family::nth)
+    }
+
+    fn layer(self) -> bool {
+        self.kind == NormKind::Layer
+    }
+}
+
+impl fmt::Display for Family {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Family {
+            kind,
+            residual,
+            post,
+            gamma_offset,
+        } = self;
+        write!(
+            f,
+            "{} residual={residual} post={post} offset={gamma_offset}",
+            kind.name()
+        )
+    }
+}
+
+/// A case with a family's options, and the post-norm's gamma the family may use.
+struct Call<T = f32> {
+    case: Case<T>,
+    post_gamma: Vec<T>,
+    family: Family,
+}
+
+impl Call {
+    fn new(rng: &mut Rng, case: Case, family: Family) -> Call {
+        Call {
+            post_gamma: rng.vec(case.hidden, 2.0),
+            case,
+            family,
+        }
+    }
+
+    fn random(
+        rng: &mut Rng,
+        (rows, hidden): (usize, usize),
+        bias: bool,
+        beta: bool,
+        eps: f32,
+        scale: f32,
+        family: Family,
+    ) -> Call {
+        let case = Case::random(rng, rows, hidden, bias, beta, eps, scale);
+        Call::new(rng, case, family)
+    }
+
+    fn halves(&self) -> Call<u16> {
+        Call {
+            case: self.case.halves(),
+            post_gamma: self.post_gamma.iter().map(|&g| f16_bits(g)).collect(),
+            family: self.family,
+        }
+    }
+}
+
+impl Call<u16> {
+    fn widened(&self) -> Call {
+        Call {
+            case: self.case.widened(),
+            post_gamma: self.post_gamma.iter().map(|&g| f16_value(g)).collect(),
+            family: self.family,
+        }
+    }
+}
+
+impl<T> Call<T> {
+    fn inputs(&self) -> GenericInputs<&[T]> {
+        let f = self.family;
+        GenericInputs {
+            residual: f.residual.then_some(&self.case.residual[..]),
+            post_gamma: f.post.then_some(&self.post_gamma[..]),
+            norm: Norm {
+                kind: f.kind,
+                gamma_offset: f.gamma_offset,
+                output_dtype: None,
+            },
+            ..self.case.inputs()
+        }
+    }
+}
+
+/// What the CPU kernel gives for a call: `y` in `O`, `v` in the data's `T`.
+struct Run<T = f32, O = T> {
+    y: Vec<O>,
+    v: Vec<T>,
+}
+
+fn run<T: Element + Default, O: Element + Default>(x: &GenericInputs<&[T]>) -> Run<T, O> {
+    let n = x.input.len();
+    let (mut y, mut v) = (vec![O::default(); n], vec![T::default(); n]);
+    norm(x, &mut y, Some(&mut v));
+    let mut y_alone = vec![O::default(); n];
+    norm(x, &mut y_alone, None);
+    let bits = |y: &[O]| y.iter().map(|&y| y.widen().to_bits()).collect::<Vec<_>>();
+    assert!(bits(&y_alone) == bits(&y), "y without v differs");
+    Run { y, v }
+}
+
+/// `(y, v)` of the in-place kernel over copies of the call's input and residual; `v` is
+/// empty without a residual.
+fn run_in_place<T: Element>(x: &GenericInputs<&[T]>) -> (Vec<T>, Vec<T>) {
+    let mut y = x.input.to_vec();
+    let mut v = x.residual.map(<[T]>::to_vec);
+    norm_in_place(&mut y, v.as_deref_mut(), x);
+    (y, v.unwrap_or_default())
+}
+
+/// Panics unless `got` is within `rtol` of the reference of `x`, naming the worst element.
+fn assert_y(got: &[f32], x: &Inputs, rtol: f64, what: &str) {
+    let (want, v) = fused_rms_norm(x);
+    let (err, at) = worst_error_at(got, &want, x, rtol);
+    assert!(
+        err <= 1.0,
+        "{what}: y is {err:.2} tolerances off the f64 reference; worst at {at}: got {:e}, \
+         want {:e}, v {:e}",
+        got[at],
+        want[at],
+        v[at]
+    );
+}
+
+/// The reference `y` is checked against: that of `x`, or with a post-norm that of the `v`
+/// the kernel formed (`v = residual + w` holds `w` rounded in f32, and LayerNorm's `y` of an
+/// element near the mean is a relative error of that rounding), `v` being checked against
+/// the reference's on its own.
+fn y_reference<'a>(x: &Inputs<'a>, v: &'a [f32]) -> Inputs<'a> {
+    if x.post_gamma.is_some() {
+        from_sum(x, v)
+    } else {
+        *x
+    }
+}
+
+/// Checks a call on every f32 path: `v` the reference's (bit for bit without a post-norm),
+/// `y` within RTOL of the reference; `y` alone, and in place, bit for bit the same as `y`
+/// with `v`; `y` as f16 the one rounding of it.
+fn check(x: &Inputs, what: &str) -> Run {
+    let got = run(x);
+    let (_, want_v) = fused_rms_norm(x);
+    if x.post_gamma.is_some() {
+        assert!(
+            same_sum(x, &got.v, &want_v),
+            "{what}: v off the reference's"
+        );
+    } else {
+        assert_same_bits(&got.v, &want_v, &format!("{what}: v"));
+    }
+    assert_y(&got.y, &y_reference(x, &got.v), RTOL, what);
+    let (y, v) = run_in_place(x);
+    assert_same_bits(&y, &got.y, &format!("{what}: y in place"));
+    if x.residual.is_some() {
+        assert_same_bits(&v, &got.v, &format!("{what}: v in place"));
+    }
+    check_f16_output(x, &got, what);
+    got
+}
+
+/// `y` in f16 from f32 data: each the f32 path's `y` rounded once, `v` still in f32, and so
+/// within one f16 rounding of the reference.
+fn check_f16_output(x: &Inputs, f32_path: &Run, what: &str) {
+    let got: Run<f32, u16> = run(x);
+    let rounded: Vec<u16> = f32_path.y.iter().map(|&y| f16_bits(y)).collect();
+    assert!(
+        got.y == rounded,
+        "{what}: f16 y is not the f32 y rounded once"
+    );
+    assert_same_bits(&got.v, &f32_path.v, &format!("{what}: v with f16 y"));
+    assert_f16_y(&got.y, &y_reference(x, &f32_path.v), what);
+}
+
+/// f16 results within one f16 rounding of the reference of `x`. Where `y` is an f16
+/// subnormal its rounding is absolute (up to 2^-25), which a relative tolerance cannot
+/// express; there the exact checks against the f32 path hold it.
+fn assert_f16_y(y: &[u16], x: &Inputs, what: &str) {
+    let smallest_normal = f16_value(0x0400) as f64;
+    let (want, _) = fused_rms_norm(x);
+    let got: Vec<f32> = y
+        .iter()
+        .zip(&want)
+        .map(|(&h, &w)| {
+            if w.abs() < smallest_normal {
+                w as f32
+            } else {
+                f16_value(h)
+            }
+        })
+        .collect();
+    assert_y(&got, x, RTOL_F16, &format!("{what}, f16 y"));
+}
+
+/// f16 data against the f64 reference of the same halves widened to f32 (as the f32 path
+/// sees them), and, exactly, each result the one f16 rounding of the f32 path's; in place,
+/// and with `y` in f32, the same results.
+fn check_halves(halves: &Call<u16>, what: &str) {
+    let h = halves.inputs();
+    let got: Run<u16> = run(&h);
+    let widened = halves.widened();
+    let w = widened.inputs();
+    let f32_path = check(&w, &format!("{what}, widened, on the f32 path"));
+    let round = |xs: &[f32]| xs.iter().map(|&x| f16_bits(x)).collect::<Vec<_>>();
+    assert_eq!(
+        got.y,
+        round(&f32_path.y),
+        "{what}: y is the f32 path's rounded once"
+    );
+    assert_eq!(
+        got.v,
+        round(&f32_path.v),
+        "{what}: v is the f32 sum rounded once"
+    );
+    let (y, v) = run_in_place(&h);
+    assert_eq!(y, got.y, "{what}: y in place");
+    if h.residual.is_some() {
+        assert_eq!(v, got.v, "{what}: v in place");
+    }
+    let f32_y: Run<u16, f32> = run(&h);
+    assert_same_bits(&f32_y.y, &f32_path.y, &format!("{what}: f32 y of f16 data"));
+    assert_eq!(f32_y.v, got.v, "{what}: f16 v with f32 y");
+    assert_f16_y(&got.y, &y_reference(&w, &f32_path.v), what);
 }
 
 #[test]
@@ -104,16 +299,208 @@ fn shape_matrix_matches_the_reference() {
     let cells = matrix();
     for c in &cells {
         let case = Case::random(&mut rng, c.rows, c.hidden, c.bias, c.beta, c.eps, 1.0);
-        check(&case, &c.to_string());
+        check(&case.inputs(), &c.to_string());
     }
     assert_eq!(cells.len(), 480);
 }
 
 #[test]
 fn random_shapes_and_options_match_the_reference() {
-    for (case, what) in Case::sweep(0x5EED_C002, 1000) {
-        check(&case, &what);
+    let mut rng = Rng(0x5EED_C002);
+    for (i, (case, what)) in Case::sweep(0x5EED_C002, 1000).enumerate() {
+        check(&case.inputs(), &what);
+        // The same case again with one of the family's options, in turn.
+        let call = Call::new(&mut rng, case, Family::nth(i));
+        check(&call.inputs(), &format!("{what}, {}", call.family));
     }
+}
+
+/// Every combination of kind, residual, post-norm, gamma offset, bias and beta, in f32 and
+/// in f16 storage (both also with `y` in the other dtype), at short, odd and long rows.
+#[test]
+fn every_option_of_the_family_matches_the_reference() {
+    let mut rng = Rng(0x5EED_C008);
+    let shapes = [
+        (5usize, 1usize),
+        (7, 3),
+        (4, 64),
+        (3, 768),
+        (2, 4099),
+        (2, 16384),
+    ];
+    for family in Family::all() {
+        for bits in 0..4u8 {
+            let (bias, beta) = (bits & 1 != 0, bits & 2 != 0);
+            for (rows, hidden) in shapes {
+                for eps in [0.0f32, 1e-6] {
+                    let what =
+                        format!("{rows}x{hidden} {family} bias={bias} beta={beta} eps={eps}");
+                    let call = Call::random(&mut rng, (rows, hidden), bias, beta, eps, 1.0, family);
+                    check(&call.inputs(), &what);
+                    if hidden % 4 == 0 {
+                        check_halves(&call.halves(), &format!("f16 {what}"));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// LayerNorm where the mean is 10^4 times the spread and more (values 1e4 ± 1, and a
+/// residual as large: 2e4 ± 2), at scales from 1e-20 to 1e20 and of both signs.
+#[test]
+fn layer_norm_is_exact_where_the_mean_dwarfs_the_spread() {
+    let mut rng = Rng(0x5EED_C009);
+    for hidden in [1024usize, 4096, 16384] {
+        for family in Family::all().filter(|f| f.layer()) {
+            for (mean, scale) in [(1e4f32, 1.0f32), (-1e4, 1e-20), (1e4, 1e20)] {
+                for beta in [false, true] {
+                    let mut call =
+                        Call::random(&mut rng, (4, hidden), true, beta, 1e-6, 1.0, family);
+                    let case = &mut call.case;
+                    for x in case.input.iter_mut().chain(&mut case.residual) {
+                        *x = (*x + mean) * scale;
+                    }
+                    for b in case.bias.iter_mut().flatten() {
+                        *b *= scale;
+                    }
+                    let what = format!("{hidden} {family} beta={beta} mean {mean:e} x {scale:e}");
+                    check(&call.inputs(), &what);
+                }
+            }
+        }
+    }
+}
+
+/// The tolerance catches what a kernel could get wrong: the one-pass `E[x²] − E[x]²` and
+/// a mean in f32 (centred on it, or on the row shifted by its first value) where the kernel
+/// sums the mean in f64, a wrong gamma offset, kind or post-norm.
+#[test]
+fn the_checks_fail_the_shortcuts_and_the_mistakes() {
+    let mut rng = Rng(0x5EED_C00A);
+    let layer = |residual, post, gamma_offset| Family {
+        kind: NormKind::Layer,
+        residual,
+        post,
+        gamma_offset,
+    };
+    // LayerNorm in f32 of rows of `input` alone, centred by `centre`: (x - mean, variance).
+    type Centre = fn(&[f32]) -> (Vec<f32>, f32);
+    fn in_f32(x: &Inputs, centre: Centre) -> Vec<f32> {
+        x.input
+            .chunks(x.hidden)
+            .flat_map(|row| {
+                let (c, var) = centre(row);
+                let inv = 1.0 / (var + x.eps).sqrt();
+                c.into_iter().zip(x.gamma).map(move |(c, g)| c * inv * g)
+            })
+            .collect()
+    }
+    fn mean(xs: &[f32]) -> f32 {
+        xs.iter().sum::<f32>() / xs.len() as f32
+    }
+    fn centred(row: &[f32], m: f32) -> (Vec<f32>, f32) {
+        let c: Vec<f32> = row.iter().map(|x| x - m).collect();
+        let var = mean(&c.iter().map(|c| c * c).collect::<Vec<_>>());
+        (c, var)
+    }
+    let one_pass: Centre = |row| {
+        let m = mean(row);
+        let var = mean(&row.iter().map(|x| x * x).collect::<Vec<_>>()) - m * m;
+        (row.iter().map(|x| x - m).collect(), var)
+    };
+    let two_pass: Centre = |row| centred(row, mean(row));
+    let shifted: Centre = |row| {
+        let t: Vec<f32> = row.iter().map(|x| x - row[0]).collect();
+        centred(&t, mean(&t))
+    };
+    let wide = Call::random(
+        &mut rng,
+        (4, 1024),
+        false,
+        false,
+        1e-6,
+        1.0,
+        layer(false, false, 0.0),
+    );
+    let mut narrow = Call::random(&mut rng, (4, 1024), false, false, 1e-6, 1.0, wide.family);
+    narrow.case.input.iter_mut().for_each(|x| *x += 1e4);
+    for (call, centre, name) in [
+        (&narrow, one_pass, "E[x²] − E[x]²"),
+        (&narrow, two_pass, "mean in f32"),
+        (&wide, shifted, "mean in f32 of the shifted row"),
+    ] {
+        let x = call.inputs();
+        check(&x, name);
+        let (want, _) = fused_rms_norm(&x);
+        let err = worst_error(&in_f32(&x, centre), &want, &x, RTOL);
+        assert!(err > 1.0, "{name}: {err:.2} tolerances off, and would pass");
+    }
+    // The kernel's results for a call checked against the reference of another.
+    let call = Call::random(
+        &mut rng,
+        (4, 768),
+        true,
+        true,
+        1e-6,
+        1.0,
+        layer(true, true, 1.0),
+    );
+    let x = call.inputs();
+    let y = run::<f32, f32>(&x).y;
+    let rms = Norm {
+        kind: NormKind::Rms,
+        ..x.norm
+    };
+    let no_offset = Norm {
+        gamma_offset: 0.0,
+        ..x.norm
+    };
+    for (wrong, name) in [
+        (
+            Inputs {
+                norm: no_offset,
+                ..x
+            },
+            "gamma offset",
+        ),
+        (Inputs { norm: rms, ..x }, "kind"),
+        (
+            Inputs {
+                post_gamma: None,
+                ..x
+            },
+            "post-norm",
+        ),
+        (
+            Inputs {
+                residual: None,
+                ..x
+            },
+            "residual",
+        ),
+    ] {
+        let (want, _) = fused_rms_norm(&wrong);
+        let err = worst_error(&y, &want, &wrong, RTOL);
+        assert!(
+            err > 1.0,
+            "a wrong {name} is {err:.2} tolerances off, and would pass"
+        );
+    }
+    // y as f16 rounded the other way is one f16 ulp off: more than one rounding allows.
+    let x = Call::random(
+        &mut rng,
+        (4, 768),
+        false,
+        false,
+        1e-6,
+        1.0,
+        Family::PRE_NORM,
+    );
+    let x = x.inputs();
+    let y: Vec<u16> = run::<f32, u16>(&x).y.iter().map(|&h| h ^ 1).collect();
+    let result = std::panic::catch_unwind(|| assert_f16_y(&y, &x, "off by an ulp"));
+    assert!(result.is_err(), "an f16 y one ulp off passes");
 }
 
 #[test]
@@ -129,10 +516,33 @@ fn huge_and_tiny_rows_normalize_like_rows_of_one() {
                 // (|v·inv·gamma| + |beta|) and could hide a wrong normalized term.
                 for beta in [true, false] {
                     let case = Case::random(&mut rng, 5, hidden, true, beta, eps, scale);
-                    check(
-                        &case,
-                        &format!("5x{hidden} at scale {scale:e}, eps {eps}, beta {beta}"),
-                    );
+                    let what = format!("5x{hidden} at scale {scale:e}, eps {eps}, beta {beta}");
+                    check(&case.inputs(), &what);
+                }
+            }
+        }
+    }
+}
+
+/// Both normalizations of the sandwich, and LayerNorm's, rescale rows whose squares leave
+/// f32 (and LayerNorm's centring keeps rows near f32's largest finite), with and without a
+/// residual.
+#[test]
+fn huge_and_tiny_rows_normalize_like_rows_of_one_in_the_whole_family() {
+    let mut rng = Rng(0x5EED_C00B);
+    let scales = [1e30f32, 1e-30, 3e18, 1e-18, 1e38, 1e-40];
+    let families = Family::all().filter(|f| f.post || f.layer());
+    for family in families {
+        for hidden in [1usize, 7, 64, 4099] {
+            for scale in scales {
+                for eps in [0.0f32, 1e-6, 1e-2] {
+                    for beta in [true, false] {
+                        let shape = (5, hidden);
+                        let call = Call::random(&mut rng, shape, true, beta, eps, scale, family);
+                        let what =
+                            format!("5x{hidden} {family} at {scale:e}, eps {eps}, beta {beta}");
+                        check(&call.inputs(), &what);
+                    }
                 }
             }
         }
@@ -145,11 +555,29 @@ fn a_huge_row_with_tiny_values_in_it_matches_the_reference() {
     // what f32 can show next to the row's largest.
     let mut rng = Rng(0x5EED_C004);
     for hidden in [5usize, 64, 4099] {
-        let mut case = Case::random(&mut rng, 3, hidden, false, false, 0.0, 1.0);
-        for (i, x) in case.input.iter_mut().enumerate() {
-            *x *= if i % 3 == 0 { 1e30 } else { 1e-30 };
+        for family in [Family::PRE_NORM, Family::nth(1), Family::nth(5)] {
+            let mut call = Call::random(&mut rng, (3, hidden), false, false, 0.0, 1.0, family);
+            for (i, x) in call.case.input.iter_mut().enumerate() {
+                *x *= if i % 3 == 0 { 1e30 } else { 1e-30 };
+            }
+            check(
+                &call.inputs(),
+                &format!("3x{hidden} {family} mixing 1e30 and 1e-30"),
+            );
         }
-        check(&case, &format!("3x{hidden} mixing 1e30 and 1e-30"));
+    }
+}
+
+/// QK-norm: every attention head's query or key normalized on its own, no residual; rows of
+/// 64 and 128 by the ten thousand.
+#[test]
+fn qk_norm_shapes_match_the_reference() {
+    let mut rng = Rng(0x5EED_C00C);
+    for (rows, hidden) in [(20000usize, 64usize), (10000, 128)] {
+        for family in Family::all().filter(|f| !f.residual && !f.post) {
+            let call = Call::random(&mut rng, (rows, hidden), false, false, 1e-6, 1.0, family);
+            check(&call.inputs(), &format!("{rows}x{hidden} {family}"));
+        }
     }
 }
 
@@ -158,8 +586,7 @@ fn nan_and_inf_poison_only_their_own_row() {
     let mut rng = Rng(0x5EED_C005);
     for hidden in [4usize, 5, 4096] {
         let case = Case::poisoned(&mut rng, hidden);
-        check(&case, &format!("4x{hidden} with NaN/Inf"));
-        let y = run_f32(&case).y;
+        let y = check(&case.inputs(), &format!("4x{hidden} with NaN/Inf")).y;
         assert!(y[..hidden].iter().all(|y| y.is_nan()), "NaN row is NaN");
         for row in [1, 2] {
             // The reference's y of a row with an Inf: NaN where the Inf is, beta elsewhere.
@@ -173,6 +600,23 @@ fn nan_and_inf_poison_only_their_own_row() {
             y[3 * hidden..].iter().all(|y| y.is_finite()),
             "clean row stayed clean"
         );
+        for family in Family::all() {
+            let case = Case::poisoned(&mut rng, hidden);
+            let call = Call::new(&mut rng, case, family);
+            let what = format!("4x{hidden} {family} with NaN/Inf");
+            let y = check(&call.inputs(), &what).y;
+            assert!(y[..hidden].iter().all(|y| y.is_nan()), "{what}: NaN row");
+            // LayerNorm's mean carries an Inf to the whole row; RMSNorm's (without a
+            // post-norm) only to where it is.
+            assert!(
+                y[hidden..2 * hidden].iter().any(|y| y.is_nan()),
+                "{what}: Inf row"
+            );
+            assert!(
+                y[3 * hidden..].iter().all(|y| y.is_finite()),
+                "{what}: clean row"
+            );
+        }
     }
 }
 
@@ -191,8 +635,7 @@ fn a_row_of_zeros_is_nan_without_eps_and_beta_with_it() {
             hidden: 3,
             eps,
         };
-        check(&case, &format!("zeros, eps {eps}"));
-        let Run { y, v } = run_f32(&case);
+        let Run { y, v } = check(&case.inputs(), &format!("zeros, eps {eps}"));
         let signs: Vec<bool> = v.iter().map(|v| v.is_sign_negative()).collect();
         assert_eq!(
             signs,
@@ -207,28 +650,92 @@ fn a_row_of_zeros_is_nan_without_eps_and_beta_with_it() {
     }
 }
 
+/// A row of one value has no spread: LayerNorm gives beta (NaN without eps), also where the
+/// value is near f32's largest and the row is rescaled before it is centred.
+#[test]
+fn a_constant_row_under_layer_norm_is_beta_or_nan() {
+    let beta = vec![0.25f32, -1.0, 3.0, 0.5];
+    for value in [1.0f32, -3e38, 1e-40, 7e4] {
+        for eps in [0.0f32, 1e-6] {
+            let case = Case {
+                input: vec![value; 8],
+                residual: vec![0.0; 8],
+                gamma: vec![1.0, -2.0, 0.5, 4.0],
+                beta: Some(beta.clone()),
+                bias: None,
+                hidden: 4,
+                eps,
+            };
+            let call = Call {
+                post_gamma: vec![1.0; 4],
+                case,
+                family: Family::nth(1),
+            };
+            let y = check(&call.inputs(), &format!("{value:e}, eps {eps}")).y;
+            if eps == 0.0 {
+                assert!(y.iter().all(|y| y.is_nan()), "0/0: {y:?}");
+            } else {
+                assert_eq!(y, [&beta[..], &beta].concat(), "{value:e}");
+            }
+        }
+    }
+}
+
+/// Values of both signs near f32's largest, most of one sign: `x - mean` passes f32's
+/// largest, and LayerNorm (also the post-norm's) still gives the reference's finite rows.
+#[test]
+fn layer_norm_of_rows_near_f32s_largest_stays_finite() {
+    let mut rng = Rng(0x5EED_C00D);
+    for hidden in [4usize, 17, 4099] {
+        for family in Family::all().filter(|f| f.layer() && !f.residual) {
+            let mut call = Call::random(&mut rng, (3, hidden), false, true, 1e-6, 1.0, family);
+            for (i, x) in call.case.input.iter_mut().enumerate() {
+                let magnitude = 1e38 + 2.4e38 * x.abs();
+                *x = if i % hidden == 0 {
+                    magnitude
+                } else {
+                    -magnitude
+                };
+            }
+            let what = format!("3x{hidden} {family} near ±3.4e38");
+            let y = check(&call.inputs(), &what).y;
+            assert!(y.iter().all(|y| y.is_finite()), "{what}: {:?}", &y[..4]);
+        }
+    }
+}
+
 #[test]
 fn zero_rows_write_nothing_and_do_not_panic() {
     let (gamma, beta) = (vec![1.0f32; 8], vec![0.5f32; 8]);
-    let x = Inputs {
-        beta: Some(&beta),
-        bias: Some(&beta),
-        ..Inputs::plain(&[], &[], &gamma, 8)
-    };
-    let (mut y, mut v) = (Vec::<f32>::new(), Vec::<f32>::new());
-    norm_f32(&x, &mut y, Some(&mut v));
-    norm_f32(&x, &mut y, None);
-    norm_f32_in_place(&mut y, &mut v, &gamma, Some(&beta), Some(&beta), 8, 0.0);
-    let halves = vec![0x3c00u16; 8];
-    let h = webgpu_rmsnorm::Inputs {
-        bias: Some(&halves[..]),
-        eps: 0.0,
-        ..webgpu_rmsnorm::Inputs::plain(&[][..], &[][..], &halves[..], 8)
-    };
-    let (mut hy, mut hv) = (Vec::<u16>::new(), Vec::<u16>::new());
-    norm_f16(&h, &mut hy, Some(&mut hv));
-    norm_f16_in_place(&mut hy, &mut hv, &halves, None, None, 8, 1e-6);
-    assert!(y.is_empty() && v.is_empty() && hy.is_empty() && hv.is_empty());
+    for family in Family::all() {
+        let case = Case {
+            input: vec![],
+            residual: vec![],
+            gamma: gamma.clone(),
+            beta: Some(beta.clone()),
+            bias: Some(beta.clone()),
+            hidden: 8,
+            eps: 0.0,
+        };
+        let call = Call {
+            case,
+            post_gamma: gamma.clone(),
+            family,
+        };
+        let x = call.inputs();
+        let (mut y, mut v) = (Vec::<f32>::new(), Vec::<f32>::new());
+        norm(&x, &mut y, Some(&mut v));
+        norm(&x, &mut y, None);
+        norm_in_place(&mut y, Some(&mut v), &x);
+        norm_in_place(&mut y, None, &x);
+        let halves = call.halves();
+        let h = halves.inputs();
+        let (mut hy, mut hv) = (Vec::<u16>::new(), Vec::<u16>::new());
+        norm(&h, &mut hy, Some(&mut hv));
+        norm(&h, &mut y, Some(&mut hv));
+        norm_in_place(&mut hy, Some(&mut hv), &h);
+        assert!(y.is_empty() && v.is_empty() && hy.is_empty() && hv.is_empty());
+    }
 }
 
 #[test]
@@ -236,15 +743,27 @@ fn in_place_is_out_of_place_bit_for_bit_at_every_scale() {
     let mut rng = Rng(0x5EED_C006);
     for (rows, hidden) in [(3usize, 4096usize), (4, 4099), (2, 20000), (5, 7), (9, 1)] {
         for scale in [1.0f32, 1e30, 1e-30] {
-            let case = Case::random(&mut rng, rows, hidden, true, true, 1e-6, scale);
-            let (out, in_place) = (run_f32(&case), run_f32_in_place(&case));
-            let what = format!("{rows}x{hidden} at {scale:e}");
-            assert_same_bits(&in_place.y, &out.y, &format!("{what}: y"));
-            assert_same_bits(&in_place.v, &out.v, &format!("{what}: v"));
-            let hcase = case.halves();
-            let (hout, hin_place) = (run_f16(&hcase), run_in_place(&hcase, norm_f16_in_place));
-            assert_eq!(hin_place.0, hout.0, "{what}: f16 y");
-            assert_eq!(hin_place.1, hout.1, "{what}: f16 v");
+            for family in [
+                Family::PRE_NORM,
+                Family::nth(2),
+                Family::nth(5),
+                Family::nth(15),
+            ] {
+                let shape = (rows, hidden);
+                let call = Call::random(&mut rng, shape, true, true, 1e-6, scale, family);
+                let x = call.inputs();
+                let (out, in_place) = (run::<f32, f32>(&x), run_in_place(&x));
+                let what = format!("{rows}x{hidden} {family} at {scale:e}");
+                assert_same_bits(&in_place.0, &out.y, &format!("{what}: y"));
+                let halves = call.halves();
+                let h = halves.inputs();
+                let (hout, hin_place) = (run::<u16, u16>(&h), run_in_place(&h));
+                assert_eq!(hin_place.0, hout.y, "{what}: f16 y");
+                if family.residual {
+                    assert_same_bits(&in_place.1, &out.v, &format!("{what}: v"));
+                    assert_eq!(hin_place.1, hout.v, "{what}: f16 v");
+                }
+            }
         }
     }
 }
@@ -262,43 +781,16 @@ fn f16_storage_matches_the_reference_of_the_widened_halves() {
         (4, 5, true, true),
         (3, 4099, false, false),
     ];
-    let smallest_normal = f16_value(0x0400) as f64;
     // 1e-6: f16 subnormal inputs; 1e4: v near the top of f16's range.
     for scale in [1.0f32, 1e-6, 1e4] {
         for (rows, hidden, bias, beta) in shapes {
-            let what = format!("f16 {rows}x{hidden} at {scale:e} bias={bias} beta={beta}");
-            let case = Case::random(&mut rng, rows, hidden, bias, beta, 1e-6, scale);
-            let halves = case.halves();
-            let (y, v) = run_f16(&halves);
-            let widened = halves.widened();
-            check(&widened, &format!("{what}, widened, on the f32 path"));
-            let f32_path = run_f32(&widened);
-            let rounded: Vec<u16> = f32_path.y.iter().map(|&x| f16_bits(x)).collect();
-            assert_eq!(y, rounded, "{what}: y is the f32 path's rounded once");
-            let want_v: Vec<u16> = f32_path.v.iter().map(|&x| f16_bits(x)).collect();
-            assert_eq!(v, want_v, "{what}: v is the f32 sum rounded once");
-            assert_eq!(
-                run_in_place(&halves, norm_f16_in_place),
-                (y.clone(), v),
-                "{what}: in place"
-            );
-
-            // Where y is an f16 subnormal its rounding is absolute (up to 2^-25), which a
-            // relative tolerance cannot express; there the exact checks above hold it.
-            let r = widened.inputs();
-            let (want_y, _) = fused_rms_norm(&r);
-            let got: Vec<f32> = y
-                .iter()
-                .zip(&want_y)
-                .map(|(&h, &w)| {
-                    if w.abs() < smallest_normal {
-                        w as f32
-                    } else {
-                        f16_value(h)
-                    }
-                })
-                .collect();
-            assert_within(&got, &want_y, &r, RTOL_F16, &what);
+            for family in [Family::PRE_NORM, Family::nth(3), Family::nth(13)] {
+                let what =
+                    format!("f16 {rows}x{hidden} {family} at {scale:e} bias={bias} beta={beta}");
+                let shape = (rows, hidden);
+                let call = Call::random(&mut rng, shape, bias, beta, 1e-6, scale, family);
+                check_halves(&call.halves(), &what);
+            }
         }
     }
 }

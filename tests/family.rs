@@ -116,7 +116,10 @@ fn check(ctx: &GpuContext, x: &Inputs, what: &str) {
     let out = pollster::block_on(ctx.run(x, true)).unwrap_or_else(|e| panic!("{what}: {e}"));
     let (_, want_v) = fused_rms_norm(x);
     let sum = out.sum.expect("sum was asked for");
-    assert!(same_sum(x, &sum, &want_v), "{what}: sum differs from the reference's v");
+    assert!(
+        same_sum(x, &sum, &want_v),
+        "{what}: sum differs from the reference's v"
+    );
     let second = from_sum(x, &sum);
     let (want_y, _) = fused_rms_norm(&second);
     let (err, at) = worst_error_at(&out.y, &want_y, &second, RTOL);
@@ -190,7 +193,11 @@ fn layer_norm_is_exact_where_the_mean_is_ten_thousand_times_the_spread() {
                     beta: true,
                     ..Form::of(NormKind::Layer)
                 };
-                check(&ctx, &form.inputs(&d), &format!("mean 1e4 x{hidden} {form:?}"));
+                check(
+                    &ctx,
+                    &form.inputs(&d),
+                    &format!("mean 1e4 x{hidden} {form:?}"),
+                );
             }
         }
     }
@@ -221,11 +228,22 @@ fn huge_and_tiny_rows_normalize_in_both_reductions_of_the_sandwich() {
 fn qk_norm_shapes_without_a_residual() {
     let ctx = context();
     let mut rng = Rng(0xFA_0005);
+    // Enough rows that several share a workgroup (the last one part-filled), every option.
+    for (rows, hidden) in [(301, 64), (259, 128), (300, 30)] {
+        let d = Data::new(&mut rng, rows, hidden, 0.0, 3.0);
+        for form in Form::all() {
+            check(&ctx, &form.inputs(&d), &format!("{rows}x{hidden} {form:?}"));
+        }
+    }
     for (rows, hidden) in [(4096, 64), (2048, 128)] {
         let d = Data::new(&mut rng, rows, hidden, 0.0, 3.0);
         for kind in [NormKind::Rms, NormKind::Layer] {
             let form = Form::of(kind);
-            check(&ctx, &form.inputs(&d), &format!("qk {rows}x{hidden} {form:?}"));
+            check(
+                &ctx,
+                &form.inputs(&d),
+                &format!("qk {rows}x{hidden} {form:?}"),
+            );
         }
     }
 }
@@ -256,7 +274,10 @@ fn f16_outputs_from_f32_data_are_one_f16_rounding_of_the_reference() {
             );
         }
         let sum = out.sum.expect("sum");
-        assert!(same_sum(&x, &sum, &want_v), "{form:?}: sum is the data's dtype, f32");
+        assert!(
+            same_sum(&x, &sum, &want_v),
+            "{form:?}: sum is the data's dtype, f32"
+        );
     }
 }
 
@@ -270,9 +291,11 @@ fn tensors_and_in_place_take_the_family_too() {
         let up = |a: &[f32]| Arg::Gpu(ctx.upload(&a).expect("upload"));
         let on_gpu = x.map(|a| up(a));
         let read = |a: &Arg<&[f32]>| match a {
-            Arg::Gpu(t) => pollster::block_on(ctx.read_tensor(t).expect("read").read())
-                .expect("read")
-                .y,
+            Arg::Gpu(t) => {
+                pollster::block_on(ctx.read_tensor(t).expect("read").read())
+                    .expect("read")
+                    .y
+            }
             _ => unreachable!("uploaded"),
         };
         pollster::block_on(ctx.submit_in_place(&on_gpu).expect("in place").finish())
@@ -286,6 +309,9 @@ fn tensors_and_in_place_take_the_family_too() {
         }
         let second = v.as_deref().map_or(x, |v| from_sum(&x, v));
         let (want_y, _) = fused_rms_norm(&second);
-        assert!(worst_error(&y, &want_y, &second, RTOL) <= 1.0, "{form:?}: y in place");
+        assert!(
+            worst_error(&y, &want_y, &second, RTOL) <= 1.0,
+            "{form:?}: y in place"
+        );
     }
 }

@@ -453,7 +453,10 @@ fn in_place_overwrites_input_with_y_and_residual_with_v() {
         let x = resident(&case.inputs(), |a| ctx.upload(&a).unwrap());
         let none = pollster::block_on(ctx.submit_in_place(&x).unwrap().read_gpu()).unwrap();
         assert!(none.is_none(), "in place makes no new tensors");
-        let (y, v) = (read(&ctx, &x.input), read(&ctx, x.residual.as_ref().expect("a residual")));
+        let (y, v) = (
+            read(&ctx, &x.input),
+            read(&ctx, x.residual.as_ref().expect("a residual")),
+        );
         let r = case.inputs();
         let (want_y, want_v) = fused_rms_norm(&r);
         assert_within(&y, &want_y, &r, RTOL, &format!("{rows}x{hidden}, in input"));
@@ -546,7 +549,10 @@ fn in_place_equals_out_of_place_bit_for_bit_on_every_storage() {
                 "{what}: y in place differs"
             );
             assert_eq!(
-                same(&read(&ctx, x.residual.as_ref().expect("a residual")), want.sum.as_deref().unwrap()),
+                same(
+                    &read(&ctx, x.residual.as_ref().expect("a residual")),
+                    want.sum.as_deref().unwrap()
+                ),
                 0,
                 "{what}: v in place differs"
             );
@@ -655,6 +661,138 @@ fn cpu_backend_runs_the_case_matrix_and_every_kind_of_call() {
     assert_eq!(rejection(&host, Request::in_place()), Some("TypeError"));
 }
 
+/// The CPU backend's driver with every option of the family (kind, no residual, the
+/// sandwich, gamma offset) and `y` in f32 or f16 from f32 or f16 data, to host arrays (with
+/// and without `sum`, and timing repeats), to new tensors and in place (with and without a
+/// residual): each result the kernel's bit for bit, and those of f32 data the reference's.
+#[test]
+fn cpu_backend_runs_the_whole_family_through_the_driver() {
+    use webgpu_rmsnorm::call::dtype::Dtype;
+    use webgpu_rmsnorm::call::shape::{Norm, NormKind};
+    use webgpu_rmsnorm::cpu::driver::CpuContext;
+    use webgpu_rmsnorm::reference::from_sum;
+    let cpu = CpuContext::default();
+    let mut rng = Rng(0x5EED_0010);
+    for i in 0..16usize {
+        let norm = |output_dtype| Norm {
+            kind: [NormKind::Rms, NormKind::Layer][i & 1],
+            gamma_offset: [0.0, 1.0][i >> 3],
+            output_dtype,
+        };
+        let (residual, post) = (i & 2 == 0, i & 4 != 0);
+        let case = Case::random(&mut rng, 5, 768, i % 3 == 0, i % 2 == 0, 1e-6, 1.0);
+        let post_gamma = rng.vec(768, 2.0);
+        let x = webgpu_rmsnorm::Inputs {
+            residual: residual.then_some(&case.residual[..]),
+            post_gamma: post.then_some(&post_gamma[..]),
+            norm: norm(None),
+            ..case.inputs()
+        };
+        let what = format!("cpu family {i} ({:?})", x.norm);
+        // The f32 path against the reference, which every other result is then held to.
+        let (y, v) = cpu_call(&cpu, &x, Dtype::F32, &what);
+        let (_, want_v) = fused_rms_norm(&x);
+        assert!(same_sum(&x, &v, &want_v), "{what}: sum");
+        let r = if post { from_sum(&x, &v) } else { x };
+        assert_within(&y, &fused_rms_norm(&r).0, &r, RTOL, &what);
+        let halves = case.halves();
+        let post_halves: Vec<u16> = post_gamma.iter().map(|&g| f16_bits(g)).collect();
+        let h = webgpu_rmsnorm::Inputs {
+            residual: residual.then_some(&halves.residual[..]),
+            post_gamma: post.then_some(&post_halves[..]),
+            ..halves.inputs()
+        };
+        for out in [Dtype::F32, Dtype::F16] {
+            let with = |norm| webgpu_rmsnorm::Inputs { norm, ..x };
+            cpu_call(
+                &cpu,
+                &with(norm(Some(out))),
+                out,
+                &format!("{what} to {out:?}"),
+            );
+            let h = webgpu_rmsnorm::Inputs {
+                norm: norm(Some(out)),
+                ..h
+            };
+            cpu_call(&cpu, &h, out, &format!("f16 {what} to {out:?}"));
+        }
+    }
+}
+
+/// `x` through the CPU driver every way a call can go, each result checked bit for bit
+/// against the kernel's, `y` in `out`; returns `(y, v)` (f16 widened).
+fn cpu_call<T: webgpu_rmsnorm::cpu::Element + Default>(
+    cpu: &webgpu_rmsnorm::cpu::driver::CpuContext,
+    x: &webgpu_rmsnorm::Inputs<&[T]>,
+    out: webgpu_rmsnorm::call::dtype::Dtype,
+    what: &str,
+) -> (Vec<f32>, Vec<f32>)
+where
+    for<'a> &'a [T]: webgpu_rmsnorm::call::host::HostArray,
+{
+    use webgpu_rmsnorm::call::dtype::Dtype;
+    use webgpu_rmsnorm::call::host::HostArray;
+    use webgpu_rmsnorm::cpu::{norm, Element};
+    use webgpu_rmsnorm::Request;
+    fn kernel<T: Element + Default, O: Element + Default>(
+        x: &webgpu_rmsnorm::Inputs<&[T]>,
+    ) -> (Vec<f32>, Vec<f32>) {
+        let n = x.input.len();
+        let (mut y, mut v) = (vec![O::default(); n], vec![T::default(); n]);
+        norm(x, &mut y, Some(&mut v));
+        fn widen<E: Element>(a: &[E]) -> Vec<f32> {
+            a.iter().map(|e| e.widen()).collect()
+        }
+        (widen(&y), widen(&v))
+    }
+    let (y, v) = match out {
+        Dtype::F32 => kernel::<T, f32>(x),
+        Dtype::F16 => kernel::<T, u16>(x),
+    };
+    let bits = |a: &[f32]| a.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    let same = |got: &[f32], want: &[f32], how: &str| {
+        assert!(
+            bits(got) == bits(want),
+            "{what}: {how} differs from the kernel's"
+        );
+    };
+    for request in [
+        Request::host(true),
+        Request::host(false),
+        Request::repeated(3, false),
+    ] {
+        let got = cpu.submit(x, request).unwrap().host.unwrap();
+        same(&got.y, &y, &format!("y of {request:?}"));
+        if request.sum {
+            same(&got.sum.unwrap(), &v, "sum");
+        }
+    }
+    let read = |t: &Rc<Tensor>| cpu.read(t).unwrap().host.unwrap().y;
+    let up = |a: &[T]| cpu.upload(&a).unwrap();
+    let tensors = resident(x, up);
+    let gpu = cpu
+        .submit(&tensors, Request::to_gpu(true))
+        .unwrap()
+        .gpu
+        .unwrap();
+    same(&read(&gpu.y), &y, "y tensor");
+    same(&read(gpu.sum.as_ref().unwrap()), &v, "sum tensor");
+    let in_place = cpu.submit(&tensors, Request::in_place());
+    if x.norm.output_dtype.is_some_and(|o| o != x.input.dtype()) {
+        let e = in_place
+            .err()
+            .expect("in place to another dtype is refused");
+        assert_eq!(e.name(), "TypeError", "{what}: {e}");
+    } else {
+        in_place.unwrap();
+        same(&read(tensor(&tensors.input)), &y, "y in place");
+        if let Some(r) = &tensors.residual {
+            same(&read(tensor(r)), &v, "v in place");
+        }
+    }
+    (y, v)
+}
+
 /// Runs `variant` (whatever `Variant::for_shape` would choose) on `case` through the
 /// context's pipelines, and returns `y` and `v`.
 fn run_variant(ctx: &GpuContext, variant: Variant, case: &Case) -> (Vec<f32>, Vec<f32>) {
@@ -662,7 +800,11 @@ fn run_variant(ctx: &GpuContext, variant: Variant, case: &Case) -> (Vec<f32>, Ve
     let x = case.inputs();
     let n = x.input.len();
     let up = |d: &[f32]| ctx.upload(&d).expect("upload");
-    let (input, residual, gamma) = (up(x.input), up(x.residual.expect("a residual")), up(x.gamma));
+    let (input, residual, gamma) = (
+        up(x.input),
+        up(x.residual.expect("a residual")),
+        up(x.gamma),
+    );
     let beta = x.beta.map(up);
     let bias = x.bias.map(up);
     let zeros = vec![0f32; n];

@@ -1,6 +1,6 @@
 // The worker example's page side: build inputs, post them to the worker (worker.js), check
 // what comes back. Nothing of the package is imported here; the worker owns the wasm instance
-// and the GPU device. Loaded by www/worker.html.
+// and the GPU device, if it has one. Loaded by www/worker.html.
 import { compare } from "./lib/reference.js";
 import { randomArgs, rng } from "./lib/seeded.js";
 import { renderPreview } from "./demo/output-preview.js";

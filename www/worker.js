@@ -1,5 +1,6 @@
-// The package inside a module Web Worker: the GPU work, the wasm instance and the copies in
-// and out stay off the main thread, which only posts inputs and receives the output.
+// The package inside a module Web Worker: the work (on WebGPU or on the CPU backend), the wasm
+// instance and the copies in and out stay off the main thread, which only posts inputs and
+// receives the output.
 //
 // Messages in:  { id, args }            args as FusedRmsNorm.run takes them
 // Messages out: { type: "ready", adapterInfo, backend, scope }

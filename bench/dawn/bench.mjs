@@ -25,6 +25,7 @@ import { Raw } from "./raw.mjs";
 import { note } from "./report.mjs";
 import { sectionCalls } from "./section-calls.mjs";
 import { sectionCliff } from "./section-cliff.mjs";
+import { sectionFamily } from "./section-family.mjs";
 import { sectionKernel } from "./section-kernel.mjs";
 import { sectionSweep } from "./section-sweep.mjs";
 
@@ -32,7 +33,7 @@ const args = parseArgs(process.argv.slice(2));
 const { section, opt } = args;
 
 async function main() {
-  const sections = { calls: sectionCalls, kernel: sectionKernel, cliff: sectionCliff, sweep: sectionSweep };
+  const sections = { calls: sectionCalls, kernel: sectionKernel, cliff: sectionCliff, sweep: sectionSweep, family: sectionFamily };
   if (!sections[section]) {
     console.error(`usage: node bench/dawn/bench.mjs ${Object.keys(sections).join("|")} [--options]  (see the file's header)`);
     process.exit(64);

@@ -64,7 +64,8 @@ export class ChainBuffers {
   /** The two bind groups of a chain of pipeline `p` with options `o` and Params `P`, even k first. */
   bindPair(p, o, P) {
     const { raw, X, R, stubR, stubW } = this;
-    const common = { gamma: this.G, beta: o.beta ? this.BETA : stubR, bias: o.bias ? this.BIAS : stubR, params: P };
+    // post_gamma: the sandwich's binding, present in every kernel's table; these chains have none.
+    const common = { gamma: this.G, beta: o.beta ? this.BETA : stubR, bias: o.bias ? this.BIAS : stubR, post_gamma: stubR, params: P };
     return o.sum
       ? [raw.bind(p, { ...common, input: X[0], residual: R[0], output: X[1], sum: R[1] }), raw.bind(p, { ...common, input: X[1], residual: R[1], output: X[0], sum: R[0] })]
       : [raw.bind(p, { ...common, input: X[0], residual: R[0], output: X[1], sum: stubW }), raw.bind(p, { ...common, input: X[1], residual: R[0], output: X[0], sum: stubW })];

@@ -147,7 +147,12 @@ impl Problem {
                 beta: o.beta.then_some(&self.beta[..]),
                 bias: o.bias.then_some(&self.bias[..]),
                 eps: EPS,
-                ..Inputs::plain(&self.input[r.clone()], &self.residual[r.clone()], &self.gamma, h)
+                ..Inputs::plain(
+                    &self.input[r.clone()],
+                    &self.residual[r.clone()],
+                    &self.gamma,
+                    h,
+                )
             };
             let (want_y, want_v) = fused_rms_norm(&x);
             worst = worst.max(worst_error(

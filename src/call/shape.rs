@@ -236,7 +236,10 @@ pub fn fit_buffers<H: Len>(
         fit(r, n);
     }
     fit(&mut x.gamma, hidden);
-    for a in [x.beta.as_mut(), x.bias.as_mut(), x.post_gamma.as_mut()].into_iter().flatten() {
+    for a in [x.beta.as_mut(), x.bias.as_mut(), x.post_gamma.as_mut()]
+        .into_iter()
+        .flatten()
+    {
         fit(a, hidden);
     }
     if let Some(Outputs::To { output, sum }) = outputs {

@@ -7,6 +7,7 @@ use std::rc::Rc;
 
 use crate::call::arrays::host_vec;
 use crate::call::checks::check_upload;
+use crate::call::dtype::Dtype;
 use crate::call::error::Error;
 use crate::call::host::HostArray;
 use crate::call::numbers::CpuData;
@@ -55,24 +56,16 @@ impl std::ops::Deref for Data<'_> {
     }
 }
 
-/// The element types the CPU kernels take.
-trait Element: Copy + Default + 'static {
-    fn norm(x: &Inputs<&[Self]>, y: &mut [Self], v: Option<&mut [Self]>);
-    fn norm_in_place(input: &mut [Self], residual: &mut [Self], x: &Inputs<&[Self]>);
+/// The element types the CPU kernel takes, as a call's arrays hold them.
+trait Stored: cpu::Element + Default + 'static {
     fn of(d: &CpuData) -> &[Self];
     fn of_mut(d: &mut CpuData) -> &mut [Self];
     fn wrap(v: Vec<Self>) -> CpuData;
 }
 
-macro_rules! element {
-    ($t:ty, $variant:ident, $norm:path, $in_place:path) => {
-        impl Element for $t {
-            fn norm(x: &Inputs<&[Self]>, y: &mut [Self], v: Option<&mut [Self]>) {
-                $norm(x, y, v)
-            }
-            fn norm_in_place(input: &mut [Self], residual: &mut [Self], x: &Inputs<&[Self]>) {
-                $in_place(input, residual, x.gamma, x.beta, x.bias, x.hidden, x.eps)
-            }
+macro_rules! stored {
+    ($t:ty, $variant:ident) => {
+        impl Stored for $t {
             fn of(d: &CpuData) -> &[Self] {
                 match d {
                     CpuData::$variant(v) => v,
@@ -91,8 +84,8 @@ macro_rules! element {
         }
     };
 }
-element!(f32, F32, cpu::norm_f32, cpu::norm_f32_in_place);
-element!(u16, F16, cpu::norm_f16, cpu::norm_f16_in_place);
+stored!(f32, F32);
+stored!(u16, F16);
 
 impl CpuContext {
     pub fn id(&self) -> ContextId {
@@ -108,91 +101,102 @@ impl CpuContext {
                  backend, which has no GPU device), got a GPUBuffer"
             )));
         }
-        match plan.dtype {
-            crate::call::dtype::Dtype::F32 => self.compute::<f32, A>(x, &plan),
-            crate::call::dtype::Dtype::F16 => self.compute::<u16, A>(x, &plan),
+        match (plan.dtype, plan.out_dtype) {
+            (Dtype::F32, Dtype::F32) => self.compute::<f32, f32, A>(x, &plan),
+            (Dtype::F32, Dtype::F16) => self.compute::<f32, u16, A>(x, &plan),
+            (Dtype::F16, Dtype::F32) => self.compute::<u16, f32, A>(x, &plan),
+            (Dtype::F16, Dtype::F16) => self.compute::<u16, u16, A>(x, &plan),
         }
     }
 
-    fn compute<T: Element, A: HostArray>(
+    /// A call of `T` data with `y` in `O`.
+    fn compute<T: Stored, O: Stored, A: HostArray>(
         &self,
         x: &Inputs<A>,
         plan: &Plan,
     ) -> Result<Finished, Error> {
-        // TEMPORARY until the CPU kernel has the whole family.
-        let Some(x_residual) = x.residual.as_ref() else {
-            return Err(Error::Type("residual: missing".into()));
-        };
         let gamma = data("gamma", &x.gamma)?;
-        let beta = x.beta.as_ref().map(|a| data("beta", a)).transpose()?;
-        let bias = x.bias.as_ref().map(|a| data("bias", a)).transpose()?;
-        let per_row = |input: &'static [T], residual: &'static [T]| Inputs {
-            input,
-            residual: Some(residual),
-            post_gamma: None,
-            norm: x.norm,
+        let (beta, bias, post_gamma) = (
+            optional("beta", &x.beta)?,
+            optional("bias", &x.bias)?,
+            optional("postGamma", &x.post_gamma)?,
+        );
+        // The per-column arrays and options; the kernel is given input and residual apart.
+        let columns = Inputs {
+            input: &[][..],
+            residual: None,
             gamma: T::of(&gamma),
             beta: beta.as_deref().map(T::of),
             bias: bias.as_deref().map(T::of),
+            post_gamma: post_gamma.as_deref().map(T::of),
             hidden: x.hidden,
             eps: x.eps,
+            norm: x.norm,
         };
         let Request {
             sum, to, repeat, ..
         } = plan.request;
+        let done = Finished {
+            host: None,
+            gpu: None,
+            ns: None,
+        };
         if to == Destination::InPlace {
-            let (mut input, mut residual) = (
-                written("input", &x.input)?,
-                written("residual", x_residual)?,
-            );
+            let mut input = written("input", &x.input)?;
+            let mut residual = optional_written("residual", &x.residual)?;
             // One dispatch's worth: repeating in place would normalize its own output.
-            let affine = per_row(&[], &[]);
-            T::norm_in_place(T::of_mut(&mut input), T::of_mut(&mut residual), &affine);
-            return Ok(Finished {
-                host: None,
-                gpu: None,
-                ns: None,
-            });
+            cpu::norm_in_place(
+                T::of_mut(&mut input),
+                residual.as_deref_mut().map(T::of_mut),
+                &columns,
+            );
+            return Ok(done);
         }
-        let (input, residual) = (data("input", &x.input)?, data("residual", x_residual)?);
+        let input = data("input", &x.input)?;
+        let residual = optional("residual", &x.residual)?;
+        // Host arrays were copied into memory of the call's own: where y has their dtype,
+        // normalize those copies in place (bit for bit the same result) rather than fill
+        // more arrays.
+        let reuse = repeat == 1 && plan.out_dtype == plan.dtype;
         let (y, v) = match (input, residual) {
-            // Host arrays were copied into memory of the call's own: normalize those copies
-            // in place (bit for bit the same result) rather than fill two more arrays.
-            (Data::Copied(mut input), Data::Copied(mut residual)) if repeat == 1 => {
-                let affine = per_row(&[], &[]);
-                T::norm_in_place(T::of_mut(&mut input), T::of_mut(&mut residual), &affine);
+            (Data::Copied(mut input), Some(Data::Copied(mut residual))) if reuse => {
+                let residual_rows = Some(T::of_mut(&mut residual));
+                cpu::norm_in_place(T::of_mut(&mut input), residual_rows, &columns);
                 (input, sum.then_some(residual))
+            }
+            (Data::Copied(mut input), None) if reuse && !sum => {
+                cpu::norm_in_place(T::of_mut(&mut input), None, &columns);
+                (input, None)
             }
             (input, residual) => {
                 let n = plan.shape.len();
-                let (mut y, mut v) = (vec![T::default(); n], sum.then(|| vec![T::default(); n]));
+                let mut y = vec![O::default(); n];
+                let mut v = sum.then(|| vec![T::default(); n]);
                 let call = Inputs {
                     input: T::of(&input),
-                    residual: Some(T::of(&residual)),
-                    ..per_row(&[], &[])
+                    residual: residual.as_deref().map(T::of),
+                    ..columns
                 };
                 for _ in 0..repeat {
-                    T::norm(&call, &mut y, v.as_deref_mut());
+                    cpu::norm(&call, &mut y, v.as_deref_mut());
                 }
-                (T::wrap(y), v.map(T::wrap))
+                (O::wrap(y), v.map(T::wrap))
             }
         };
         Ok(match to {
             Destination::Gpu => Finished {
-                host: None,
                 gpu: Some(GpuOutput {
                     y: Rc::new(Tensor::on_cpu(y, self.id)),
                     sum: v.map(|v| Rc::new(Tensor::on_cpu(v, self.id))),
                 }),
-                ns: None,
+                ..done
             },
             _ => Finished {
                 host: Some(Output {
                     y: host_vec(&y),
                     sum: v.as_ref().map(host_vec),
                 }),
-                gpu: None,
-                ns: None,
+                ..done
             },
         })
     }
@@ -231,6 +235,19 @@ fn data<'a, A: HostArray>(name: &str, a: &'a A) -> Result<Data<'a>, Error> {
             .map(Data::Copied)
             .map_err(|e| Error::Type(format!("{name}: the browser refused the array ({e})"))),
     }
+}
+
+/// An optional argument's numbers, where the call has it.
+fn optional<'a, A: HostArray>(name: &str, a: &'a Option<A>) -> Result<Option<Data<'a>>, Error> {
+    a.as_ref().map(|a| data(name, a)).transpose()
+}
+
+/// The tensor of an optional argument the call writes in place, where it has one.
+fn optional_written<'a, A: HostArray>(
+    name: &str,
+    a: &'a Option<A>,
+) -> Result<Option<RefMut<'a, CpuData>>, Error> {
+    a.as_ref().map(|a| written(name, a)).transpose()
 }
 
 /// A tensor the call writes in place.

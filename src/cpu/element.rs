@@ -4,8 +4,8 @@ use std::borrow::Cow;
 
 use super::half;
 
-/// How a stored number becomes an f32 and back: f32 as it is; f16 (its bits) widened
-/// exactly, and rounded once to nearest even.
+/// How a stored number becomes an f32 and back: `f32` as it is; `u16`, f16 as IEEE half
+/// bits, widened exactly, and rounded once to nearest even.
 pub trait Element: Copy {
     fn widen(self) -> f32;
     fn narrow(x: f32) -> Self;

@@ -1,82 +1,35 @@
-//! The CPU backend's kernel: `shaders/fused_rms_norm.wgsl` in Rust over slices, for browsers
-//! and machines without a usable GPU, compiled into the same wasm module (with simd128; see
-//! `.cargo/config.toml`).
+//! The CPU backend's kernel: the WGSL kernels' contract (`shaders/`) in Rust over slices, for
+//! browsers and machines without a usable GPU, compiled into the same wasm module (with
+//! simd128; see `.cargo/config.toml`).
 //!
-//! Same contract as the GPU kernel: `v = (input + residual) + bias` in f32, bit for bit;
-//! `y = v * inverseSqrt(mean(v²) + eps) * gamma + beta` in f32 math, rows that overflow or
-//! underflow f32 rescaled by a power of two, NaN and Inf poisoning only their row. A CPU
+//! The whole family of [`Inputs`]: RMSNorm or LayerNorm, with or without a residual, bias,
+//! beta, the sandwich's post-norm and a gamma offset, `y` in the data's dtype or another.
+//! Without a post-norm `v = (input + residual) + bias` in f32, bit for bit; with one,
+//! `v = residual + N(input + bias) · (post_gamma + offset)` in f32 math. Then
+//! `y = N(v) · (gamma + offset) + beta` in f32 math, each normalization's rows that overflow
+//! or underflow f32 rescaled by a power of two, NaN and Inf poisoning only their row. A CPU
 //! keeps subnormals (a GPU may flush them), so `v` is the reference's bit for bit even where
 //! it is subnormal.
 //!
-//! A row is read from memory once: `row.rs` forms `v` into an f32 row of scratch that stays
-//! in L1 cache and is read from there to write `y`. Callers check shapes first (with
-//! [`crate::call::shape::Shape::of`]); these functions take them as given.
+//! A row is read from memory once: `row.rs` forms it into an f32 row of scratch that stays
+//! in L1 cache, normalizes it there (twice for the sandwich) and reads it from there to write
+//! `y`. Callers check shapes first (with [`crate::call::shape::Shape::of`]); these functions
+//! take them as given.
 
 use std::borrow::Cow;
 
 use super::element::Element;
 use super::row;
-use crate::call::shape::Inputs;
+use crate::call::shape::{Inputs, NormKind};
 
-/// `y` (and `v`, the `sum` output, when given) of every row of `x`.
+/// `y` (and `v`, the `sum` output, when given) of every row of `x`: `T` is the data's
+/// storage, `O` the output's (f32, or f16 as IEEE half bits in a `u16`); `x.norm.output_dtype`
+/// is not read, `O` says it. Every input is widened exactly, the math is f32, and each result
+/// is rounded once to its storage.
 ///
 /// # Panics
 /// If `y` or `v` is not as long as `x.input`.
-pub fn norm_f32(x: &Inputs<&[f32]>, y: &mut [f32], v: Option<&mut [f32]>) {
-    norm(x, y, v);
-}
-
-/// [`norm_f32`] over `input` and `residual`: `residual ← v`, `input ← y`.
-///
-/// # Panics
-/// If `residual` is not as long as `input`.
-pub fn norm_f32_in_place(
-    input: &mut [f32],
-    residual: &mut [f32],
-    gamma: &[f32],
-    beta: Option<&[f32]>,
-    bias: Option<&[f32]>,
-    hidden: usize,
-    eps: f32,
-) {
-    norm_in_place(input, residual, Affine { gamma, beta, bias }, hidden, eps);
-}
-
-/// [`norm_f32`] for f16 storage (IEEE half bits): inputs widened exactly, f32 math, each
-/// result rounded once to f16.
-///
-/// # Panics
-/// If `y` or `v` is not as long as `x.input`.
-pub fn norm_f16(x: &Inputs<&[u16]>, y: &mut [u16], v: Option<&mut [u16]>) {
-    norm(x, y, v);
-}
-
-/// [`norm_f16`] over `input` and `residual`: `residual ← v`, `input ← y`, bit for bit what
-/// [`norm_f16`] returns (both are computed from the original halves).
-///
-/// # Panics
-/// If `residual` is not as long as `input`.
-pub fn norm_f16_in_place(
-    input: &mut [u16],
-    residual: &mut [u16],
-    gamma: &[u16],
-    beta: Option<&[u16]>,
-    bias: Option<&[u16]>,
-    hidden: usize,
-    eps: f32,
-) {
-    norm_in_place(input, residual, Affine { gamma, beta, bias }, hidden, eps);
-}
-
-/// The per-column arrays, the same for every row.
-#[derive(Clone, Copy)]
-struct Affine<'a, T> {
-    gamma: &'a [T],
-    beta: Option<&'a [T]>,
-    bias: Option<&'a [T]>,
-}
-
-fn norm<T: Element>(x: &Inputs<&[T]>, y: &mut [T], mut v: Option<&mut [T]>) {
+pub fn norm<T: Element, O: Element>(x: &Inputs<&[T]>, y: &mut [O], mut v: Option<&mut [T]>) {
     let n = x.input.len();
     assert_eq!(y.len(), n, "y: expected the length of input");
     if let Some(v) = &v {
@@ -86,49 +39,57 @@ fn norm<T: Element>(x: &Inputs<&[T]>, y: &mut [T], mut v: Option<&mut [T]>) {
     if hidden == 0 {
         return;
     }
-    let affine = Affine {
-        gamma: x.gamma,
-        beta: x.beta,
-        bias: x.bias,
-    };
-    let mut rows = Rows::new(affine, hidden, x.eps);
+    let mut rows = Rows::new(x);
     for (r, y) in y.chunks_exact_mut(hidden).enumerate() {
         let at = r * hidden..(r + 1) * hidden;
-        let residual = x.residual.expect("the driver passes a residual");
-        let sum = rows.read(&x.input[at.clone()], &residual[at.clone()]);
-        rows.write(sum, v.as_deref_mut().map(|v| &mut v[at]), y);
+        rows.read(&x.input[at.clone()], x.residual.map(|res| &res[at.clone()]));
+        rows.write(v.as_deref_mut().map(|v| &mut v[at]), y);
     }
 }
 
-fn norm_in_place<T: Element>(
-    input: &mut [T],
-    residual: &mut [T],
-    affine: Affine<T>,
-    hidden: usize,
-    eps: f32,
-) {
-    assert_eq!(
-        residual.len(),
-        input.len(),
-        "residual: expected the length of input"
-    );
+/// [`norm`] over `input` and `residual`: `residual ← v` (where there is one), `input ← y`, bit
+/// for bit what [`norm`] returns (both are computed from the original values). `x` gives the
+/// call's per-column arrays and options; its `input` and `residual` are not read.
+///
+/// # Panics
+/// If `residual` is not as long as `input`.
+pub fn norm_in_place<T: Element>(input: &mut [T], residual: Option<&mut [T]>, x: &Inputs<&[T]>) {
+    let hidden = x.hidden;
+    if let Some(residual) = &residual {
+        assert_eq!(
+            residual.len(),
+            input.len(),
+            "residual: expected the length of input"
+        );
+    }
     if hidden == 0 {
         return;
     }
-    let mut rows = Rows::new(affine, hidden, eps);
-    for (y, v) in input
-        .chunks_exact_mut(hidden)
-        .zip(residual.chunks_exact_mut(hidden))
-    {
-        // The row is read whole before either of its arrays is written.
-        let sum = rows.read(y, v);
-        rows.write(sum, Some(v), y);
+    let mut rows = Rows::new(x);
+    let inputs = input.chunks_exact_mut(hidden);
+    // The row is read whole before either of its arrays is written.
+    match residual {
+        Some(residual) => {
+            for (y, v) in inputs.zip(residual.chunks_exact_mut(hidden)) {
+                rows.read(y, Some(v));
+                rows.write(Some(v), y);
+            }
+        }
+        None => {
+            for y in inputs {
+                rows.read(y, None);
+                rows.write(None::<&mut [T]>, y);
+            }
+        }
     }
 }
 
-/// One row at a time, through a row of f32 scratch.
+/// One row at a time, through a row of f32 scratch; the per-column arrays in f32, widened
+/// (and offset) once per call rather than once per row.
 struct Rows<'a> {
+    kind: NormKind,
     gamma: Cow<'a, [f32]>,
+    post_gamma: Option<Cow<'a, [f32]>>,
     beta: Option<Cow<'a, [f32]>>,
     bias: Option<Cow<'a, [f32]>>,
     eps: f32,
@@ -136,27 +97,45 @@ struct Rows<'a> {
 }
 
 impl<'a> Rows<'a> {
-    fn new<T: Element>(affine: Affine<'a, T>, hidden: usize, eps: f32) -> Self {
+    fn new<T: Element>(x: &Inputs<&'a [T]>) -> Self {
+        let offset = x.norm.gamma_offset;
+        let gamma = |g: &'a [T]| {
+            let g = T::widen_all(g);
+            // No offset is no addition: adding 0 would turn a gamma of -0 into +0.
+            if offset == 0.0 {
+                g
+            } else {
+                g.iter().map(|&g| g + offset).collect()
+            }
+        };
         Rows {
-            gamma: T::widen_all(affine.gamma),
-            beta: affine.beta.map(T::widen_all),
-            bias: affine.bias.map(T::widen_all),
-            eps,
-            v: vec![0.0; hidden],
+            kind: x.norm.kind,
+            gamma: gamma(x.gamma),
+            post_gamma: x.post_gamma.map(gamma),
+            beta: x.beta.map(T::widen_all),
+            bias: x.bias.map(T::widen_all),
+            eps: x.eps,
+            v: vec![0.0; x.hidden],
         }
     }
 
-    /// Forms the row's `v` into scratch; returns its sum of squares.
-    fn read<T: Element>(&mut self, input: &[T], residual: &[T]) -> f32 {
-        row::form_v(input, residual, self.bias.as_deref(), &mut self.v)
+    /// Forms the row's `v` into scratch.
+    fn read<T: Element>(&mut self, input: &[T], residual: Option<&[T]>) {
+        let Some(post_gamma) = &self.post_gamma else {
+            row::form_v(input, residual, self.bias.as_deref(), &mut self.v);
+            return;
+        };
+        row::form_v(input, None, self.bias.as_deref(), &mut self.v);
+        let post = row::normalize(&mut self.v, self.kind, self.eps);
+        row::add_post(&mut self.v, post, post_gamma, residual);
     }
 
-    /// Stores the row's `v` (before any rescaling changes the scratch) and its `y`.
-    fn write<T: Element>(&mut self, sum_of_squares: f32, v: Option<&mut [T]>, y: &mut [T]) {
+    /// Stores the row's `v` (before normalizing changes the scratch) and writes its `y`.
+    fn write<T: Element, O: Element>(&mut self, v: Option<&mut [T]>, y: &mut [O]) {
         if let Some(v) = v {
             row::store(&self.v, v);
         }
-        let post = row::normalizer(&mut self.v, sum_of_squares, self.eps);
+        let post = row::normalize(&mut self.v, self.kind, self.eps);
         row::write_y(&self.v, &self.gamma, self.beta.as_deref(), post, y);
     }
 }

@@ -7,4 +7,5 @@ pub mod half;
 mod kernel;
 mod row;
 
-pub use kernel::{norm_f16, norm_f16_in_place, norm_f32, norm_f32_in_place};
+pub use element::Element;
+pub use kernel::{norm, norm_in_place};

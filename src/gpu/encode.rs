@@ -74,7 +74,11 @@ pub fn record(
     set(slot::BIAS, x.bias.as_ref(), row_bytes);
     set(slot::POST_GAMMA, x.post_gamma.as_ref(), row_bytes);
     if let Outputs::To { output, sum } = outputs {
-        set(slot::OUTPUT, Some(output), plan.out_dtype.copy_bytes(plan.shape.len()));
+        set(
+            slot::OUTPUT,
+            Some(output),
+            plan.out_dtype.copy_bytes(plan.shape.len()),
+        );
         set(slot::SUM, sum.as_ref(), all_bytes);
     }
     bound[slot::PARAMS] = Some((raw::buffer(&params), Some(Params::SIZE as u64)));
@@ -149,15 +153,10 @@ pub fn source(ctx: &GpuContext, kernel: &Kernel, rows: Option<u32>) -> Result<Js
         ("params", params.into()),
         ("lanes", variant.lanes.into()),
         ("workgroupsPerRow", variant.split_in().into()),
+        ("rowsPerWorkgroup", variant.rows_per_group.into()),
         ("workgroupSize", variant.workgroup.into()),
-        (
-            "storage",
-            variant.storage.name().into(),
-        ),
-        (
-            "outputStorage",
-            variant.out_storage.name().into(),
-        ),
+        ("storage", variant.storage.name().into()),
+        ("outputStorage", variant.out_storage.name().into()),
     ];
     if let Some(rows) = rows {
         let (x, y) = variant.grid(rows, ctx.caps().max_groups_per_dim);

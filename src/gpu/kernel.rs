@@ -122,16 +122,20 @@ pub struct Variant {
     /// The row is exactly `slots * workgroup` columns: the per-column bounds checks go.
     /// Only for the `hidden` the variant was made for.
     pub exact: bool,
+    /// Rows a workgroup of the family kernel normalizes (short rows: QK-norm's heads); 1 for
+    /// the fused kernel, and for rows of more than a few hundred columns.
+    pub rows_per_group: u32,
     /// Workgroups per row (see the WGSL's `owns`): 1, or more for a decode-sized call
     /// ([`Variant::for_few_rows`]). Takes effect only where [`Variant::split_in`] allows.
     pub split: u32,
 }
 
 impl Variant {
-    /// Whether this variant compiles from `norm_family.wgsl` (LayerNorm, the sandwich) rather
-    /// than the fused RMSNorm kernel, whose tuned tilings and split rows it does not take.
+    /// Whether this variant compiles from `norm_family.wgsl` (LayerNorm, the sandwich, and
+    /// short rows many a workgroup) rather than the fused RMSNorm kernel, whose tuned tilings
+    /// and split rows it does not take.
     pub fn is_family(&self) -> bool {
-        self.options.kind == NormKind::Layer || self.options.post_gamma
+        self.options.kind == NormKind::Layer || self.options.post_gamma || self.rows_per_group > 1
     }
 
     /// Workgroups per row as the kernel runs it: `split` where the cache holds the whole row
@@ -149,7 +153,8 @@ impl Variant {
     /// The grid of a dispatch of `rows` rows on a device with `max_per_dim` workgroups a
     /// dimension: every path that dispatches the kernel, and `kernelSource`, asks here.
     pub fn grid(&self, rows: u32, max_per_dim: u32) -> (u32, u32) {
-        grid(rows.saturating_mul(self.split_in()), max_per_dim)
+        let groups = rows.div_ceil(self.rows_per_group.max(1));
+        grid(groups.saturating_mul(self.split_in()), max_per_dim)
     }
 
     /// The directive the storage needs, and the bindings and element conversions for it:
@@ -205,27 +210,23 @@ impl Variant {
             "alias V = vec4<f32>;\n\
              fn square_sum(x: V) -> f32 { return dot(x, x); }\n\
              fn max_abs(x: V) -> f32 { let a = abs(x); return max(max(a.x, a.y), max(a.z, a.w)); }\n\
-             fn lane_sum(x: V) -> f32 { return (x.x + x.y) + (x.z + x.w); }\n\
-             const LANES: u32 = 4u;\n\
-             fn lane(x: V, j: u32) -> f32 { return x[j]; }\n\
-             fn set_lane(x: ptr<function, V>, j: u32, value: f32) { (*x)[j] = value; }\n"
+             fn lane_sum(x: V) -> f32 { return (x.x + x.y) + (x.z + x.w); }\n"
         } else {
             "alias V = f32;\n\
              fn square_sum(x: V) -> f32 { return x * x; }\n\
              fn max_abs(x: V) -> f32 { return abs(x); }\n\
-             fn lane_sum(x: V) -> f32 { return x; }\n\
-             const LANES: u32 = 1u;\n\
-             fn lane(x: V, j: u32) -> f32 { return x; }\n\
-             fn set_lane(x: ptr<function, V>, j: u32, value: f32) { *x = value; }\n"
+             fn lane_sum(x: V) -> f32 { return x; }\n"
         };
         if self.is_family() {
             return format!(
-                "{enable}const WG: u32 = {wg}u;\nconst SLOTS: u32 = {slots}u;\n\
+                "{enable}const WG: u32 = {wg}u;\nconst ROW_T: u32 = {row_t}u;\nconst SLOTS: u32 = {slots}u;\n\
                  const HAS_BIAS: bool = {bias};\nconst HAS_BETA: bool = {beta};\nconst HAS_RESIDUAL: bool = {residual};\n\
                  const HAS_POST: bool = {post};\nconst LAYER: bool = {layer};\n\
                  const WRITE_SUM: bool = {sum};\nconst IN_PLACE: bool = {in_place};\n\
-                 {helpers}{storage}\n{FAMILY_WGSL}",
+                 {helpers}{storage}\n{family}",
+                family = self.family_wgsl(),
                 wg = self.workgroup,
+                row_t = self.workgroup / self.rows_per_group.max(1),
                 slots = self.slots,
                 post = self.options.post_gamma,
                 layer = self.options.kind == NormKind::Layer,
@@ -250,6 +251,26 @@ impl Variant {
             exact = self.exact && self.slots > 0,
             cache = self.cache_wgsl(),
         )
+    }
+
+    /// `norm_family.wgsl` for this variant: a workgroup of one row reads its totals as
+    /// uniform values, which lets RMSNorm's rows that need no rescaling skip the scaled
+    /// pass (its barriers in uniform control flow); several rows a workgroup cannot branch
+    /// on their totals, and always take it.
+    fn family_wgsl(&self) -> String {
+        let (total, plain) = if self.rows_per_group <= 1 {
+            (
+                "workgroupUniformLoad(&partials[0])",
+                "if !LAYER && !(!is_nan(first.x) && (!is_finite(first.x) || first.x < TINY_SUM) \
+                 && is_finite(first.y) && first.y > 0.0) {\n        \
+                 s.post = inverseSqrt(first.x / params.hidden + params.eps);\n        return s;\n    }",
+            )
+        } else {
+            ("partials[lid - t]", "")
+        };
+        FAMILY_WGSL
+            .replace("TOTAL", total)
+            .replace("PLAIN_PATH", plain)
     }
 
     /// `fan` as the WGSL's FAN: at most the workgroup, and a power of two, so that it divides
@@ -317,7 +338,7 @@ impl Variant {
 
     pub fn label(&self) -> String {
         format!(
-            "fused_{}_norm {:?}{}{}{}{} lanes={} wg={} slots={} fan={} flat={} preload={} unroll={} exact={} split={} bias={} beta={} sum={}",
+            "fused_{}_norm {:?}{}{}{}{} lanes={} wg={} rows/wg={} slots={} fan={} flat={} preload={} unroll={} exact={} split={} bias={} beta={} sum={}",
             self.options.kind.name(),
             self.storage,
             if self.out_storage != self.storage {
@@ -330,6 +351,7 @@ impl Variant {
             if self.in_place { " in-place" } else { "" },
             self.lanes,
             self.workgroup,
+            self.rows_per_group,
             self.slots,
             self.fan_in(),
             self.flat,

@@ -181,11 +181,7 @@ impl GpuContext {
                 ),
                 (_, None) => {
                     let out = |dtype| {
-                        Staged::Pooled(self.pooled_storage(
-                            n,
-                            dtype,
-                            wgpu::BufferUsages::COPY_SRC,
-                        ))
+                        Staged::Pooled(self.pooled_storage(n, dtype, wgpu::BufferUsages::COPY_SRC))
                     };
                     (
                         Some(out(plan.out_dtype)),
@@ -268,7 +264,9 @@ impl GpuContext {
             pending.kept.extend(output.into_iter().chain(sum));
         }
         pending.kept.push(gamma);
-        pending.kept.extend(beta.into_iter().chain(bias).chain(post_gamma));
+        pending
+            .kept
+            .extend(beta.into_iter().chain(bias).chain(post_gamma));
         pending.copies.extend(copies.take());
         if let Some((_, encoder)) = through_wgpu {
             self.dev.queue.submit([encoder.finish()]);

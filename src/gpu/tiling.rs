@@ -85,6 +85,7 @@ impl Variant {
             storage: Storage::F32,
             out_storage: Storage::F32,
             in_place: false,
+            rows_per_group: 1,
             lanes,
             workgroup,
             slots,
@@ -224,10 +225,13 @@ impl Variant {
 const FAMILY_SLOTS: u32 = 8;
 
 impl Variant {
-    /// LayerNorm and the sandwich (`norm_family.wgsl`): one workgroup a row, the row in
-    /// registers up to `FAMILY_SLOTS` vectors a thread, four a thread where the row allows so
-    /// that a thread's loads are in flight together. On a CPU adapter (SwiftShader) the
-    /// small workgroups its fused kernel measured best with.
+    /// The family kernel (`norm_family.wgsl`): LayerNorm, the sandwich, and RMSNorm's short
+    /// rows. A row gets a thread per four vectors (so that a thread's loads are in flight
+    /// together), up to `FAMILY_SLOTS` vectors a thread in registers; rows of fewer than
+    /// `FAMILY_GROUP` such threads share a workgroup of `FAMILY_GROUP`. Each row of a QK-norm
+    /// call (heads of 64 or 128) in a workgroup of its own left 8 or 4 threads a workgroup:
+    /// 21-40 % of the `a + b` roofline on an H200 through Dawn (docs/PERFORMANCE.md). On a
+    /// CPU adapter (SwiftShader) the small workgroups its fused kernel measured best with.
     pub fn for_family(hidden: u32, options: Options, caps: &Caps) -> Variant {
         let lanes = if hidden.is_multiple_of(4) { 4 } else { 1 };
         let width = hidden / lanes;
@@ -236,11 +240,14 @@ impl Variant {
         } else {
             256.min(caps.max_workgroup)
         };
-        let workgroup = width.div_ceil(4).next_power_of_two().clamp(1, most.max(1));
-        let workgroup = 1 << (31 - workgroup.leading_zeros());
+        let pow2_below = |n: u32| 1u32 << (31 - n.max(1).leading_zeros());
+        let most = pow2_below(most);
+        let row_threads = pow2_below(width.div_ceil(4).next_power_of_two().min(most));
+        let workgroup = row_threads.max(FAMILY_GROUP.min(most));
         Variant {
             workgroup,
-            slots: width.div_ceil(workgroup).clamp(1, FAMILY_SLOTS),
+            rows_per_group: workgroup / row_threads,
+            slots: width.div_ceil(row_threads).clamp(1, FAMILY_SLOTS),
             fan: 0,
             flat: false,
             preload: false,
@@ -251,6 +258,14 @@ impl Variant {
         }
     }
 }
+
+/// The workgroup that rows too short for one of their own share (see `Variant::for_family`).
+const FAMILY_GROUP: u32 = 128;
+
+/// RMSNorm calls of at least this many rows of at most `SHORT_ROW` vectors take the family
+/// kernel, several rows a workgroup: QK-norm's heads.
+const SHORT_ROWS: usize = 256;
+const SHORT_ROW: u32 = 64;
 
 /// Which variant a call of a kernel runs as, on a device with `caps`.
 impl Kernel {
@@ -264,7 +279,9 @@ impl Kernel {
         let (storage, out_storage) = (storage_of(self.dtype), storage_of(self.out_dtype));
         let hidden = self.hidden as u32;
         let web = cfg!(target_arch = "wasm32");
-        if Variant::for_shape(hidden, self.options).is_family() {
+        let lanes = if hidden.is_multiple_of(4) { 4 } else { 1 };
+        let short = rows >= SHORT_ROWS && hidden / lanes <= SHORT_ROW && !caps.cpu_tiling;
+        if Variant::for_shape(hidden, self.options).is_family() || short {
             return Variant {
                 storage,
                 out_storage,

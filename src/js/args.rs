@@ -26,13 +26,40 @@ use crate::js::value::{
 
 /// The fields of a call's argument object, and of `create`'s options.
 const ARGS_KEYS: [&str; 15] = [
-    "input", "residual", "gamma", "beta", "bias", "postGamma", "hidden", "eps", "kind",
-    "gammaOffset", "outputDtype", "output", "inPlace", "dtype", "rows",
+    "input",
+    "residual",
+    "gamma",
+    "beta",
+    "bias",
+    "postGamma",
+    "hidden",
+    "eps",
+    "kind",
+    "gammaOffset",
+    "outputDtype",
+    "output",
+    "inPlace",
+    "dtype",
+    "rows",
 ];
 /// `encode`'s: `output` and `sum` are where the results go.
 const ENCODE_KEYS: [&str; 16] = [
-    "input", "residual", "gamma", "beta", "bias", "postGamma", "hidden", "eps", "kind",
-    "gammaOffset", "outputDtype", "output", "sum", "inPlace", "dtype", "rows",
+    "input",
+    "residual",
+    "gamma",
+    "beta",
+    "bias",
+    "postGamma",
+    "hidden",
+    "eps",
+    "kind",
+    "gammaOffset",
+    "outputDtype",
+    "output",
+    "sum",
+    "inPlace",
+    "dtype",
+    "rows",
 ];
 const UPLOAD_OPTIONS_KEYS: [&str; 1] = ["dtype"];
 

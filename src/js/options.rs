@@ -17,12 +17,31 @@ use crate::js::value::{
 
 const OPTIONS_KEYS: [&str; 3] = ["backend", "powerPreference", "shaderF16"];
 const PREPARE_KEYS: [&str; 11] = [
-    "hidden", "bias", "beta", "sum", "dtype", "inPlace", "kind", "residual", "postGamma",
-    "gammaOffset", "outputDtype",
+    "hidden",
+    "bias",
+    "beta",
+    "sum",
+    "dtype",
+    "inPlace",
+    "kind",
+    "residual",
+    "postGamma",
+    "gammaOffset",
+    "outputDtype",
 ];
 const SOURCE_KEYS: [&str; 12] = [
-    "hidden", "bias", "beta", "sum", "dtype", "inPlace", "kind", "residual", "postGamma",
-    "gammaOffset", "outputDtype", "rows",
+    "hidden",
+    "bias",
+    "beta",
+    "sum",
+    "dtype",
+    "inPlace",
+    "kind",
+    "residual",
+    "postGamma",
+    "gammaOffset",
+    "outputDtype",
+    "rows",
 ];
 
 /// `prepare`'s argument: one `{ hidden, bias?, beta?, sum?, dtype?, inPlace? }` or an array

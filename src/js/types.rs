@@ -49,117 +49,171 @@ export type FusedRmsNormArray<D extends Dtype> = HostArray<D> | GpuTensor<D> | W
 /** Data `encode` binds as it is: a `GpuTensor`, or a `GPUBuffer` of `norm.device` with `STORAGE` usage. */
 export type FusedRmsNormGpuData<D extends Dtype> = GpuTensor<D> | WebGpuBufferArg;
 
+/** Which normalization a row gets: RMSNorm (the default) or LayerNorm. */
+export type NormKind = "rms" | "layer";
+
+/**
+ * `outputDtype`, where `O` is the dtype of `output` and `D` the data's: optional where they
+ * are the same, required where they differ, so that a call typed to resolve with f16 results
+ * asks for them.
+ */
+export type OutputDtypeField<D extends Dtype, O extends Dtype> = [O] extends [D]
+  ? { /** The dtype of `output` only (default: the data's); `sum` stays the data's. */ outputDtype?: O }
+  : { /** The dtype of `output` only (default: the data's); `sum` stays the data's. */ outputDtype: O };
+
+/**
+ * What every call takes. For each row, with `N` the normalization `kind` names and
+ * `g = gammaOffset`: `u = input + bias`, `w = postGamma ? N(u)·(postGamma + g) : u`,
+ * `v = residual + w` (the `sum`), `y = N(v)·(gamma + g) + beta` (the `output`).
+ */
 interface FusedRmsNormArgsBase<D extends Dtype> {
   /** rows × hidden, row-major. */
   input: FusedRmsNormArray<D>;
-  /** rows × hidden, added to `input` before normalizing. */
-  residual: FusedRmsNormArray<D>;
-  /** hidden; the scale applied after normalizing. */
+  /** rows × hidden, added after `input` (and its post-norm). Omitted: none (QK-norm, a model's final norm). */
+  residual?: FusedRmsNormArray<D>;
+  /** hidden; the scale applied after normalizing (plus `gammaOffset`). */
   gamma: FusedRmsNormArray<D>;
   /** hidden; the shift applied last. Omitted: zeros. */
   beta?: FusedRmsNormArray<D>;
-  /** hidden; added to every row before normalizing. Omitted: none. */
+  /** hidden; added to `input` before anything else. Omitted: none. */
   bias?: FusedRmsNormArray<D>;
-  /** Row length: an integer ≥ 1 (a multiple of 4 for f16). */
+  /**
+   * hidden; the sandwich's post-norm (Gemma 2/3, OLMo 2): `input (+ bias)` is normalized and
+   * scaled by `postGamma + gammaOffset` before the residual is added. Omitted: none.
+   */
+  postGamma?: FusedRmsNormArray<D>;
+  /** Row length: an integer ≥ 1 (a multiple of 4 for f16 data or an f16 output). */
   hidden: number;
-  /** Added to the mean square: finite and ≥ 0. Default 1e-6. */
+  /** Added to the mean square (the variance for LayerNorm): finite and ≥ 0. Default 1e-6. */
   eps?: number;
+  /** `"rms"` (default): `x · inverseSqrt(mean(x²) + eps)`; `"layer"`: `(x − mean) · inverseSqrt(variance + eps)`. */
+  kind?: NormKind;
+  /** Added to every gamma and postGamma: finite, default 0. Gemma's `1 + weight` is 1. */
+  gammaOffset?: number;
   /** What `GPUBuffer` arguments hold (default "f32"); typed arrays and tensors carry their own. */
   dtype?: D;
+  /** How many rows of `GPUBuffer` arguments larger than their data are data (default: all of `input`). */
+  rows?: number;
 }
 
 /**
  * Arguments of `run` and `runWithSum` whose results are read back. Lengths: `input` and
- * `residual` rows × hidden, the rest hidden. Every array has the same dtype; `D` is "f16"
- * for half-precision data (`Uint16Array` bits or f16 tensors).
+ * `residual` rows × hidden, the rest hidden. Every array has the same dtype `D` ("f16" for
+ * half-precision data: `Uint16Array` bits or f16 tensors); `output` is `O`, `outputDtype`'s.
  */
-export interface FusedRmsNormArgs<D extends Dtype = "f32"> extends FusedRmsNormArgsBase<D> {
-  /** Where results go: `"array"` (default) resolves with typed arrays. */
-  output?: "array";
-  inPlace?: false;
-}
+export type FusedRmsNormArgs<D extends Dtype = "f32", O extends Dtype = D> = FusedRmsNormArgsBase<D> &
+  OutputDtypeField<D, O> & {
+    /** Where results go: `"array"` (default) resolves with typed arrays. */
+    output?: "array";
+    inPlace?: false;
+  };
 
 /** f16 arguments (kept for compatibility): `FusedRmsNormArgs<"f16">`. */
 export type FusedRmsNormF16Args = FusedRmsNormArgs<"f16">;
 
 /** Arguments whose results stay on the GPU as new `GpuTensor`s (no readback). */
-export interface FusedRmsNormGpuArgs<D extends Dtype = "f32"> extends FusedRmsNormArgsBase<D> {
-  output: "gpu";
-  inPlace?: false;
-}
+export type FusedRmsNormGpuArgs<D extends Dtype = "f32", O extends Dtype = D> = FusedRmsNormArgsBase<D> &
+  OutputDtypeField<D, O> & {
+    output: "gpu";
+    inPlace?: false;
+  };
 
 /**
- * In place on GPU tensors: `residual` receives `input + residual (+ bias)` and `input` the
- * normalized output; nothing new is allocated. Resolves when the GPU has the work.
+ * In place on GPU tensors: `residual` (where there is one) receives `v` and `input` the
+ * normalized output `y`; nothing new is allocated. `y` is written over the data, so its dtype
+ * is the data's. Resolves when the GPU has the work.
  */
 export interface FusedRmsNormInPlaceArgs<D extends Dtype = "f32"> extends FusedRmsNormArgsBase<D> {
   input: GpuTensor<D>;
-  residual: GpuTensor<D>;
+  residual?: GpuTensor<D>;
   inPlace: true;
   output?: undefined;
+  /** In place, the data's dtype only. */
+  outputDtype?: D;
 }
 
-/** Result of `runWithSum`: the normalized output and `input + residual (+ bias)`. */
-export interface FusedRmsNormWithSum<D extends Dtype = "f32"> {
-  output: HostResult<D>;
+/** Result of `runWithSum`: the normalized output (`O`, `outputDtype`'s) and `v` (the data's `D`). */
+export interface FusedRmsNormWithSum<D extends Dtype = "f32", O extends Dtype = D> {
+  output: HostResult<O>;
   sum: HostResult<D>;
 }
 
 /** Result of `runWithSum` with `output: "gpu"`. */
-export interface FusedRmsNormGpuWithSum<D extends Dtype = "f32"> {
-  output: GpuTensor<D>;
+export interface FusedRmsNormGpuWithSum<D extends Dtype = "f32", O extends Dtype = D> {
+  output: GpuTensor<O>;
   sum: GpuTensor<D>;
 }
 
+/** `encode`'s inputs: `run`'s, on the GPU. */
 interface FusedRmsNormEncodeBase<D extends Dtype> {
   input: FusedRmsNormGpuData<D>;
-  residual: FusedRmsNormGpuData<D>;
+  residual?: FusedRmsNormGpuData<D>;
   gamma: FusedRmsNormGpuData<D>;
   beta?: FusedRmsNormGpuData<D>;
   bias?: FusedRmsNormGpuData<D>;
+  postGamma?: FusedRmsNormGpuData<D>;
   hidden: number;
   eps?: number;
-  /** What `GPUBuffer` arguments hold (default "f32"). */
+  kind?: NormKind;
+  gammaOffset?: number;
+  /** What `GPUBuffer` arguments hold (default "f32"); `output` holds `outputDtype`'s. */
   dtype?: D;
+  rows?: number;
 }
 
 /**
- * `encode` into buffers or tensors of the app's: `output` receives the normalized rows and
- * `sum`, if given, `input + residual (+ bias)`; both rows × hidden, neither an input.
+ * `encode` into buffers or tensors of the app's: `output` receives the normalized rows (in
+ * `outputDtype`) and `sum`, if given, `v` (in the data's dtype); both rows × hidden, neither
+ * an input.
  */
-export interface FusedRmsNormEncodeToArgs<D extends Dtype = "f32"> extends FusedRmsNormEncodeBase<D> {
-  output: FusedRmsNormGpuData<D>;
-  sum?: FusedRmsNormGpuData<D>;
-  inPlace?: false;
-}
+export type FusedRmsNormEncodeToArgs<D extends Dtype = "f32", O extends Dtype = D> = FusedRmsNormEncodeBase<D> &
+  OutputDtypeField<D, O> & {
+    output: FusedRmsNormGpuData<O>;
+    sum?: FusedRmsNormGpuData<D>;
+    inPlace?: false;
+  };
 
-/** `encode` in place: `input ← y`, `residual ← input + residual (+ bias)`. */
+/** `encode` in place: `input ← y`, `residual ← v` (where there is a residual). */
 export interface FusedRmsNormEncodeInPlaceArgs<D extends Dtype = "f32"> extends FusedRmsNormEncodeBase<D> {
   inPlace: true;
   output?: undefined;
   sum?: undefined;
+  /** In place, the data's dtype only. */
+  outputDtype?: D;
 }
 
 export type FusedRmsNormEncodeArgs<D extends Dtype = "f32"> =
-  | FusedRmsNormEncodeToArgs<D>
+  | FusedRmsNormEncodeToArgs<D, "f32">
+  | FusedRmsNormEncodeToArgs<D, "f16">
   | FusedRmsNormEncodeInPlaceArgs<D>;
+
+/** Arguments of the timing calls: any call whose results are read back. */
+export type FusedRmsNormTimedArgs =
+  | FusedRmsNormArgs<"f32">
+  | FusedRmsNormArgs<"f16">
+  | FusedRmsNormArgs<"f32", "f16">
+  | FusedRmsNormArgs<"f16", "f32">;
 
 /** A binding of the kernel, as `kernelSource` describes it (its `@binding` in `@group(0)`). */
 export interface FusedRmsNormBinding {
   readonly binding: number;
-  readonly name: "input" | "residual" | "gamma" | "beta" | "bias" | "output" | "sum" | "params";
+  readonly name: "input" | "residual" | "gamma" | "beta" | "bias" | "post_gamma" | "output" | "sum" | "params";
   /** WebGPU's `GPUBufferBindingType`. */
   readonly type: "read-only-storage" | "storage" | "uniform";
   /** Absent from a call that has no such array: bind any small storage buffer there. */
   readonly optional: boolean;
 }
 
+/** How a kernel's arrays hold numbers: f32, `shader-f16` halves, or halves packed in u32s. */
+export type FusedRmsNormStorage = "f32" | "f16" | "f16-packed";
+
 /**
  * The kernel as this instance runs it, for an engine's own pipeline. Dispatch
  * `workgroups` (`workgroupsPerRow` workgroups a row, row r being workgroups
  * r·k … r·k + k − 1 of the grid read x first; past `maxComputeWorkgroupsPerDimension`
- * they fold into y) with a uniform buffer of `params.size` bytes laid out as
- * `params.fields` (`width` = hidden / `lanes`).
+ * they fold into y) with a uniform buffer of `params.size` bytes (32) laid out as
+ * `params.fields`: `rows`, `width` = hidden / `lanes`, `hidden`, `eps` and
+ * `gamma_offset` = the call's `gammaOffset` (a uniform, so it needs no kernel of its own).
  */
 export interface FusedRmsNormKernelSource {
   readonly code: string;
@@ -168,7 +222,7 @@ export interface FusedRmsNormKernelSource {
   readonly params: {
     readonly size: number;
     readonly fields: readonly {
-      readonly name: "rows" | "width" | "hidden" | "eps";
+      readonly name: "rows" | "width" | "hidden" | "eps" | "gamma_offset";
       readonly offset: number;
       readonly type: "u32" | "f32";
     }[];
@@ -180,21 +234,39 @@ export interface FusedRmsNormKernelSource {
    * long rows on a GPU, where a row's memory traffic is spread over several of its cores.
    */
   readonly workgroupsPerRow: number;
-  /** How arrays hold numbers: f32, `shader-f16` halves, or halves packed in u32s. */
-  readonly storage: "f32" | "f16" | "f16-packed";
+  /** How the data's arrays (every binding but `output` and `params`) hold numbers. */
+  readonly storage: FusedRmsNormStorage;
+  /** How `output` holds numbers: `storage` unless the kernel's `outputDtype` differs. */
+  readonly outputStorage: FusedRmsNormStorage;
   /** The grid for `rows`, where `kernelSource` was given them. */
   readonly workgroups?: readonly [number, number, 1];
 }
 
-/** A kernel an app will call, for `prepare`: `sum` for `runWithSum`. */
-export interface FusedRmsNormKernel {
+/** What a kernel description has whatever its dtypes. */
+interface FusedRmsNormKernelBase {
   hidden: number;
+  kind?: NormKind;
+  /** Whether calls pass a `residual` (default true). */
+  residual?: boolean;
+  postGamma?: boolean;
   bias?: boolean;
   beta?: boolean;
   sum?: boolean;
-  dtype?: Dtype;
-  inPlace?: boolean;
+  /** Checked as a call checks it; a uniform, so every offset shares the kernel. */
+  gammaOffset?: number;
 }
+
+/**
+ * A kernel an app will call, for `prepare` and `kernelSource`: `sum` for `runWithSum`,
+ * `residual: false` for calls without one, `outputDtype` where the output's dtype differs from
+ * the data's (never in place).
+ */
+export type FusedRmsNormKernel = FusedRmsNormKernelBase &
+  (
+    | { inPlace?: boolean; dtype?: "f32"; outputDtype?: "f32" }
+    | { inPlace?: boolean; dtype: "f16"; outputDtype?: "f16" }
+    | { inPlace?: false; dtype?: Dtype; outputDtype?: Dtype }
+  );
 
 /** Options of `FusedRmsNorm.upload`: `dtype`, if given, must match the array. */
 export interface GpuTensorOptions<D extends Dtype = Dtype> {
@@ -251,10 +323,19 @@ export interface FusedRmsNormDeviceLostEvent {
 }
 
 /**
- * Fused residual add + optional bias + RMSNorm on WebGPU.
+ * Fused residual add + normalization on WebGPU: every transformer's normalization step.
  *
- * `y = (input + residual + bias) * inverseSqrt(mean((input + residual + bias)²) + eps) * gamma + beta`,
- * row by row. Create with `await FusedRmsNorm.create()`; release with `free()`.
+ * For every row, with `N` RMSNorm (`kind: "rms"`, the default: `x · inverseSqrt(mean(x²) + eps)`)
+ * or LayerNorm (`kind: "layer"`: `(x − m) · inverseSqrt(mean((x − m)²) + eps)`, `m = mean(x)`)
+ * and `g = gammaOffset` (default 0):
+ *
+ *     u = input + bias                                  (bias optional)
+ *     w = postGamma ? N(u) · (postGamma + g) : u        (the sandwich's post-norm, optional)
+ *     v = residual + w                                  (residual optional: 0) — the `sum`
+ *     y = N(v) · (gamma + g) + beta                     (beta optional: 0) — the `output`
+ *
+ * `output` is in `outputDtype` (default: the data's), `sum` in the data's dtype.
+ * Create with `await FusedRmsNorm.create()`; release with `free()`.
  * Every failure is a Promise rejection with a named `Error` (`WebGpuUnavailableError`,
  * `GpuDeviceError`, `InvalidStateError`, `ShapeError`, `TypeError`).
  */
@@ -266,19 +347,27 @@ export class FusedRmsNorm {
    * `InvalidStateError` before `await init()`, and `TypeError` for malformed options.
    */
   static create(options?: FusedRmsNormOptions | null): Promise<FusedRmsNorm>;
-  /** Normalizes row by row; resolves with a fresh array of `input.length`. */
+  /** Normalizes row by row; resolves with a fresh array of `input.length` in `outputDtype`. */
   run(args: FusedRmsNormArgs<"f32">): Promise<Float32Array>;
   run(args: FusedRmsNormArgs<"f16">): Promise<Uint16Array>;
+  run(args: FusedRmsNormArgs<"f32", "f16">): Promise<Uint16Array>;
+  run(args: FusedRmsNormArgs<"f16", "f32">): Promise<Float32Array>;
   /** Results stay on the GPU: resolves with a new `GpuTensor`. */
   run(args: FusedRmsNormGpuArgs<"f32">): Promise<GpuTensor<"f32">>;
   run(args: FusedRmsNormGpuArgs<"f16">): Promise<GpuTensor<"f16">>;
+  run(args: FusedRmsNormGpuArgs<"f32", "f16">): Promise<GpuTensor<"f16">>;
+  run(args: FusedRmsNormGpuArgs<"f16", "f32">): Promise<GpuTensor<"f32">>;
   /** In place: `input ← y`, `residual ← v`; resolves with nothing. */
   run(args: FusedRmsNormInPlaceArgs<"f32"> | FusedRmsNormInPlaceArgs<"f16">): Promise<void>;
-  /** As `run`, and also resolves with `sum = input + residual (+ bias)`, the residual stream the next layer takes. */
+  /** As `run`, and also resolves with `sum = v` (in the data's dtype), the residual stream the next layer takes. */
   runWithSum(args: FusedRmsNormArgs<"f32">): Promise<FusedRmsNormWithSum<"f32">>;
   runWithSum(args: FusedRmsNormArgs<"f16">): Promise<FusedRmsNormWithSum<"f16">>;
+  runWithSum(args: FusedRmsNormArgs<"f32", "f16">): Promise<FusedRmsNormWithSum<"f32", "f16">>;
+  runWithSum(args: FusedRmsNormArgs<"f16", "f32">): Promise<FusedRmsNormWithSum<"f16", "f32">>;
   runWithSum(args: FusedRmsNormGpuArgs<"f32">): Promise<FusedRmsNormGpuWithSum<"f32">>;
   runWithSum(args: FusedRmsNormGpuArgs<"f16">): Promise<FusedRmsNormGpuWithSum<"f16">>;
+  runWithSum(args: FusedRmsNormGpuArgs<"f32", "f16">): Promise<FusedRmsNormGpuWithSum<"f32", "f16">>;
+  runWithSum(args: FusedRmsNormGpuArgs<"f16", "f32">): Promise<FusedRmsNormGpuWithSum<"f16", "f32">>;
   runWithSum(args: FusedRmsNormInPlaceArgs<"f32"> | FusedRmsNormInPlaceArgs<"f16">): Promise<void>;
   /**
    * Uploads `data` as a tensor calls accept in place of an array. Synchronous; throws
@@ -290,12 +379,12 @@ export class FusedRmsNorm {
    * Runs `args` with the kernel dispatched `repeat` times (an integer from 1 to 10,000) in
    * one submission; resolves with the wall time in milliseconds.
    */
-  timeDispatches(args: FusedRmsNormArgs<"f32"> | FusedRmsNormArgs<"f16">, repeat: number): Promise<number>;
+  timeDispatches(args: FusedRmsNormTimedArgs, repeat: number): Promise<number>;
   /**
    * As `timeDispatches`, timed on the GPU: the compute pass's milliseconds, or `undefined`
    * where the adapter has no `timestamp-query`.
    */
-  gpuTime(args: FusedRmsNormArgs<"f32"> | FusedRmsNormArgs<"f16">, repeat: number): Promise<number | undefined>;
+  gpuTime(args: FusedRmsNormTimedArgs, repeat: number): Promise<number | undefined>;
   /**
    * Records the normalization of GPU data into the app's `encoder` (on `norm.device`) as one
    * compute pass: no submission, no await. Throws `TypeError`, `ShapeError`,
@@ -303,7 +392,7 @@ export class FusedRmsNorm {
    * reaches the app's own error scopes.
    */
   encode(encoder: WebGpuCommandEncoder, args: FusedRmsNormEncodeArgs<"f32"> | FusedRmsNormEncodeArgs<"f16">): void;
-  /** The WGSL, bindings and uniform layout this instance runs for `kernel`. */
+  /** The WGSL, bindings, storage and uniform layout this instance runs for `kernel` (and the grid for `rows`). */
   kernelSource(kernel: FusedRmsNormKernel & { rows?: number }): FusedRmsNormKernelSource;
   /** Compiles the kernels an app will use ahead of its first calls. */
   prepare(kernels: FusedRmsNormKernel | readonly FusedRmsNormKernel[]): Promise<void>;

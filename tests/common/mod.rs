@@ -208,3 +208,19 @@ impl std::fmt::Display for Cell {
         write!(f, "{rows}x{hidden} bias={bias} beta={beta} eps={eps}")
     }
 }
+
+/// Asserts that f16 results (`got`, half bits) are `want` rounded once to f16: within half an
+/// f16 ulp of the rounded reference (twice, for an f32 result that straddles a rounding
+/// boundary) plus the f32 tolerance.
+pub fn assert_f16_rounding(got: &[u16], want: &[f64], what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}: output length");
+    for (at, (&bits, &want)) in got.iter().zip(want).enumerate() {
+        let got = f16_value(bits) as f64;
+        let rounded = f16_value(f16_bits(want as f32)) as f64;
+        let half_ulp = want.abs().max(6.1e-5) * 2f64.powi(-11) * 1.01;
+        assert!(
+            (got - rounded).abs() <= 2.0 * half_ulp + 1e-5 * want.abs(),
+            "{what} at {at}: got {got}, want {want} (f16 {rounded})"
+        );
+    }
+}

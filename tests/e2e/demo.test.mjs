@@ -12,6 +12,7 @@ import { join } from "node:path";
 
 import { serve } from "../../scripts/serve.mjs";
 import { ROOT, assertBuilt, launch, watchedPage } from "./browser.mjs";
+import { PRESETS } from "../../www/demo/presets.js";
 
 const SCREENSHOT = join(ROOT, "test-results", "demo.png");
 
@@ -45,7 +46,8 @@ async function settle(action) {
   return { state: await page.getAttribute("#status", "data-state"), text: (await page.textContent("#status")).trim() };
 }
 
-async function setProblem({ rows, hidden, eps = "1e-6", seed = "1", bias = true, beta = true, dtype = "f32" }) {
+/** Sets the Problem controls; the normalization's default to today's pre-norm. */
+async function setProblem({ rows, hidden, eps = "1e-6", seed = "1", bias = true, beta = true, dtype = "f32", kind = "rms", residual = true, postGamma = false, gammaOffset = "0", outputDtype = "" }) {
   await page.fill("#rows", String(rows));
   await page.fill("#hidden", String(hidden));
   await page.fill("#eps", eps);
@@ -53,6 +55,11 @@ async function setProblem({ rows, hidden, eps = "1e-6", seed = "1", bias = true,
   await page.setChecked("#bias", bias);
   await page.setChecked("#beta", beta);
   await page.check(`#dtype-${dtype}`);
+  await page.check(`#kind-${kind}`);
+  await page.setChecked("#residual", residual);
+  await page.setChecked("#post-gamma", postGamma);
+  await page.fill("#gamma-offset", gammaOffset);
+  await page.selectOption("#output-dtype", outputDtype);
 }
 
 /** Waits for the progress bar to move, then to fill with its button enabled again. */
@@ -209,6 +216,88 @@ test("demo shows library errors by name and message, then recovers", async () =>
   const status = await settle(() => page.click("#run"));
   assert.equal(status.state, "done", `rows 0 is valid: ${status.text}`);
   assert.match(await page.textContent("#output"), /empty/);
+});
+
+/** The controls as a preset sets them (see www/demo/presets.js). */
+function readControls() {
+  return page.evaluate(() => {
+    const $ = (id) => document.getElementById(id);
+    return {
+      rows: Number($("rows").value), hidden: Number($("hidden").value), eps: $("eps").value,
+      kind: document.querySelector('input[name="kind"]:checked').value, residual: $("residual").checked,
+      postGamma: $("post-gamma").checked, gammaOffset: Number($("gamma-offset").value), bias: $("bias").checked, beta: $("beta").checked,
+    };
+  });
+}
+
+/** Chooses preset `key`, runs it, and returns the run's status and shown errors. */
+async function runPreset(key) {
+  await setProblem({ rows: 1, hidden: 4 });
+  await page.selectOption("#preset", key);
+  const controls = await readControls();
+  const status = await settle(() => page.click("#run"));
+  return {
+    controls, status,
+    maxRel: Number.parseFloat(await page.textContent("#max-rel")),
+    maxError: Number.parseFloat(await page.textContent("#max-error")),
+    js: (await page.textContent("#js-time")).trim(),
+  };
+}
+
+/** What the Result card says a preset normalized: the formula's options in words. */
+function described(p) {
+  return [p.kind === "layer" ? "LayerNorm" : "RMSNorm", p.postGamma && "the sandwich", p.residual ? "with a residual" : "no residual", p.gammaOffset && `γ \\+ ${p.gammaOffset}`].filter(Boolean).join(", ");
+}
+
+for (const backend of ["webgpu", "cpu"]) test(`demo model presets (${backend}): Llama, Gemma 3's sandwich with 1 + γ, GPT-2's LayerNorm, Qwen3's QK-norm and a final norm each set the controls and match the f64 reference`, async (t) => {
+  if (backend === "cpu") await chooseBackend("cpu");
+  try {
+    const keys = await page.$$eval("#preset option", (os) => os.map((o) => o.value));
+    assert.deepEqual(keys, ["custom", ...Object.keys(PRESETS)]);
+    for (const [key, preset] of Object.entries(PRESETS)) {
+      const r = await runPreset(key);
+      const { label, ...want } = preset;
+      assert.deepEqual(r.controls, want, `${key}: the controls`);
+      assert.equal(r.status.state, "done", `${key}: ${r.status.text}`);
+      assert.match(r.status.text, new RegExp(`^Done: ${want.rows} × ${want.hidden} rows in f32 on ${backend === "cpu" ? "the CPU backend" : "WebGPU"}, matches the f64 reference \\(within 1\\.00e-5 relative\\): ${described(want)}\\.$`));
+      assert.ok(Number.isFinite(r.maxRel) && r.maxRel <= 1e-5, `${key}: #max-rel is ${r.maxRel}`);
+      // The plain loop is an RMSNorm pre-norm's baseline only.
+      assert.equal(r.js === "—", want.kind === "layer" || want.postGamma, `${key}: #js-time ${r.js}`);
+      t.diagnostic(`${key}: ${r.status.text} (max error ${r.maxError}, max rel ${r.maxRel})`);
+    }
+    // A control changed by hand makes the problem custom.
+    await page.selectOption("#preset", "gemma3");
+    await page.uncheck("#post-gamma");
+    assert.equal(await page.inputValue("#preset"), "custom");
+  } finally {
+    if (backend === "cpu") await chooseBackend("webgpu");
+  }
+});
+
+test("demo output dtype: an f16 output from f32 data, an f32 output from f16 data, LayerNorm; a bad γ offset is the library's ShapeError", async () => {
+  await setProblem({ rows: 4, hidden: 768, kind: "layer", outputDtype: "f16" });
+  let status = await settle(() => page.click("#run"));
+  assert.equal(status.state, "done", status.text);
+  assert.match(status.text, /^Done: 4 × 768 rows in f32 on WebGPU, matches the f64 reference \(within 1\.00e-3 relative\): LayerNorm, with a residual, output f16\.$/);
+  assert.equal((await page.textContent("#result-dtype")).trim(), "f32 → f16");
+  assert.match(await page.textContent("#error-note"), /^f16 output, against the f64 reference \(one f16 rounding/);
+  assert.ok(Number.parseFloat(await page.textContent("#max-rel")) <= 1e-3);
+
+  await setProblem({ rows: 4, hidden: 768, dtype: "f16", outputDtype: "f32", postGamma: true, gammaOffset: "1" });
+  status = await settle(() => page.click("#run"));
+  assert.equal(status.state, "done", status.text);
+  assert.match(status.text, /within 1\.00e-5 relative\): RMSNorm, the sandwich, with a residual, γ \+ 1, output f32\.$/);
+  assert.match(await page.textContent("#error-note"), /^f32 output, against the f64 reference of the same halves/);
+  assert.ok(Number.parseFloat(await page.textContent("#max-rel")) <= 1e-5, "f32 results from halves are f32-exact");
+
+  await setProblem({ rows: 2, hidden: 8, gammaOffset: "huge" });
+  const bad = await settle(() => page.click("#run"));
+  assert.equal(bad.state, "error", bad.text);
+  assert.match(bad.text, /^ShapeError: gammaOffset:/);
+  await setProblem({ rows: 2, hidden: 6, outputDtype: "f16" });
+  const odd = await settle(() => page.click("#run"));
+  assert.match(odd.text, /^ShapeError: hidden:/);
+  await setProblem({ rows: 2, hidden: 8 });
 });
 
 /** Runs the size sweep; returns its series, each with its point count, and the table's rows. */

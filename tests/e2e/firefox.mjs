@@ -35,12 +35,28 @@ export async function launchFirefox() {
   });
 }
 
-/** A page that records every console error and uncaught exception into `problems`. */
-export async function watchedFirefoxPage(browser, problems) {
-  const page = await browser.newPage();
-  page.on("console", (m) => {
-    if (m.type() === "error") problems.push(`console.error: ${m.text()} (${m.location()?.url ?? "?"})`);
-  });
-  page.on("pageerror", (e) => problems.push(`pageerror: ${e?.stack ?? e}`));
-  return page;
+/**
+ * Firefox as no-webgpu-suite.mjs drives it (webkit.mjs's launchWebKit() gives WebKit the same
+ * way): `open(url, problems)` resolves with a page whose console errors and uncaught
+ * exceptions go into `problems`; `close()`.
+ */
+export async function firefoxBrowser() {
+  const browser = await launchFirefox();
+  return {
+    async open(url, problems) {
+      const page = await browser.newPage();
+      page.on("console", (m) => {
+        if (m.type() === "error") problems.push(`console.error: ${m.text()} (${m.location()?.url ?? "?"})`);
+      });
+      page.on("pageerror", (e) => problems.push(`pageerror: ${e?.stack ?? e}`));
+      await page.goto(url);
+      return {
+        evaluate: (fn, ...args) => page.evaluate(fn, ...args),
+        waitFor: (fn, ms, ...args) => page.waitForFunction(fn, { timeout: ms }, ...args),
+        click: (selector) => page.click(selector),
+        close: () => page.close(),
+      };
+    },
+    close: () => browser.close(),
+  };
 }

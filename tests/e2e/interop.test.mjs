@@ -403,7 +403,7 @@ test("kernelSource: an engine's own pipeline from the exported WGSL and binding 
         compute: { module: device.createShaderModule({ code: k.code }), entryPoint: k.entryPoint },
       });
       const params = new ArrayBuffer(k.params.size);
-      const values = { rows, width: hidden / k.lanes, hidden, eps: 1e-6 };
+      const values = { rows, width: hidden / k.lanes, hidden, eps: 1e-6, gamma_offset: 0 };
       for (const f of k.params.fields) new DataView(params)[f.type === "u32" ? "setUint32" : "setFloat32"](f.offset, values[f.name], true);
       const S = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC;
       const data = {
@@ -412,10 +412,12 @@ test("kernelSource: an engine's own pipeline from the exported WGSL and binding 
         output: emptyBuffer(device, rows * hidden * 4, S), sum: emptyBuffer(device, rows * hidden * 4, S),
         params: bufferOf(device, new Uint8Array(params), GPUBufferUsage.UNIFORM),
       };
+      // Optional bindings the call has no array for (post_gamma here) take any small buffer.
+      const stub = emptyBuffer(device, 16, S);
       const e = device.createCommandEncoder();
       const pass = e.beginComputePass();
       pass.setPipeline(pipeline);
-      pass.setBindGroup(0, device.createBindGroup({ layout, entries: k.bindings.map((b) => ({ binding: b.binding, resource: { buffer: data[b.name] } })) }));
+      pass.setBindGroup(0, device.createBindGroup({ layout, entries: k.bindings.map((b) => ({ binding: b.binding, resource: { buffer: data[b.name] ?? (b.optional ? stub : undefined) } })) }));
       pass.dispatchWorkgroups(...k.workgroups);
       pass.end();
       device.queue.submit([e.finish()]);
@@ -433,7 +435,7 @@ test("kernelSource: an engine's own pipeline from the exported WGSL and binding 
     }
     return out;
   });
-  const names = "0:input:read-only-storage 1:residual:read-only-storage 2:gamma:read-only-storage 3:beta:read-only-storage 4:bias:read-only-storage 5:output:storage 6:sum:storage 7:params:uniform";
+  const names = "0:input:read-only-storage 1:residual:read-only-storage 2:gamma:read-only-storage 3:beta:read-only-storage 4:bias:read-only-storage 5:output:storage 6:sum:storage 7:params:uniform 8:post_gamma:read-only-storage";
   assert.deepEqual(r, { "3x96": { same: true, names, lanes: 4, perRow: 1, grid: true }, "2x37": { same: true, names, lanes: 1, perRow: 1, grid: true } });
 });
 

@@ -217,7 +217,6 @@ test("TypeError for wrong argument types (plain Array, Float64Array, missing fie
     { kind: "typed", field: "beta", type: "Float64Array", arg: "beta" },
     { kind: "typed", field: "gamma", type: "Int32Array", arg: "gamma" },
     { kind: "missing", field: "input", arg: "input" },
-    { kind: "missing", field: "residual", arg: "residual" },
     { kind: "missing", field: "gamma", arg: "gamma" },
     { kind: "missing", field: "hidden", arg: "hidden" },
     { kind: "value", field: "hidden", value: "5", arg: "hidden" },

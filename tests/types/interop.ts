@@ -31,6 +31,21 @@ norm.encode(encoder, { input: buf, residual: buf, gamma, hidden: 16, inPlace: tr
 // @ts-expect-error an encoder, not a device
 norm.encode(device, { input: buf, residual: buf, gamma, hidden: 16, output: buf });
 
+// The normalization family into the app's encoder: no residual, LayerNorm, the sandwich, an
+// f16 output from f32 data (output holds outputDtype's elements, sum the data's).
+norm.encode(encoder, { input: buf, gamma, hidden: 16, kind: "layer", output: buf });
+norm.encode(encoder, { input: buf, residual: t, gamma, postGamma: buf, gammaOffset: 1, hidden: 16, output: buf, sum: buf });
+const half: GpuTensor<"f16"> = await norm.run({ input: buf, gamma, hidden: 16, output: "gpu", outputDtype: "f16" });
+norm.encode(encoder, { input: t, residual: buf, gamma, hidden: 16, outputDtype: "f16", output: half, sum: t });
+norm.encode(encoder, { input: buf, gamma: buf, hidden: 16, dtype: "f16", outputDtype: "f32", output: t });
+norm.encode(encoder, { input: t, gamma, hidden: 16, inPlace: true, kind: "layer" });
+// @ts-expect-error an f16 output needs outputDtype: "f16"
+norm.encode(encoder, { input: t, gamma, hidden: 16, output: half });
+// @ts-expect-error the sum stays in the data's dtype
+norm.encode(encoder, { input: t, gamma, hidden: 16, outputDtype: "f16", output: half, sum: half });
+// @ts-expect-error in place writes y over the data: its dtype only
+norm.encode(encoder, { input: t, gamma, hidden: 16, inPlace: true, outputDtype: "f16" });
+
 // kernelSource for the app's own pipeline.
 const k: FusedRmsNormKernelSource = norm.kernelSource({ hidden: 16, beta: true, rows: 4 });
 const module: GPUShaderModule = device.createShaderModule({ code: k.code });
@@ -38,6 +53,12 @@ const layout: GPUBindGroupLayout = device.createBindGroupLayout({
   entries: k.bindings.map((b) => ({ binding: b.binding, visibility: GPUShaderStage.COMPUTE, buffer: { type: b.type } })),
 });
 const grid: readonly [number, number, 1] | undefined = k.workgroups;
+// A variant's storage and bindings: QK-norm's f16 output from f32 data, and the sandwich.
+const qk = norm.kernelSource({ hidden: 128, residual: false, outputDtype: "f16", rows: 65536 });
+const stored: [string, string] = [qk.storage, qk.outputStorage];
+const sandwich = norm.kernelSource({ hidden: 16, postGamma: true, gammaOffset: 1, sum: true });
+const postGamma = sandwich.bindings.find((b) => b.name === "post_gamma");
+const offsetField = sandwich.params.fields.find((f) => f.name === "gamma_offset")?.offset;
 // @ts-expect-error the source is read-only
 k.code = "";
-export { y, t, h, tb, module, layout, grid };
+export { y, t, h, tb, module, layout, grid, stored, postGamma, offsetField };

@@ -38,5 +38,27 @@ export async function misuse(norm: FusedRmsNorm, good: FusedRmsNormArgs): Promis
   norm.ondevicelost = "reload"; // misuse: a handler must be a function
   await FusedRmsNorm.create({ backend: "wasm" }); // misuse: no such backend
 
-  console.log(total, doubled, notAwaited, output, made, wrong);
+
+  // The normalization family's fields.
+  await norm.run({ input, residual, gamma, hidden: 4, kind: "group" }); // misuse: no such kind
+  await norm.run({ input, residual, gamma, hidden: 4, kind: "Layer" }); // misuse: kinds are lower case
+  await norm.run({ input, gamma, hidden: 4, gammaOffset: "1" }); // misuse: a string gammaOffset
+  await norm.run({ input, gamma, hidden: 4, postGamma: true }); // misuse: postGamma is an array, not a flag
+  await norm.run({ input, gamma, hidden: 4, postGamma: t16 }); // misuse: an f16 postGamma among f32 arrays
+  await norm.run({ input, gamma, hidden: 4, outputDtype: "bf16" }); // misuse: no such outputDtype
+  await norm.run({ input, gamma, hidden: 4, residual: null }); // misuse: an absent residual is left out, not null
+  const half: Float32Array = await norm.run({ input, gamma, hidden: 4, outputDtype: "f16" }); // misuse: an f16 output is Uint16Array bits
+  const single: Uint16Array = await norm.run({ input: t16, gamma: t16, hidden: 4, outputDtype: "f32" }); // misuse: an f32 output from f16 data is a Float32Array
+  const { sum: halfSum } = await norm.runWithSum({ input: t16, gamma: t16, hidden: 4, outputDtype: "f32" });
+  const sumAsF32: Float32Array = halfSum; // misuse: the sum stays in the data's dtype
+  const x32 = norm.upload(new Float32Array(8));
+  await norm.run({ input: x32, gamma, hidden: 4, inPlace: true, outputDtype: "f16" }); // misuse: in place writes y over the data: its dtype only
+  await norm.runWithSum({ input: t16, residual: t16, gamma: t16, hidden: 4, inPlace: true, outputDtype: "f32" }); // misuse: in place f16 with an f32 output
+  await norm.prepare({ hidden: 4, inPlace: true, outputDtype: "f16" }); // misuse: an in-place kernel of another output dtype
+  await norm.prepare({ hidden: 4, residual: "none" }); // misuse: a kernel's residual is a boolean
+  norm.kernelSource({ hidden: 4, kind: "rmsnorm" }); // misuse: no such kind in a kernel
+  const gpuHalf = await norm.run({ input, gamma, hidden: 4, output: "gpu", outputDtype: "f16" });
+  const back: Float32Array = await gpuHalf.read(); // misuse: an f16 output tensor reads back Uint16Array bits
+
+  console.log(total, doubled, notAwaited, output, made, wrong, half, single, sumAsF32, back);
 }

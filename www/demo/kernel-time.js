@@ -1,7 +1,7 @@
 // The kernel's own time per dispatch, apart from uploads and readback: GPU timestamps where the
 // adapter has them, else (and on the CPU backend) the wall-clock slope of timeDispatches over
 // the repeat count.
-import { ARRAY_KEYS } from "../lib/f16.js";
+import { ALL_ARRAY_KEYS } from "../lib/f16.js";
 import { $ } from "./dom.js";
 import { fmtMs } from "./format.js";
 import { median } from "./timing.js";
@@ -19,10 +19,10 @@ const KERNEL_MAX_K = 2001;
  */
 export async function kernelTime(norm, args, dtype) {
   const tensors = [];
-  const resident = { hidden: args.hidden };
-  if (args.eps !== undefined) resident.eps = args.eps;
+  // Every field but the arrays as the call has it (hidden, eps, kind, gammaOffset, outputDtype).
+  const resident = Object.fromEntries(Object.entries(args).filter(([k]) => !ALL_ARRAY_KEYS.includes(k)));
   try {
-    for (const k of ARRAY_KEYS) {
+    for (const k of ALL_ARRAY_KEYS) {
       if (!args[k]) continue;
       const t = norm.upload(args[k], { dtype });
       tensors.push(t);

@@ -7,6 +7,7 @@ import { $, setStatus, showError } from "./dom.js";
 import { setTimerNote } from "./kernel-time.js";
 import { interop } from "./interop-panel.js";
 import { pipeline } from "./pipeline-panel.js";
+import { initPresets } from "./presets.js";
 import { runOnce } from "./result-view.js";
 import { drawEmptySweep, sweep } from "./size-sweep.js";
 
@@ -74,6 +75,7 @@ async function useBackend(choice) {
 }
 
 async function start() {
+  initPresets();
   onSubmit("controls", runOnce);
   $("sweep").addEventListener("click", () => exclusive(sweep));
   onSubmit("pipeline-form", pipeline);

@@ -1,6 +1,7 @@
 // The Pipeline card: a 32-layer residual chain (each layer's output the next input, its sum
-// the next residual) run three ways — GPU-resident tensors, in place, Float32Array round
-// trips — timed, and checked against each other and against a JavaScript chain.
+// the next residual) run three ways — resident tensors (on the GPU, or in wasm memory on the
+// CPU backend), in place, Float32Array round trips — timed, and checked against each other
+// and against a JavaScript chain.
 import { chainReference } from "../lib/reference.js";
 import { filled, rng } from "../lib/seeded.js";
 import { $, nextFrame, pageError, setStatus, showError } from "./dom.js";
@@ -90,10 +91,13 @@ function difference(a, b) {
 }
 
 const WAYS = [
-  { key: "resident", name: "GPU-resident", api: 'runWithSum({…, output: "gpu"})', chain: chainResident },
+  { key: "resident", name: "GPU-resident", cpuName: "Resident tensors", api: 'runWithSum({…, output: "gpu"})', chain: chainResident },
   { key: "inplace", name: "In place", api: "run({…, inPlace: true})", chain: chainInPlace },
   { key: "roundtrip", name: "Float32Array round trips", api: "runWithSum({…}) on arrays", chain: chainRoundTrip },
 ];
+
+/** A way's name on `backend`: the CPU backend's tensors live in wasm memory, not on a GPU. */
+const nameOn = (way, backend) => (backend === "cpu" && way.cpuName) || way.name;
 
 /** The rows of the chain, and the problem's hidden size checked for a chain of that many. */
 function readChainShape() {
@@ -129,7 +133,7 @@ export async function pipeline(norm) {
     const { rows, hidden } = shape;
     const problem = makeChain(shape);
     const inUseBefore = inUse(norm);
-    // A model's weights are uploaded once: the two GPU ways share these tensors.
+    // A model's weights are uploaded once: the two ways on tensors share them.
     const weights = problem.layers.map((w) => {
       const t = {};
       for (const [k, a] of Object.entries(w)) weightTensors.push((t[k] = norm.upload(a, F32)));
@@ -148,9 +152,10 @@ export async function pipeline(norm) {
     // turn, so that drift in the machine's speed does not favour one of them.
     for (let round = 0; round <= PIPELINE_REPS; round++) {
       for (const way of WAYS) {
+        const name = nameOn(way, norm.backend);
         label.textContent = round === 0
-          ? `${way.name}: warm-up (${done + 1} of ${chains})…`
-          : `${way.name}: chain ${round} of ${PIPELINE_REPS} (${done + 1} of ${chains})…`;
+          ? `${name}: warm-up (${done + 1} of ${chains})…`
+          : `${name}: chain ${round} of ${PIPELINE_REPS} (${done + 1} of ${chains})…`;
         await nextFrame();
         const t0 = performance.now();
         finals[way.key] = await way.chain(norm, problem, weights, () => progress.value++);
@@ -198,7 +203,8 @@ function renderPipeline({ rows, hidden, rows3, agree, agreeAbs, vsRef, inUseBefo
   table.className = "data";
   table.id = "pipeline-table";
   const head = table.createTHead().insertRow();
-  for (const text of ["way", "ms per chain", "ms per layer", "× GPU-resident", "max |Δ| vs GPU-resident"]) {
+  const resident = nameOn(WAYS[0], backend);
+  for (const text of ["way", "ms per chain", "ms per layer", `× ${resident}`, `max |Δ| vs ${resident}`]) {
     const th = document.createElement("th");
     th.scope = "col";
     if (text === "way") th.className = "way";
@@ -206,21 +212,21 @@ function renderPipeline({ rows, hidden, rows3, agree, agreeAbs, vsRef, inUseBefo
     head.append(th);
   }
   const body = table.createTBody();
-  const resident = rows3[0].ms;
+  const residentMs = rows3[0].ms;
   for (const r of rows3) {
     const tr = body.insertRow();
     tr.dataset.way = r.key;
     const way = tr.insertCell();
     way.className = "way";
     const name = document.createElement("strong");
-    name.textContent = r.name;
+    name.textContent = nameOn(r, backend);
     const api = document.createElement("code");
     api.textContent = r.api;
     way.append(name, " ", api);
     const cells = [
       r.ms.toFixed(3),
       (r.ms / PIPELINE_LAYERS).toFixed(4),
-      `${(r.ms / resident).toFixed(2)}×`,
+      `${(r.ms / residentMs).toFixed(2)}×`,
       r.key === "resident" ? "—" : fmtErr(r.diff.abs),
     ];
     for (const text of cells) tr.insertCell().textContent = text;

@@ -1,7 +1,7 @@
 // The Problem card: its controls read into a problem, and the problem made into the arguments
 // of a call, in f32 or as f16 halves.
 import { argsToF16 } from "../lib/f16.js";
-import { randomArgs, rng } from "../lib/seeded.js";
+import { filled, randomArgs, rng } from "../lib/seeded.js";
 import { $, pageError } from "./dom.js";
 
 /** Beyond this the page's own f64 reference and copies would take hundreds of MB. */
@@ -15,7 +15,10 @@ export const DEMO_RANGES = {
   beta: [-0.1, 0.1],
 };
 
-/** The Problem controls as { rows, hidden, bias, beta, eps, seed, dtype }. */
+/**
+ * The Problem controls as { rows, hidden, bias, beta, eps, seed, dtype, kind, residual,
+ * postGamma, gammaOffset, outputDtype } (outputDtype undefined: the data's).
+ */
 export function readProblem() {
   const rowsText = $("rows").value.trim();
   const rows = Number(rowsText);
@@ -35,16 +38,33 @@ export function readProblem() {
       `rows × hidden: expected at most ${MAX_ELEMENTS.toLocaleString("en")} elements in this demo, got ${(rows * width).toLocaleString("en")}`,
     );
   }
-  return { rows, hidden, bias: $("bias").checked, beta: $("beta").checked, eps, seed, dtype };
+  const kind = document.querySelector('input[name="kind"]:checked')?.value === "layer" ? "layer" : "rms";
+  // Any text goes to the library as a number, so that a bad offset earns its named error.
+  const offsetText = $("gamma-offset").value.trim();
+  const gammaOffset = offsetText === "" ? 0 : Number(offsetText);
+  const outputDtype = $("output-dtype").value || undefined;
+  return {
+    rows, hidden, bias: $("bias").checked, beta: $("beta").checked, eps, seed, dtype,
+    kind, residual: $("residual").checked, postGamma: $("post-gamma").checked, gammaOffset, outputDtype,
+  };
 }
 
 /**
  * `hidden` goes to the library exactly as typed, so a bad value earns its ShapeError; the
- * arrays only need some length meanwhile.
+ * arrays only need some length meanwhile. The normalization's fields are passed only where
+ * they differ from the defaults, so that a plain problem is the plain call.
  */
-export function makeArgs({ rows, hidden, bias, beta, eps, seed }) {
+export function makeArgs({ rows, hidden, bias, beta, eps, seed, kind = "rms", residual = true, postGamma = false, gammaOffset = 0, outputDtype }) {
   const width = Number.isInteger(hidden) && hidden > 0 ? hidden : 1;
-  return { ...randomArgs({ rows, hidden: width, bias, beta, eps }, rng(seed), DEMO_RANGES), hidden };
+  const next = rng(seed);
+  const args = { ...randomArgs({ rows, hidden: width, bias, beta, eps }, next, DEMO_RANGES), hidden };
+  if (!residual) delete args.residual;
+  // The post-norm's γ, drawn after the others so that the rest of a seed's data stays the same.
+  if (postGamma) args.postGamma = filled(width, next, ...DEMO_RANGES.gamma);
+  if (kind !== "rms") args.kind = kind;
+  if (gammaOffset !== 0) args.gammaOffset = gammaOffset;
+  if (outputDtype) args.outputDtype = outputDtype;
+  return args;
 }
 
 /**

@@ -3,7 +3,7 @@
 // a plain JavaScript loop. Whichever backend the page is not on gets an instance of its own for
 // the sweep; WebGPU is left out where the browser has none.
 import { FusedRmsNorm } from "../pkg/webgpu_rmsnorm.js";
-import { plainLoop } from "../lib/plain-loop.js";
+import { plainLoop, plainLoopDoes } from "../lib/plain-loop.js";
 import { $, nextFrame, pageError, setStatus, showError } from "./dom.js";
 import { fmtCount } from "./format.js";
 import { makeArgs, readProblem, withDtype } from "./problem-form.js";
@@ -69,7 +69,8 @@ export async function sweep(norm) {
     label.textContent = "Opening the backends…";
     const both = await instances(norm);
     made = both.made;
-    const series = SERIES.filter((s) => s.key === "js" || both.byKey[s.key]);
+    // The plain loop is an RMSNorm pre-norm: no baseline for LayerNorm or the sandwich.
+    const series = SERIES.filter((s) => (s.key === "js" ? plainLoopDoes(base) : both.byKey[s.key]));
     for (const s of SERIES) document.querySelector(`.legend .key-${s.key}`).hidden = !series.includes(s);
     table.dataset.series = series.map((s) => s.key).join(" ");
     const sizes = sweepRows(base.hidden);
@@ -86,7 +87,7 @@ export async function sweep(norm) {
       const { gpu: args, host } = withDtype(makeArgs({ ...base, rows }), base.dtype);
       const point = { n: rows * base.hidden };
       for (const key of ["gpu", "cpu"]) if (both.byKey[key]) point[key] = await timeRun(both.byKey[key], args);
-      point.js = median([0, 1, 2].map(() => timeSync(() => plainLoop(host))));
+      if (plainLoopDoes(base)) point.js = median([0, 1, 2].map(() => timeSync(() => plainLoop(host))));
       points.push(point);
       progress.value = k + 1;
       const tr = tbody.insertRow();

@@ -56,8 +56,10 @@ export function fromF16(h) {
   return a;
 }
 
-/** The array arguments of a call; the rest (hidden, eps, options) are not data. */
+/** The array arguments of a pre-norm call; the rest (hidden, eps, options) are not data. */
 export const ARRAY_KEYS = ["input", "residual", "gamma", "bias", "beta"];
+/** Every array argument a call may have: the sandwich's `postGamma` too. */
+export const ALL_ARRAY_KEYS = [...ARRAY_KEYS, "postGamma"];
 
 /**
  * The same call in f16: `bits`, its arrays as Uint16Arrays of halves (what the package gets),
@@ -67,7 +69,7 @@ export const ARRAY_KEYS = ["input", "residual", "gamma", "bias", "beta"];
 export function argsToF16(args) {
   const bits = { ...args };
   const host = { ...args };
-  for (const k of ARRAY_KEYS) {
+  for (const k of ALL_ARRAY_KEYS) {
     if (!args[k]) continue;
     bits[k] = toF16(args[k]);
     host[k] = fromF16(bits[k]);

@@ -1,29 +1,84 @@
 // The f64 reference every page checks the kernel against (the demo, the worker page, the
-// benchmarks, the test pages), and the one comparison with it. The same contract as
-// src/reference.rs: v = (input + residual) + bias summed in f32 in the kernel's order, since v
-// is itself an output (runWithSum's `sum`) that must match bit for bit; the mean square, the
-// inverse square root, the scale and the shift in f64; eps rounded to f32, as the kernel's
-// uniform holds it.
+// benchmarks, the test pages), and the one comparison with it: the package's whole formula,
+// the same contract as src/reference.rs. For every row, with N the normalization `kind` names
+// (RMSNorm or LayerNorm) and g = gammaOffset:
+//
+//   u = input + bias                       (bias optional)
+//   w = postGamma ? N(u) · (postGamma + g) : u
+//   v = residual + w                       (residual optional: 0; runWithSum's `sum`)
+//   y = N(v) · (gamma + g) + beta          (beta optional: 0; the `output`)
+//
+// v is summed in f32 in the kernel's order, (input + residual) + bias, since it is itself an
+// output that must match bit for bit (with a post-norm, w in f64 rounded once into v, which
+// the kernel forms in f32 and so matches within a few ulps); the means, the inverse square
+// root, the scale and the shift in f64; eps and gammaOffset rounded to f32, as the kernel's
+// uniform holds them.
+import { f16BitsToF32, f32ToF16Bits } from "./f16.js";
+
+/** Three f64 scratch rows, grown as needed: no allocation per row. */
+let scratch = [];
+function rowsOf(hidden) {
+  if (!(scratch[0]?.length >= hidden)) scratch = [0, 1, 2].map(() => new Float64Array(hidden));
+  return scratch.map((a) => a.subarray(0, hidden));
+}
 
 /**
- * Row `r` into v, y and scale at offset `at`. scale = |v·inv·γ| + |β|, what a relative error
- * is measured against: a y near 0 because β cancels the product is not held to a bound
- * relative to itself.
+ * `out[i] = N(x)[i]` in f64: RMSNorm, x · 1/sqrt(mean(x²) + eps), or LayerNorm,
+ * (x − m) · 1/sqrt(mean((x − m)²) + eps) with m = mean(x); returns the inverse square root.
+ * Sums of f32 values in f64 are exact far below f32's precision, so the centered form needs
+ * no care here.
  */
-function normRow({ input, residual, gamma, beta, bias, hidden, eps = 1e-6 }, r, v, y, scale, at) {
-  const o = r * hidden;
-  let ss = 0;
-  for (let i = 0; i < hidden; i++) {
-    const s = Math.fround(input[o + i] + residual[o + i]);
-    v[at + i] = bias ? Math.fround(s + bias[i]) : s;
-    ss += v[at + i] * v[at + i];
+function normalize(x, kind, eps, out) {
+  const n = x.length;
+  let mean = 0;
+  if (kind === "layer") {
+    for (let i = 0; i < n; i++) mean += x[i];
+    mean /= n;
   }
-  const inv = 1 / Math.sqrt(ss / hidden + Math.fround(eps));
+  let ss = 0;
+  for (let i = 0; i < n; i++) ss += (x[i] - mean) * (x[i] - mean);
+  const inv = 1 / Math.sqrt(ss / n + Math.fround(eps));
+  for (let i = 0; i < n; i++) out[i] = (x[i] - mean) * inv;
+  return inv;
+}
+
+/**
+ * Row `r` into v, y and scale at offset `at`. scale = |N(v)·(γ + g)| + |β|, what a relative
+ * error is measured against: a y near 0 because β cancels the product is not held to a bound
+ * relative to itself. Two terms more, as src/reference.rs allows them:
+ * - LayerNorm's mean is an f32 sum's, off by ~1e-9 of the row's spread, which an element near
+ *   the mean sees as more than 1e-5 of itself: 1e-2 of a unit normalized value, |γ + g|, on
+ *   top (a millionth of what a wrong mean or variance costs every element);
+ * - with a post-norm, v = residual + w holds a w the kernel forms in f32, so v is known to w's
+ *   f32 rounding only: w's share of the product, |w · inv · (γ + g)|, on top, or a v near 0
+ *   because the residual cancels w would be held to a bound relative to what is left.
+ */
+function normRow(args, r, v, y, scale, at) {
+  const { input, residual, gamma, beta, bias, postGamma, hidden, eps = 1e-6, kind = "rms", gammaOffset = 0 } = args;
+  const o = r * hidden;
+  const g = Math.fround(gammaOffset);
+  const [wide, t, w] = rowsOf(hidden);
+  if (postGamma) {
+    for (let i = 0; i < hidden; i++) wide[i] = bias ? Math.fround(input[o + i] + bias[i]) : input[o + i];
+    normalize(wide, kind, eps, t);
+    for (let i = 0; i < hidden; i++) {
+      w[i] = t[i] * (postGamma[i] + g);
+      v[at + i] = (residual ? residual[o + i] : 0) + w[i];
+    }
+  } else {
+    for (let i = 0; i < hidden; i++) {
+      const s = residual ? Math.fround(input[o + i] + residual[o + i]) : input[o + i];
+      v[at + i] = bias ? Math.fround(s + bias[i]) : s;
+    }
+  }
+  for (let i = 0; i < hidden; i++) wide[i] = v[at + i];
+  const inv = normalize(wide, kind, eps, t);
   for (let i = 0; i < hidden; i++) {
-    const core = v[at + i] * inv * gamma[i];
+    const core = t[i] * (gamma[i] + g);
     const b = beta ? beta[i] : 0;
     y[at + i] = core + b;
-    scale[at + i] = Math.abs(core) + Math.abs(b);
+    const centering = kind === "layer" ? 1e-2 * Math.abs(gamma[i] + g) : 0;
+    scale[at + i] = Math.abs(core) + Math.abs(b) + centering + (postGamma ? Math.abs(w[i] * inv * (gamma[i] + g)) : 0);
   }
 }
 
@@ -43,12 +98,22 @@ export function reference(args) {
   return out;
 }
 
+/** Half the gap between the f16 values around |x|: what one rounding to f16 may move it. */
+function halfF16Ulp(x) {
+  const a = Math.abs(x);
+  return a < 2 ** -14 ? 2 ** -25 : 2 ** (Math.floor(Math.log2(a)) - 11);
+}
+
 /**
  * A result against the reference, in the rows listed (all by default). `output` within `tol`
  * relative to scale, exactly equal where the reference is not finite (a poisoned row: the
- * formula's own NaN or Inf); `sum`, if given, equal to v bit for bit (either zero for a zero).
- * Returns { ok, maxAbs, maxRel, problems } (problems: the first few, for a failure message);
- * a NaN error counts as Infinity, so that it cannot hide behind Math.max.
+ * formula's own NaN or Inf); `sum`, if given, equal to v bit for bit (either zero for a zero;
+ * with a post-norm, within a few f32 ulps of its terms: the kernel forms w in f32). A `Uint16Array` output
+ * or sum is f16 bits (`outputDtype: "f16"`, f16 data), held to the same and one f16 rounding
+ * more: the sum to exactly v rounded to f16. `args` are f32 arrays: for f16 data, the halves
+ * widened (f16.js's argsToF16). Returns { ok, maxAbs, maxRel, problems } (problems: the first
+ * few, for a failure message); a NaN error counts as Infinity, so that it cannot hide behind
+ * Math.max.
  */
 export function compare(args, output, { sum, rows, tol = 1e-5 } = {}) {
   const report = { ok: true, maxAbs: 0, maxRel: 0, problems: [] };
@@ -58,10 +123,14 @@ export function compare(args, output, { sum, rows, tol = 1e-5 } = {}) {
   };
   const n = args.input.length;
   const h = args.hidden;
-  if (!(output instanceof Float32Array)) fail(`output is ${Object.prototype.toString.call(output)}, not a Float32Array`);
+  const typed = (a) => a instanceof Float32Array || a instanceof Uint16Array;
+  if (!typed(output)) fail(`output is ${Object.prototype.toString.call(output)}, not a Float32Array (or Uint16Array of f16 bits)`);
   else if (output.length !== n) fail(`output length ${output.length}, want ${n}`);
-  if (sum !== undefined && (!(sum instanceof Float32Array) || sum.length !== n)) fail(`sum is not a Float32Array of ${n}`);
+  if (sum !== undefined && (!typed(sum) || sum.length !== n)) fail(`sum is not a Float32Array (or Uint16Array) of ${n}`);
   if (!report.ok) return report;
+  const value = (a, k) => (a instanceof Uint16Array ? f16BitsToF32(a[k]) : a[k]);
+  const halfY = output instanceof Uint16Array;
+  const halfV = sum instanceof Uint16Array;
   const v = new Float32Array(h);
   const y = new Float64Array(h);
   const scale = new Float64Array(h);
@@ -70,20 +139,30 @@ export function compare(args, output, { sum, rows, tol = 1e-5 } = {}) {
     for (let i = 0; i < h; i++) {
       const at = `[${r}, ${i}]`;
       if (sum !== undefined) {
-        const s = sum[r * h + i];
-        if (!Object.is(s, v[i]) && !(s === 0 && v[i] === 0)) fail(`sum${at} = ${s}, want ${v[i]} exactly`);
+        const s = value(sum, r * h + i);
+        const want = halfV ? f16BitsToF32(f32ToF16Bits(v[i])) : v[i];
+        if (args.postGamma) {
+          // w = N(u) · (postGamma + g) rounded in f32: a few ulps of a normalized value.
+          const res = args.residual ? Math.abs(args.residual[r * h + i]) : 0;
+          const post = Math.abs(args.postGamma[i] + Math.fround(args.gammaOffset ?? 0));
+          const allowed = 1e-6 * (Math.abs(want) + 2 * res + 8 * post) + (halfV ? halfF16Ulp(want) : 0) + 2 ** -126;
+          if (!(Math.abs(s - want) <= allowed)) fail(`sum${at} = ${s}, want ${want} (within ${allowed})`);
+        } else if (!Object.is(s, want) && !(s === 0 && want === 0)) fail(`sum${at} = ${s}, want ${want} exactly`);
       }
-      const got = output[r * h + i];
+      const got = value(output, r * h + i);
       if (!Number.isFinite(y[i])) {
         if (!Object.is(got, y[i])) fail(`y${at} = ${got}, want ${y[i]}`);
         continue;
       }
       const err = Math.abs(got - y[i]);
-      let rel = scale[i] === 0 ? (err === 0 ? 0 : Infinity) : err / scale[i];
+      // One f16 rounding of a result already within tol: past it, the error is the kernel's.
+      const rounding = halfY ? halfF16Ulp(Math.max(Math.abs(y[i]), Math.abs(got))) : 0;
+      const over = Math.max(0, err - rounding);
+      let rel = scale[i] === 0 ? (over === 0 ? 0 : Infinity) : over / scale[i];
       if (Number.isNaN(rel)) rel = Infinity;
       report.maxAbs = Math.max(report.maxAbs, Number.isNaN(err) ? Infinity : err);
       report.maxRel = Math.max(report.maxRel, rel);
-      if (!(rel <= tol)) fail(`y${at} = ${got}, want ${y[i]} (relative error ${rel})`);
+      if (!(rel <= tol)) fail(`y${at} = ${got}, want ${y[i]} (relative error ${rel}${halfY ? " past one f16 rounding" : ""})`);
     }
   }
   return report;

@@ -1,9 +1,9 @@
 // A consumer app of the installed npm package in a browser without WebGPU, as an app written
 // for both kinds of browser would open it: `backend: "auto"`. It exposes `window.harness` for
-// tests/e2e/firefox.test.mjs to drive; the checks run here, next to the data, and only small
-// JSON reports cross back to node. Its page is tests/e2e/consumer/index.html, as for the
-// Chromium consumer. Inputs, the f64 reference and f16 conversions are the repository's own
-// (www/lib/), served at /lib/.
+// tests/e2e/no-webgpu-suite.mjs to drive (in Firefox ESR and in WebKit); the checks run here,
+// next to the data, and only small JSON reports cross back to node. Its page is
+// tests/e2e/consumer/index.html, as for the Chromium consumer. Inputs, the f64 reference and
+// f16 conversions are the repository's own (www/lib/), served at /lib/.
 import init, { FusedRmsNorm } from "webgpu-rmsnorm";
 import { ARRAY_KEYS, argsToF16 as asF16, fromF16, toF16 } from "./lib/f16.js";
 import { chainReference, compare, reference } from "./lib/reference.js";

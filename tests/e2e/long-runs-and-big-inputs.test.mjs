@@ -1,0 +1,140 @@
+// Long runs and big inputs in headless Chromium's WebGPU: 10,000 calls with memory, live
+// buffers and per-call time flat, arrays of more than 128 MiB, and a row larger than the
+// device can bind. The harness page and its servers: reliability-harness.mjs.
+//
+//   bash scripts/build.sh && node --test --test-reporter=spec tests/e2e/long-runs-and-big-inputs.test.mjs
+import assert from "node:assert/strict";
+
+import { reliabilitySuite, test } from "./reliability-harness.mjs";
+
+const { inPage } = reliabilitySuite("webgpu-rmsnorm-long-and-big-");
+
+// ---------------------------------------------------------------------------------------
+// Long runs
+// ---------------------------------------------------------------------------------------
+
+test("long run: 10,000 consecutive calls (4×256): wasm memory and live buffers flat, per-call time not drifting", { timeout: 120_000 }, async (t) => {
+  const r = await inPage(async () => {
+    const h = await window.harness;
+    const L = await h.FusedRmsNorm.create();
+    const N = 10_000;
+    const args = h.makeArgs({ rows: 4, hidden: 256, bias: true, beta: true, seed: 8 });
+    const times = new Float64Array(N);
+    const failures = [];
+    let at500, at10000;
+    const t0 = performance.now();
+    for (let i = 0; i < N; i++) {
+      const withSum = i % 10 === 9;
+      const s = performance.now();
+      const got = withSum ? await L.runWithSum(args) : await L.run(args);
+      times[i] = performance.now() - s;
+      if (i % 1000 === 0 || i === N - 1) {
+        const rep = withSum ? h.check(args, got.output, got.sum) : h.check(args, got);
+        if (!rep.ok) failures.push(`call ${i + 1}: ${rep.problems.join("; ")}`);
+      }
+      if (i + 1 === 500) at500 = L.debugStats();
+    }
+    at10000 = L.debugStats();
+    const total = performance.now() - t0;
+    const mean = (a, b) => times.slice(a, b).reduce((s, x) => s + x, 0) / (b - a);
+    L.free();
+    const sorted = Array.from(times).sort((a, b) => a - b);
+    return {
+      failures, at500, at10000, totalMs: Math.round(total),
+      early: mean(500, 1500), late: mean(N - 1000, N), first: times[0],
+      p50: sorted[N >> 1], p99: sorted[Math.floor(N * 0.99)], max: sorted[N - 1],
+    };
+  });
+  t.diagnostic(`10,000 calls in ${r.totalMs} ms; mean per call: calls 500–1500 ${r.early.toFixed(3)} ms, last 1000 ${r.late.toFixed(3)} ms; p50 ${r.p50.toFixed(2)} p99 ${r.p99.toFixed(2)} max ${r.max.toFixed(1)} ms (first ${r.first.toFixed(1)} ms)`);
+  t.diagnostic(`debugStats at call 500 ${JSON.stringify(r.at500)}, at call 10,000 ${JSON.stringify(r.at10000)}`);
+  assert.deepEqual(r.failures, []);
+  assert.equal(r.at10000.wasmMemoryBytes, r.at500.wasmMemoryBytes, "wasm memory grew after warm-up");
+  assert.equal(r.at10000.liveBuffers, r.at500.liveBuffers, "live GPU buffers grew after warm-up");
+  assert.ok(r.late <= 1.5 * r.early, `per-call time drifted up: ${r.early} ms → ${r.late} ms`);
+});
+
+// ---------------------------------------------------------------------------------------
+// Big inputs
+// ---------------------------------------------------------------------------------------
+
+test("big input: 9000×4096 f32 (147 MiB per array, more than 128 MiB) is correct", { timeout: 120_000 }, async (t) => {
+  const r = await inPage(async () => {
+    const h = await window.harness;
+    const adapter = await navigator.gpu.requestAdapter();
+    const limits = { maxStorageBufferBindingSize: adapter.limits.maxStorageBufferBindingSize, maxBufferSize: adapter.limits.maxBufferSize };
+    const G = await h.FusedRmsNorm.create();
+    const rows = 9000, hidden = 4096, n = rows * hidden;
+    const t0 = performance.now();
+    const next = h.rng(99);
+    const input = new Float32Array(n), residual = new Float32Array(n);
+    // Cheap varied data: a random pattern per row shifted by the row index, magnitudes by row.
+    const pattern = Float32Array.from({ length: hidden + 9001 }, () => 4 * next() - 2);
+    for (let r = 0; r < rows; r++) {
+      const k = r % 97 === 0 ? 1e25 : r % 89 === 0 ? 1e-25 : 1 + (r % 7);
+      for (let i = 0, o = r * hidden; i < hidden; i++) {
+        input[o + i] = pattern[i + (r % 9001)] * k;
+        residual[o + i] = pattern[hidden + 9000 - i - (r % 1000)] * k;
+      }
+    }
+    const gamma = Float32Array.from({ length: hidden }, () => 3 * next() - 1.5);
+    const beta = Float32Array.from({ length: hidden }, () => next() - 0.5);
+    const args = { input, residual, gamma, beta, hidden, eps: 1e-6 };
+    const t1 = performance.now();
+    const y = await G.run(args);
+    const t2 = performance.now();
+    const sample = [0, 1, 97, 89, 4095, 4096, 4097, 8191, 8192, rows - 2, rows - 1];
+    for (let i = 0; i < 40; i++) sample.push(Math.floor(next() * rows));
+    const rep = h.check(args, y, undefined, sample);
+    const stats = G.debugStats();
+    G.free();
+    return { limits, bytes: n * 4, fillMs: Math.round(t1 - t0), runMs: Math.round(t2 - t1), rep, sampled: sample.length, stats };
+  });
+  t.diagnostic(`adapter limits ${JSON.stringify(r.limits)}: one ${(r.bytes / 2 ** 20).toFixed(0)} MiB array ${r.bytes <= r.limits.maxStorageBufferBindingSize ? "fits one binding, so no row split happens here" : "needs a row split"}`);
+  t.diagnostic(`run() of 9000×4096: ${r.runMs} ms (filling the inputs: ${r.fillMs} ms); ${r.sampled} rows checked; max rel err ${r.rep.maxRel.toExponential(2)}; stats after ${JSON.stringify(r.stats)}`);
+  assert.ok(r.rep.ok, r.rep.problems.join("; "));
+});
+
+test("big input: one row larger than the device can bind rejects with ShapeError naming maxStorageBufferBindingSize", async (t) => {
+  const r = await inPage(async () => {
+    const h = await window.harness;
+    const adapter = await navigator.gpu.requestAdapter();
+    const maxBinding = Math.min(adapter.limits.maxStorageBufferBindingSize, adapter.limits.maxBufferSize);
+    const hidden = maxBinding / 4 + 4;
+    const out = { maxBinding, hidden, failures: [] };
+    // The arrays are never written, so the OS commits no pages for them; the check must
+    // fire before anything is uploaded. rows = 1 (input.length = hidden) if the renderer
+    // allows three such arrays, else rows = 0 (gamma alone has hidden elements).
+    let args;
+    try {
+      args = { input: new Float32Array(hidden), residual: new Float32Array(hidden), gamma: new Float32Array(hidden), hidden };
+      out.rows = 1;
+    } catch (e) {
+      args = { input: new Float32Array(0), residual: new Float32Array(0), gamma: new Float32Array(hidden), hidden };
+      out.rows = 0;
+      out.why = String(e);
+    }
+    for (const method of ["run", "runWithSum"]) {
+      const t0 = performance.now();
+      const r = await h.settle(h.norm[method](args));
+      out[method] = { ...(r.err ?? { name: "resolved" }), ms: Math.round(performance.now() - t0) };
+    }
+    args = null;
+    // hidden = 2**30 with small arrays: the length check fires first (no 4 GiB array needed).
+    const small = h.makeArgs({ rows: 1, hidden: 8, seed: 1 });
+    const r2 = await h.settle(h.norm.run({ ...small, hidden: 2 ** 30 }));
+    out.hugeHiddenSmallArrays = r2.err;
+    const g = h.makeArgs({ rows: 2, hidden: 7, seed: 2 });
+    out.afterOk = h.check(g, await h.norm.run(g)).ok;
+    return out;
+  });
+  t.diagnostic(`maxStorageBufferBindingSize ${r.maxBinding} → hidden ${r.hidden}, rows ${r.rows}${r.why ? ` (${r.why})` : ""}: ${JSON.stringify(r.run)}`);
+  t.diagnostic(`hidden 2**30 with 8-element arrays: ${JSON.stringify(r.hugeHiddenSmallArrays)}`);
+  for (const method of ["run", "runWithSum"]) {
+    assert.equal(r[method].name, "ShapeError", `${method}: ${JSON.stringify(r[method])}`);
+    assert.match(r[method].message, /^hidden:/);
+    assert.match(r[method].message, /maxStorageBufferBindingSize/);
+  }
+  assert.equal(r.hugeHiddenSmallArrays?.name, "ShapeError");
+  assert.match(r.hugeHiddenSmallArrays.message, /^input:/);
+  assert.ok(r.afterOk, "a good call after the rejections");
+});

@@ -1,0 +1,437 @@
+// The normalization family in headless Chromium, against the f64 reference of the whole formula
+// (www/lib/reference.js): kind rms/layer × a residual or none × the sandwich's postGamma or none
+// × gammaOffset 0/1, through every entry point (run, runWithSum, output "gpu", in place,
+// encode, GPUBuffer arguments, kernelSource's WGSL run by the test itself, prepare, the timing
+// calls), f16 data on both f16 paths, outputDtype both ways, and the CPU backend; the named
+// errors of the new fields; LayerNorm rows far from zero, the sandwich on huge and tiny rows,
+// and QK-norm's shapes.
+//
+//   bash scripts/build.sh && node --test --test-reporter=spec tests/e2e/norm-family.test.mjs
+import assert from "node:assert/strict";
+
+import { packagePage, timedTest as test } from "./package-page.mjs";
+
+const { inPage, problems } = packagePage("rmsnorm-family-");
+
+// What the tests share in the page, as source (evaluated there): the variants, their
+// arguments in a dtype, the entry points, and the sweep that checks them.
+const FAMILY = String.raw`(() => {
+  const { ref, seeded, f16 } = window.lib;
+  // kind × residual × postGamma × gammaOffset; bias and beta ride along, each on in half.
+  const VARIANTS = [];
+  for (const kind of ["rms", "layer"])
+    for (const residual of [true, false])
+      for (const postGamma of [false, true])
+        for (const gammaOffset of [0, 1]) {
+          const i = VARIANTS.length;
+          VARIANTS.push({ kind, residual, postGamma, gammaOffset, bias: i % 4 === 1 || i % 4 === 2, beta: i % 2 === 1 });
+        }
+  const label = (v) => [v.kind, v.residual ? "residual" : "no residual", v.postGamma && "postGamma", v.gammaOffset && "gammaOffset " + v.gammaOffset, v.bias && "bias", v.beta && "beta"].filter(Boolean).join(" + ");
+
+  /** Variant v's f32 arguments: only the fields it has (kind always, to name it). */
+  function caseOf(v, { rows = 3, hidden = 64, seed = 1 } = {}) {
+    const a = seeded.caseArgs({ rows, hidden, bias: v.bias, beta: v.beta, seed: seed * 17 + VARIANTS.indexOf(v) });
+    if (!v.residual) delete a.residual;
+    if (v.postGamma) a.postGamma = seeded.filled(hidden, seeded.rng(seed + 99), -1.5, 1.5);
+    if (v.gammaOffset) a.gammaOffset = v.gammaOffset;
+    a.kind = v.kind;
+    return a;
+  }
+
+  /** The call in dtype d: what the package gets, and the f32 values the reference takes. */
+  function inDtype(a, d) {
+    if (d !== "f16") return { call: a, host: a };
+    const { bits, host } = f16.argsToF16(a);
+    return { call: bits, host };
+  }
+
+  const S = () => GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC;
+  const typedOf = (d) => (d === "f16" ? Uint16Array : Float32Array);
+  const zeros = (d, n) => new (typedOf(d))(n);
+  const arrays = (call) => f16.ALL_ARRAY_KEYS.filter((k) => call[k]);
+  const tensors = (n, call) => {
+    const t = { ...call };
+    for (const k of arrays(call)) t[k] = n.upload(call[k]);
+    return t;
+  };
+  const free = (t, call) => arrays(call).forEach((k) => t[k].free());
+  const submit = (device, record) => {
+    const e = device.createCommandEncoder();
+    record(e);
+    device.queue.submit([e.finish()]);
+  };
+
+  // Each entry point: (n, c, o) → { output, sum? } read back, o = { dtype, outputDtype, extra }
+  // (extra: the outputDtype field, where the sweep gives one). "in place" writes y over the
+  // data, so it runs only where the output's dtype is the data's.
+  const ENTRIES = {
+    run: async (n, c, o) => ({ output: await n.run({ ...c.call, ...o.extra }) }),
+    runWithSum: async (n, c, o) => n.runWithSum({ ...c.call, ...o.extra }),
+    "output gpu": async (n, c, o) => {
+      const t = await n.run({ ...c.call, ...o.extra, output: "gpu" });
+      const r = { output: await t.read(), tensorDtype: t.dtype };
+      t.free();
+      return r;
+    },
+    "runWithSum output gpu, tensor arguments": async (n, c, o) => {
+      const t = tensors(n, c.call);
+      const r = await n.runWithSum({ ...t, ...o.extra, output: "gpu" });
+      const out = { output: await r.output.read(), sum: await r.sum.read(), tensorDtype: r.output.dtype };
+      r.output.free(); r.sum.free(); free(t, c.call);
+      return out;
+    },
+    "in place": async (n, c, o) => {
+      const t = { ...c.call, input: n.upload(c.call.input) };
+      if (c.call.residual) t.residual = n.upload(c.call.residual);
+      const none = await n.run({ ...t, inPlace: true, ...o.extra });
+      const out = { output: await t.input.read(), sum: t.residual && (await t.residual.read()), resolved: none };
+      t.input.free(); t.residual?.free();
+      return out;
+    },
+    "GPUBuffer arguments": async (n, c, o) => {
+      const { bufferOf } = await import("/lib/app-gpu.js");
+      const b = { ...c.call, dtype: o.dtype };
+      for (const k of arrays(c.call)) b[k] = bufferOf(n.device, c.call[k], S());
+      return { output: await n.run({ ...b, ...o.extra }) };
+    },
+    "encode into tensors": async (n, c, o) => {
+      const t = tensors(n, c.call);
+      const len = c.call.input.length;
+      const output = n.upload(zeros(o.outputDtype ?? o.dtype, len)), sum = n.upload(zeros(o.dtype, len));
+      submit(n.device, (e) => n.encode(e, { ...t, ...o.extra, output, sum }));
+      const out = { output: await output.read(), sum: await sum.read() };
+      [output, sum].forEach((x) => x.free()); free(t, c.call);
+      return out;
+    },
+    "encode in place": async (n, c, o) => {
+      const t = tensors(n, c.call);
+      submit(n.device, (e) => n.encode(e, { ...t, ...o.extra, inPlace: true }));
+      const out = { output: await t.input.read(), sum: t.residual && (await t.residual.read()) };
+      free(t, c.call);
+      return out;
+    },
+  };
+  const CPU_ENTRIES = ["run", "runWithSum", "output gpu", "runWithSum output gpu, tensor arguments", "in place"];
+
+  /**
+   * Every variant × shape × entry point on n, with data of dtype and (if given) outputDtype:
+   * each result against the reference, of the dtypes the call promises. Returns the failures
+   * and how many results were checked.
+   */
+  async function sweep(n, { entries, dtype = "f32", outputDtype, variants = VARIANTS, shapes = [{}] }) {
+    const failures = [];
+    let checked = 0;
+    for (const v of variants)
+      for (const shape of shapes) {
+        const c = inDtype(caseOf(v, shape), dtype);
+        for (const name of entries) {
+          const inPlace = name.includes("in place");
+          if (inPlace && outputDtype && outputDtype !== dtype) continue;
+          const outD = inPlace ? dtype : outputDtype ?? dtype;
+          const what = label(v) + " " + (shape.rows ?? 3) + "x" + (shape.hidden ?? 64) + ", " + name + ", " + dtype + (outputDtype ? " → outputDtype " + outputDtype : "");
+          try {
+            const r = await ENTRIES[name](n, c, { dtype, outputDtype, extra: outputDtype ? { outputDtype } : {} });
+            const problems = [];
+            if (!(r.output instanceof typedOf(outD))) problems.push("output is " + r.output?.constructor?.name + ", want " + typedOf(outD).name);
+            if (r.sum !== undefined && !(r.sum instanceof typedOf(dtype))) problems.push("sum is " + r.sum?.constructor?.name);
+            if (r.tensorDtype !== undefined && r.tensorDtype !== outD) problems.push("the output tensor's dtype is " + r.tensorDtype);
+            if ("resolved" in r && r.resolved !== undefined) problems.push("in place resolved with a value");
+            if (inPlace && c.call.residual && r.sum === undefined) problems.push("no residual written in place");
+            const rep = ref.compare(c.host, r.output, { sum: r.sum });
+            if (!rep.ok) problems.push(...rep.problems);
+            if (problems.length) failures.push(what + ": " + problems.join("; "));
+            checked++;
+          } catch (e) {
+            failures.push(what + ": " + e?.name + ": " + e?.message);
+          }
+        }
+      }
+    return { failures, checked };
+  }
+  return { VARIANTS, ENTRIES, CPU_ENTRIES, label, caseOf, inDtype, sweep, tensors, free, typedOf, zeros, submit };
+})()`;
+
+/** Runs `fn(H, arg)` in a page, H being FAMILY's helpers; `backend` is window.backend there. */
+const inFamily = (fn, arg, backend = "webgpu") =>
+  inPage(async ([source, fnSource, arg]) => {
+    const H = eval(source);
+    return eval(fnSource)(H, arg);
+  }, [FAMILY, String(fn), arg], { query: `?backend=${backend}` });
+
+const GPU_ENTRIES = ["run", "runWithSum", "output gpu", "runWithSum output gpu, tensor arguments", "in place", "GPUBuffer arguments", "encode into tensors", "encode in place"];
+
+test("every combination of kind × residual × postGamma × gammaOffset, f32, through run, runWithSum, output gpu, tensors, in place, GPUBuffers and encode: the f64 reference", async (t) => {
+  const r = await inFamily(async (H, entries) => {
+    const n = await window.lib.pkg.FusedRmsNorm.create();
+    return H.sweep(n, { entries, shapes: [{ rows: 3, hidden: 64 }, { rows: 2, hidden: 37 }] });
+  }, GPU_ENTRIES);
+  assert.deepEqual(r.failures, []);
+  assert.equal(r.checked, 16 * 2 * GPU_ENTRIES.length);
+  t.diagnostic(`${r.checked} results checked`);
+});
+
+const F16_CASES = [["f16", undefined], ["f32", "f16"], ["f16", "f32"]];
+for (const shaderF16 of [true, false])
+  for (const [dtype, outputDtype] of F16_CASES) test(`${dtype} data${outputDtype ? `, outputDtype ${outputDtype}` : ""}, on the ${shaderF16 ? "shader-f16 (where the adapter has it)" : "packed"} path: every combination, every entry point; f16 results to one f16 rounding`, async (t) => {
+    const r = await inFamily(async (H, [entries, shaderF16, dtype, outputDtype]) => {
+      const n = await window.lib.pkg.FusedRmsNorm.create({ shaderF16 });
+      const s = await H.sweep(n, { entries, dtype, outputDtype, shapes: [{ rows: 3, hidden: 64 }] });
+      return { ...s, path: n.debugStats().shaderF16 };
+    }, [GPU_ENTRIES, shaderF16, dtype, outputDtype ?? null]);
+    assert.deepEqual(r.failures, []);
+    // In place runs only where the output's dtype is the data's.
+    assert.equal(r.checked, 16 * (outputDtype ? GPU_ENTRIES.length - 2 : GPU_ENTRIES.length));
+    if (!shaderF16) assert.equal(r.path, false, "shaderF16: false takes the packed path");
+    t.diagnostic(`${r.checked} results checked on the ${r.path ? "shader-f16" : "packed"} path`);
+  });
+
+test("CPU backend: every combination, f32 and f16 data, outputDtype both ways, through run, runWithSum, tensors and in place", async (t) => {
+  const r = await inFamily(async (H) => {
+    const n = await window.lib.pkg.FusedRmsNorm.create({ backend: "cpu" });
+    const failures = [];
+    let checked = 0;
+    for (const [dtype, outputDtype] of [["f32", undefined], ["f16", undefined], ["f32", "f16"], ["f16", "f32"]]) {
+      const s = await H.sweep(n, { entries: H.CPU_ENTRIES, dtype, outputDtype, shapes: [{ rows: 3, hidden: 64 }, { rows: 2, hidden: 12 }] });
+      failures.push(...s.failures);
+      checked += s.checked;
+    }
+    return { failures, checked, backend: n.backend };
+  }, undefined, "cpu");
+  assert.equal(r.backend, "cpu");
+  assert.deepEqual(r.failures, []);
+  assert.equal(r.checked, 16 * 2 * (5 + 5 + 4 + 4));
+  t.diagnostic(`${r.checked} results checked`);
+});
+
+for (const backend of ["webgpu", "cpu"]) test(`timeDispatches and gpuTime take every combination and outputDtype (${backend})`, async () => {
+  const r = await inFamily(async (H) => {
+    const n = await window.lib.pkg.FusedRmsNorm.create({ backend: window.backend });
+    const failures = [];
+    for (const v of H.VARIANTS)
+      for (const [dtype, outputDtype] of [["f32", undefined], ["f32", "f16"], ["f16", "f32"]]) {
+        const { call } = H.inDtype(H.caseOf(v), dtype);
+        const args = outputDtype ? { ...call, outputDtype } : call;
+        try {
+          const ms = await n.timeDispatches(args, 3);
+          const gpu = await n.gpuTime(args, 3);
+          const ok = Number.isFinite(ms) && ms >= 0 && (gpu === undefined || (n.backend === "webgpu" && Number.isFinite(gpu) && gpu >= 0));
+          if (!ok) failures.push(`${H.label(v)} ${dtype}→${outputDtype}: ${ms} ms, gpuTime ${gpu}`);
+        } catch (e) {
+          failures.push(`${H.label(v)} ${dtype}→${outputDtype}: ${e?.name}: ${e?.message}`);
+        }
+      }
+    return failures;
+  }, undefined, backend);
+  assert.deepEqual(r, []);
+});
+
+test("prepare compiles each combination's kernel (the call then compiles none), and kernelSource's WGSL, run by the test on norm.device with the binding table and uniform layout, gives runWithSum's results bit for bit", async (t) => {
+  const r = await inFamily(async (H) => {
+    const { bufferOf, emptyBuffer, readBuffer } = await import("/lib/app-gpu.js");
+    const failures = [];
+    let pipelines = 0;
+    for (const shaderF16 of [true, false]) {
+      const n = await window.lib.pkg.FusedRmsNorm.create({ shaderF16 });
+      const device = n.device;
+      const half = shaderF16 && device.features.has("shader-f16") ? "f16" : "f16-packed";
+      const cases = H.VARIANTS.map((v) => [v, "f32", undefined]).concat(shaderF16 ? [] : H.VARIANTS.filter((_, i) => i % 3 === 0).flatMap((v) => [[v, "f32", "f16"], [v, "f16", "f32"], [v, "f16", undefined]]));
+      for (const [v, dtype, outputDtype] of cases) {
+        const what = `${H.label(v)}, ${dtype}${outputDtype ? " → " + outputDtype : ""}, shaderF16 ${shaderF16}`;
+        const rows = 3, hidden = 64;
+        const a = H.caseOf(v, { rows, hidden, seed: 5 });
+        const { call, host } = H.inDtype(a, dtype);
+        const outD = outputDtype ?? dtype;
+        const kernel = { hidden, kind: v.kind, residual: v.residual, postGamma: v.postGamma, bias: v.bias, beta: v.beta, sum: true, dtype, gammaOffset: v.gammaOffset };
+        if (outputDtype) kernel.outputDtype = outputDtype;
+        try {
+          const before = n.debugStats().pipelines;
+          await n.prepare(kernel);
+          const prepared = n.debugStats().pipelines;
+          const want = await n.runWithSum(outputDtype ? { ...call, outputDtype } : call);
+          if (n.debugStats().pipelines !== prepared) failures.push(`${what}: the call compiled a pipeline prepare had not`);
+          pipelines += prepared - before;
+
+          const k = n.kernelSource({ ...kernel, rows });
+          const names = k.bindings.map((b) => b.name);
+          const storage = (d) => (d === "f16" ? half : "f32");
+          if (k.storage !== storage(dtype) || k.outputStorage !== storage(outD)) failures.push(`${what}: storage ${k.storage}, outputStorage ${k.outputStorage}`);
+          if ((v.postGamma && !names.includes("post_gamma")) || (v.residual && !names.includes("residual"))) failures.push(`${what}: bindings ${names.join(", ")}`);
+          if (k.params.size !== 32) failures.push(`${what}: params.size ${k.params.size}`);
+          const values = { rows, width: hidden / k.lanes, hidden, eps: 1e-6, gamma_offset: v.gammaOffset };
+          const params = new DataView(new ArrayBuffer(k.params.size));
+          for (const f of k.params.fields) {
+            if (!(f.name in values)) failures.push(`${what}: an unknown params field ${f.name}`);
+            params[f.type === "u32" ? "setUint32" : "setFloat32"](f.offset, values[f.name], true);
+          }
+          const gamma16 = k.params.fields.find((f) => f.name === "gamma_offset");
+          if (gamma16?.offset !== 16 || gamma16.type !== "f32") failures.push(`${what}: gamma_offset is ${JSON.stringify(gamma16)}`);
+          const S = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC;
+          const len = rows * hidden;
+          const bytes = (d) => len * (d === "f16" ? 2 : 4);
+          const data = {
+            input: call.input, residual: call.residual, gamma: call.gamma, beta: call.beta, bias: call.bias, post_gamma: call.postGamma,
+          };
+          const buffers = { output: emptyBuffer(device, bytes(outD), S), sum: emptyBuffer(device, bytes(dtype), S), params: bufferOf(device, new Uint8Array(params.buffer), GPUBufferUsage.UNIFORM) };
+          for (const [name, arr] of Object.entries(data)) if (arr) buffers[name] = bufferOf(device, arr, S);
+          const stub = emptyBuffer(device, 16, S);
+          const layout = device.createBindGroupLayout({ entries: k.bindings.map((b) => ({ binding: b.binding, visibility: GPUShaderStage.COMPUTE, buffer: { type: b.type } })) });
+          const pipeline = device.createComputePipeline({
+            layout: device.createPipelineLayout({ bindGroupLayouts: [layout] }),
+            compute: { module: device.createShaderModule({ code: k.code }), entryPoint: k.entryPoint },
+          });
+          const missing = k.bindings.filter((b) => !buffers[b.name] && !b.optional).map((b) => b.name);
+          if (missing.length) failures.push(`${what}: nothing to bind at the required ${missing.join(", ")}`);
+          H.submit(device, (e) => {
+            const pass = e.beginComputePass();
+            pass.setPipeline(pipeline);
+            pass.setBindGroup(0, device.createBindGroup({ layout, entries: k.bindings.map((b) => ({ binding: b.binding, resource: { buffer: buffers[b.name] ?? stub } })) }));
+            pass.dispatchWorkgroups(...k.workgroups);
+            pass.end();
+          });
+          const y = new (H.typedOf(outD))(await readBuffer(device, buffers.output));
+          const s = new (H.typedOf(dtype))(await readBuffer(device, buffers.sum));
+          const same = (x, w) => x.length === w.length && x.every((e, i) => Object.is(e, w[i]));
+          if (!same(y, want.output) || !same(s, want.sum)) failures.push(`${what}: the WGSL run by hand differs from runWithSum`);
+          const rep = window.lib.ref.compare(host, y, { sum: s });
+          if (!rep.ok) failures.push(`${what}: ${rep.problems.join("; ")}`);
+        } catch (e) {
+          failures.push(`${what}: ${e?.name}: ${e?.message}`);
+        }
+      }
+    }
+    return { failures, pipelines };
+  });
+  assert.deepEqual(r.failures, []);
+  t.diagnostic(`${r.pipelines} pipelines prepared`);
+});
+
+for (const backend of ["webgpu", "cpu"]) test(`the new fields' named errors reject the Promise (encode: throw) naming the field, and the instance keeps working (${backend})`, async () => {
+  const r = await inFamily(async (H) => {
+    const n = await window.lib.pkg.FusedRmsNorm.create({ backend: window.backend });
+    const v = H.VARIANTS.find((x) => x.postGamma && x.residual);
+    const a = H.caseOf(v, { rows: 2, hidden: 8 });
+    const t = H.tensors(n, a);
+    const TE = "TypeError", SE = "ShapeError";
+    const odd = H.caseOf(v, { rows: 2, hidden: 6 });
+    // [what, args, the error's name, the field its message starts with]
+    const bad = [
+      ["an unknown kind", { ...a, kind: "group" }, TE, "kind"],
+      ["kind in capitals", { ...a, kind: "LAYER" }, TE, "kind"],
+      ["kind a number", { ...a, kind: 1 }, TE, "kind"],
+      ["gammaOffset NaN", { ...a, gammaOffset: NaN }, SE, "gammaOffset"],
+      ["gammaOffset Infinity", { ...a, gammaOffset: Infinity }, SE, "gammaOffset"],
+      ["gammaOffset -Infinity", { ...a, gammaOffset: -Infinity }, SE, "gammaOffset"],
+      ["gammaOffset past f32", { ...a, gammaOffset: 1e39 }, SE, "gammaOffset"],
+      ["gammaOffset a string", { ...a, gammaOffset: "1" }, TE, "gammaOffset"],
+      ["postGamma of another length", { ...a, postGamma: new Float32Array(9) }, SE, "postGamma"],
+      ["postGamma of another dtype", { ...a, postGamma: new Uint16Array(8) }, TE, "postGamma"],
+      ["postGamma a boolean", { ...a, postGamma: true }, TE, "postGamma"],
+      ["outputDtype bf16", { ...a, outputDtype: "bf16" }, TE, "outputDtype"],
+      ["outputDtype f16 with hidden 6", { ...odd, outputDtype: "f16" }, SE, "hidden"],
+    ];
+    const failures = [];
+    const expect = (what, got, name, field) => {
+      if (!(got instanceof Error) || got.name !== name || !got.message.startsWith(field + ":")) failures.push(`${what}: ${got?.name ?? got}: ${got?.message ?? ""} (want ${name} naming ${field})`);
+    };
+    const rejection = async (f) => {
+      try { return await f().then(() => "resolved", (e) => e); } catch (e) { return "threw synchronously " + e?.name; }
+    };
+    const thrown = (f) => { try { f(); return "returned"; } catch (e) { return e; } };
+    const still = async (what) => {
+      const rep = window.lib.ref.compare(a, await n.run(a));
+      if (!rep.ok) failures.push(`after ${what}: ${rep.problems.join("; ")}`);
+    };
+    for (const [what, args, name, field] of bad) {
+      expect(`run, ${what}`, await rejection(() => n.run(args)), name, field);
+      expect(`runWithSum, ${what}`, await rejection(() => n.runWithSum({ ...args, output: "gpu" })), name, field);
+      expect(`timeDispatches, ${what}`, await rejection(() => n.timeDispatches(args, 2)), name, field);
+      await still(what);
+    }
+    // In place, the output is the data's dtype.
+    for (const [dtype, outputDtype] of [["f32", "f16"], ["f16", "f32"]]) {
+      const { call } = H.inDtype(a, dtype);
+      const x = H.tensors(n, call);
+      for (const method of ["run", "runWithSum"]) expect(`${method} in place ${dtype} → ${outputDtype}`, await rejection(() => n[method]({ ...x, inPlace: true, outputDtype })), TE, "outputDtype");
+      if (n.backend === "webgpu") expect(`encode in place ${dtype} → ${outputDtype}`, thrown(() => n.encode(n.device.createCommandEncoder(), { ...x, inPlace: true, outputDtype })), TE, "outputDtype");
+      expect(`prepare in place ${dtype} → ${outputDtype}`, await rejection(() => n.prepare({ hidden: 8, dtype, inPlace: true, outputDtype })), TE, "outputDtype");
+      H.free(x, call);
+    }
+    // encode throws the same errors at once, on tensors.
+    if (n.backend === "webgpu") {
+      const output = n.upload(new Float32Array(16));
+      for (const [what, args, name, field] of bad) {
+        const onGpu = { ...args };
+        for (const [k, x] of Object.entries(args)) if (ArrayBuffer.isView(x)) onGpu[k] = n.upload(x);
+        const out = what.includes("hidden 6") ? n.upload(new Uint16Array(12)) : output;
+        expect(`encode, ${what}`, thrown(() => n.encode(n.device.createCommandEncoder(), { ...onGpu, output: out })), name, field);
+      }
+    }
+    // The kernel descriptions check the same fields.
+    const kernels = [
+      [{ hidden: 8, kind: "group" }, TE, "kind"], [{ hidden: 8, gammaOffset: NaN }, SE, "gammaOffset"],
+      [{ hidden: 8, residual: "no" }, TE, "residual"], [{ hidden: 8, postGamma: 1 }, TE, "postGamma"],
+      [{ hidden: 8, outputDtype: "bf16" }, TE, "outputDtype"], [{ hidden: 6, outputDtype: "f16" }, SE, "hidden"],
+    ];
+    for (const [k, name, field] of kernels) {
+      expect(`prepare ${JSON.stringify(k)}`, await rejection(() => n.prepare(k)), name, field);
+      if (n.backend === "webgpu") expect(`kernelSource ${JSON.stringify(k)}`, thrown(() => n.kernelSource(k)), name, field);
+    }
+    await still("everything");
+    H.free(t, a);
+    return failures;
+  }, undefined, backend);
+  assert.deepEqual(r, []);
+});
+
+for (const backend of ["webgpu", "cpu"]) test(`numerics: LayerNorm rows whose mean is 10⁴ times their spread, the sandwich on huge and tiny rows, QK-norm's shapes (hidden 64 and 128, tens of thousands of rows) (${backend})`, async (t) => {
+  const r = await inFamily(async (H) => {
+    const { seeded, ref } = window.lib;
+    const n = await window.lib.pkg.FusedRmsNorm.create({ backend: window.backend });
+    const failures = [];
+    const check = async (what, args, rows) => {
+      try {
+        const out = await n.runWithSum(args);
+        const rep = ref.compare(args, out.output, { sum: out.sum, rows });
+        if (!rep.ok) failures.push(`${what}: ${rep.problems.join("; ")}`);
+        return rep.maxRel;
+      } catch (e) {
+        failures.push(`${what}: ${e?.name}: ${e?.message}`);
+      }
+    };
+    const worst = {};
+    // LayerNorm far from zero: rows of spread s around means 1e4·s (either sign), hidden 1024.
+    const hidden = 1024, next = seeded.rng(3);
+    const far = { input: new Float32Array(6 * hidden), gamma: seeded.filled(hidden, next, 0.5, 1.5), beta: seeded.filled(hidden, next, -0.1, 0.1), hidden, kind: "layer", eps: 1e-5 };
+    [[1, 1e4], [1, -1e4], [1e-3, 10], [1e3, 1e7], [0.5, 5e3], [2, -2e4]].forEach(([s, m], r) => {
+      for (let i = 0; i < hidden; i++) far.input[r * hidden + i] = m + s * (2 * next() - 1);
+    });
+    worst.layerFar = await check("LayerNorm, mean 1e4 × spread", far);
+    worst.layerFarResidual = await check("LayerNorm, mean 1e4 × spread, with a residual", { ...far, residual: seeded.filled(6 * hidden, next, -0.5, 0.5), bias: seeded.filled(hidden, next, -0.5, 0.5) });
+    // The sandwich on rows of ~1e30 and ~1e-30, in either norm and either reduction.
+    for (const kind of ["rms", "layer"]) {
+      const h = 768, g = seeded.rng(kind.length);
+      const a = { input: new Float32Array(4 * h), residual: new Float32Array(4 * h), gamma: seeded.filled(h, g, -1.5, 1.5), postGamma: seeded.filled(h, g, -1.5, 1.5), hidden: h, kind, gammaOffset: 1, eps: 0 };
+      [[1e30, 1e30], [1e-30, 1e-30], [1e30, 1], [1e-30, 1e30]].forEach(([si, sr], r) => {
+        for (let i = 0; i < h; i++) {
+          a.input[r * h + i] = si * (2 * g() - 1);
+          a.residual[r * h + i] = sr * (2 * g() - 1);
+        }
+      });
+      worst[`sandwich ${kind}`] = await check(`the ${kind} sandwich on huge and tiny rows`, a);
+    }
+    // QK-norm: a head's queries normalized per head, no residual (Qwen3; Gemma 3 with 1 + γ).
+    for (const [rows, h, gammaOffset] of [[20000, 128, 0], [40000, 64, 1]]) {
+      const g = seeded.rng(h);
+      const a = { input: seeded.filled(rows * h, g, -4, 4), gamma: seeded.filled(h, g, -1, 1), hidden: h, gammaOffset };
+      const sample = Array.from({ length: 200 }, (_, i) => Math.floor((i * rows) / 200)).concat([rows - 1]);
+      worst[`qk ${rows}x${h}`] = await check(`QK-norm ${rows}x${h}`, a, sample);
+    }
+    return { failures, worst };
+  }, undefined, backend);
+  assert.deepEqual(r.failures, []);
+  t.diagnostic(`worst relative errors: ${JSON.stringify(r.worst)}`);
+});
+
+test("no console error or uncaught page error", () => {
+  assert.deepEqual(problems, []);
+});
