@@ -62,7 +62,7 @@ function rawDispatch(device, hidden, data) {
   };
   const params = new ArrayBuffer(src.params.size);
   const view = new DataView(params);
-  const values = { rows: 1, width: hidden / src.lanes, hidden, eps: 1e-6 };
+  const values = { rows: 1, width: hidden / src.lanes, hidden, eps: 1e-6, gamma_offset: 0 };
   for (const f of src.params.fields) (f.type === "u32" ? view.setUint32 : view.setFloat32).call(view, f.offset, values[f.name], true);
   const uniform = device.createBuffer({ size: src.params.size, usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST });
   device.queue.writeBuffer(uniform, 0, params);

@@ -45,7 +45,7 @@ export async function sectionCalls(ctx, out, { num }) {
   const kern = await packageKernel(ctx, rows, hidden, { inPlace: true }, { x, r });
   const p = await raw.pipeline(kern.code, kern.label);
   const stub = () => raw.buffer(4);
-  const bufs = { input: raw.buffer(n, x), residual: raw.buffer(n, r), gamma: raw.buffer(hidden, g), beta: stub(), bias: stub(), params: raw.params(rows, hidden, kern.lanes) };
+  const bufs = { input: raw.buffer(n, x), residual: raw.buffer(n, r), gamma: raw.buffer(hidden, g), beta: stub(), bias: stub(), post_gamma: stub(), params: raw.params(rows, hidden, kern.lanes) };
   const group = raw.bind(p, bufs);
   const submit = () => raw.submit(p, group, kern.groups(rows));
   const rawT = {};
@@ -75,14 +75,15 @@ export async function sectionCalls(ctx, out, { num }) {
     }
   });
   await raw.warm(200);
-  const paramsBytes = new ArrayBuffer(16);
+  // The kernels' 32-byte Params block (src/gpu/params.rs); gammaOffset 0.
+  const paramsBytes = new ArrayBuffer(32);
   new Uint32Array(paramsBytes).set([rows, hidden / kern.lanes]);
   new Float32Array(paramsBytes).set([hidden, 1e-6], 2);
   rawT.scopesFreshObjects = await timeLoops(loops, calls, async (k) => {
     for (let i = 0; i < k; i++) {
       device.pushErrorScope("out-of-memory");
       device.pushErrorScope("validation");
-      const params = device.createBuffer({ size: 16, usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST });
+      const params = device.createBuffer({ size: 32, usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST });
       device.queue.writeBuffer(params, 0, paramsBytes);
       raw.submit(p, raw.bind(p, { ...bufs, params }), kern.groups(rows));
       params.destroy();

@@ -30,7 +30,7 @@ export async function sectionCliff(ctx, out, { opt, num }) {
   const rawIndependent = async (kern, b, rows, repeat) => {
     const p = await raw.pipeline(kern.code, kern.label);
     const P = raw.params(rows, hidden, kern.lanes);
-    const grp = raw.bind(p, { ...b, gamma: G, beta: stubR, bias: stubR, sum: stubW, params: P });
+    const grp = raw.bind(p, { ...b, gamma: G, beta: stubR, bias: stubR, post_gamma: stubR, sum: stubW, params: P });
     const us = await independentTime(raw, repeat, reps, (pass) => raw.dispatch(pass, p, grp, kern.groups(rows)));
     P.destroy();
     return us;

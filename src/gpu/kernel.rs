@@ -23,6 +23,8 @@ pub struct Options {
     /// The sandwich's post-norm (`postGamma`).
     pub post_gamma: bool,
     pub kind: NormKind,
+    /// A `gammaOffset` other than 0: the fused kernel adds it only then.
+    pub gamma_offset: bool,
 }
 
 impl Default for Options {
@@ -40,6 +42,7 @@ impl Options {
         residual: true,
         post_gamma: false,
         kind: NormKind::Rms,
+        gamma_offset: false,
     };
 
     /// The pre-norm with bias, beta and sum from the low three bits of `bits`: how the
@@ -62,6 +65,7 @@ impl Options {
             residual: x.residual.is_some(),
             post_gamma: x.post_gamma.is_some(),
             kind: x.norm.kind,
+            gamma_offset: x.norm.gamma_offset != 0.0,
         }
     }
 }
@@ -238,9 +242,10 @@ impl Variant {
             "{enable}const WG: u32 = {wg}u;\nconst SLOTS: u32 = {slots}u;\nconst FAN: u32 = {fan}u;\nconst SPLIT: u32 = {split}u;\n\
              const FLAT: bool = {flat};\nconst PRELOAD: bool = {preload};\nconst EXACT: bool = {exact};\n\
              const HAS_BIAS: bool = {bias};\nconst HAS_BETA: bool = {beta};\nconst HAS_RESIDUAL: bool = {residual};\n\
-             const WRITE_SUM: bool = {sum};\nconst IN_PLACE: bool = {in_place};\n\
+             const HAS_OFFSET: bool = {offset};\nconst WRITE_SUM: bool = {sum};\nconst IN_PLACE: bool = {in_place};\n\
              {helpers}{storage}{cache}\n{KERNEL_WGSL}",
             sum = sum || (self.in_place && residual),
+            offset = self.options.gamma_offset,
             in_place = self.in_place,
             wg = self.workgroup,
             slots = self.slots,

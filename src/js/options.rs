@@ -87,8 +87,8 @@ fn parse_kernel(o: &JsValue, keys: &'static [&'static str]) -> Result<Kernel, Er
     let dtype = dtype_field(o, "dtype")?.unwrap_or(Dtype::F32);
     let in_place = flag("inPlace")?;
     let residual = flag_or_true(o, "residual")?;
-    // A uniform, not part of the kernel; checked as a call checks it.
-    gamma_offset_field(o)?;
+    // A uniform; the kernel only knows whether there is one.
+    let gamma_offset = gamma_offset_field(o)? != 0.0;
     let out_dtype = dtype_field(o, "outputDtype")?.unwrap_or(dtype);
     if in_place && out_dtype != dtype {
         return Err(Error::Type(format!(
@@ -107,6 +107,7 @@ fn parse_kernel(o: &JsValue, keys: &'static [&'static str]) -> Result<Kernel, Er
             residual,
             post_gamma: flag("postGamma")?,
             kind: kind_field(o)?,
+            gamma_offset,
         },
         dtype,
         out_dtype,
