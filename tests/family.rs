@@ -193,11 +193,8 @@ fn layer_norm_is_exact_where_the_mean_is_ten_thousand_times_the_spread() {
                     beta: true,
                     ..Form::of(NormKind::Layer)
                 };
-                check(
-                    &ctx,
-                    &form.inputs(&d),
-                    &format!("mean 1e4 x{hidden} {form:?}"),
-                );
+                let what = format!("mean 1e4 x{hidden} {form:?}");
+                check(&ctx, &form.inputs(&d), &what);
             }
         }
     }
@@ -239,11 +236,8 @@ fn qk_norm_shapes_without_a_residual() {
         let d = Data::new(&mut rng, rows, hidden, 0.0, 3.0);
         for kind in [NormKind::Rms, NormKind::Layer] {
             let form = Form::of(kind);
-            check(
-                &ctx,
-                &form.inputs(&d),
-                &format!("qk {rows}x{hidden} {form:?}"),
-            );
+            let what = format!("qk {rows}x{hidden} {form:?}");
+            check(&ctx, &form.inputs(&d), &what);
         }
     }
 }

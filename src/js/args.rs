@@ -24,43 +24,14 @@ use crate::js::value::{
     kind_field, rows_field,
 };
 
-/// The fields of a call's argument object, and of `create`'s options.
-const ARGS_KEYS: [&str; 15] = [
-    "input",
-    "residual",
-    "gamma",
-    "beta",
-    "bias",
-    "postGamma",
-    "hidden",
-    "eps",
-    "kind",
-    "gammaOffset",
-    "outputDtype",
-    "output",
-    "inPlace",
-    "dtype",
-    "rows",
-];
-/// `encode`'s: `output` and `sum` are where the results go.
+/// `encode`'s argument fields: a call's, then `sum` (with `output`, where the results go).
+#[rustfmt::skip]
 const ENCODE_KEYS: [&str; 16] = [
-    "input",
-    "residual",
-    "gamma",
-    "beta",
-    "bias",
-    "postGamma",
-    "hidden",
-    "eps",
-    "kind",
-    "gammaOffset",
-    "outputDtype",
-    "output",
-    "sum",
-    "inPlace",
-    "dtype",
-    "rows",
+    "input", "residual", "gamma", "beta", "bias", "postGamma", "hidden", "eps", "kind",
+    "gammaOffset", "outputDtype", "output", "inPlace", "dtype", "rows", "sum",
 ];
+/// The fields of a call's argument object: `encode`'s but `sum`.
+const ARGS_KEYS: &[&str] = ENCODE_KEYS.split_at(15).0;
 const UPLOAD_OPTIONS_KEYS: [&str; 1] = ["dtype"];
 
 /// Where a call takes its arrays from, and what it does with the app's `GPUBuffer`s.
@@ -216,7 +187,7 @@ pub fn parse_args(args: &JsValue, sum: bool) -> Result<(Args, Request), Error> {
         usage: COPY_SRC,
         dtype: Dtype::F32,
     };
-    let mut x = parse_inputs(args, &ARGS_KEYS, from)?;
+    let mut x = parse_inputs(args, ARGS_KEYS, from)?;
     fit_buffers(&mut x, None, rows_field(args)?)?;
     let o = get(args, "output");
     let request = match o.as_string().as_deref() {

@@ -16,33 +16,14 @@ use crate::js::value::{
 };
 
 const OPTIONS_KEYS: [&str; 3] = ["backend", "powerPreference", "shaderF16"];
-const PREPARE_KEYS: [&str; 11] = [
-    "hidden",
-    "bias",
-    "beta",
-    "sum",
-    "dtype",
-    "inPlace",
-    "kind",
-    "residual",
-    "postGamma",
-    "gammaOffset",
-    "outputDtype",
-];
+/// `kernelSource`'s fields: a kernel's, then `rows` (to size the grid for).
+#[rustfmt::skip]
 const SOURCE_KEYS: [&str; 12] = [
-    "hidden",
-    "bias",
-    "beta",
-    "sum",
-    "dtype",
-    "inPlace",
-    "kind",
-    "residual",
-    "postGamma",
-    "gammaOffset",
-    "outputDtype",
-    "rows",
+    "hidden", "bias", "beta", "sum", "dtype", "inPlace", "kind", "residual", "postGamma",
+    "gammaOffset", "outputDtype", "rows",
 ];
+/// `prepare`'s: a kernel's fields, `kernelSource`'s but `rows`.
+const PREPARE_KEYS: &[&str] = SOURCE_KEYS.split_at(11).0;
 
 /// `prepare`'s argument: one `{ hidden, bias?, beta?, sum?, dtype?, inPlace? }` or an array
 /// of them.
@@ -56,9 +37,7 @@ pub fn parse_kernels(v: &JsValue) -> Result<Vec<Kernel>, Error> {
             ))
         }
     };
-    list.iter()
-        .map(|k| parse_kernel(k, &PREPARE_KEYS))
-        .collect()
+    list.iter().map(|k| parse_kernel(k, PREPARE_KEYS)).collect()
 }
 
 /// `kernelSource`'s argument: a kernel as `prepare` takes it, and `rows` to size the grid for.
