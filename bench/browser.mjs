@@ -6,8 +6,10 @@
 //
 //   node bench/browser.mjs [--webgpu | --cpu] [--shapes 1x896,16x4096,...] [--k 21]
 //                          [--cpu-shapes 1x4096,...] [--batch-ms 10] [--budget-ms 4000] [--pkg DIR]
+//                          [--browser chromium | firefox | webkit]
 //
-// Both sections run unless --webgpu or --cpu names one. --pkg measures another build of the
+// Both sections run unless --webgpu or --cpu names one; --browser firefox or webkit (Firefox
+// ESR, WebKitGTK: no WebGPU) runs the CPU section alone, in bench/cpu.html. --pkg measures another build of the
 // package (say, one made from a clean checkout of a commit) instead of ./pkg.
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
@@ -29,7 +31,10 @@ const K1 = 1;
 // lifts the difference well clear of it.
 const k2For = ({ rows, hidden }) => Number(opt.k ?? (rows * hidden <= 8192 ? 101 : 21));
 const BUDGET_MS = Number(opt["budget-ms"] ?? 4000);
-const RUN_WEBGPU = !("cpu" in opt) || "webgpu" in opt;
+const BROWSER = opt.browser ?? "chromium";
+// Firefox ESR and WebKitGTK have no WebGPU: there only the CPU section runs, in its own page.
+if (BROWSER !== "chromium" && "webgpu" in opt) throw new Error(`--webgpu runs in Chromium only, not --browser ${BROWSER}`);
+const RUN_WEBGPU = BROWSER === "chromium" && (!("cpu" in opt) || "webgpu" in opt);
 const RUN_CPU = !("webgpu" in opt) || "cpu" in opt;
 
 async function writeModels() {
@@ -92,7 +97,7 @@ async function webgpuSection(bench, models) {
 }
 
 const models = RUN_WEBGPU ? await writeModels() : {};
-const bench = await openBench({ html: "index.html", mounts: [["/models/", modelDir]] });
+const bench = await openBench({ html: RUN_WEBGPU ? "index.html" : "cpu.html", mounts: [["/models/", modelDir]], browser: BROWSER });
 try {
   if (RUN_WEBGPU) await webgpuSection(bench, models);
   if (RUN_CPU) await cpuSection(bench, opt);

@@ -8,6 +8,8 @@ import { cpus, loadavg } from "node:os";
 import { join, resolve } from "node:path";
 import { serve } from "../scripts/serve.mjs";
 import { ROOT, launch } from "../tests/e2e/browser.mjs";
+import { firefoxBrowser } from "../tests/e2e/firefox.mjs";
+import { launchWebKit } from "../tests/e2e/webkit.mjs";
 
 export const OUT_DIR = join(ROOT, "bench-out");
 
@@ -48,13 +50,57 @@ function watch(page) {
 }
 
 /**
+ * `url` opened in `browser` as { env, call(fn, cfg), close() }: Chromium through Playwright
+ * (what the WebGPU sections need), Firefox ESR and WebKit through the end-to-end suite's
+ * drivers (tests/e2e/firefox.mjs, webkit.mjs), whose pages report console errors into a list
+ * printed after each call. `call` runs window.bench[fn](cfg).
+ */
+async function openIn(browser, url) {
+  if (browser === "chromium") {
+    const b = await launch();
+    try {
+      const page = await b.newPage();
+      watch(page);
+      await page.goto(url);
+      await page.waitForFunction(() => window.benchReady === true);
+      return { call: (fn, cfg) => page.evaluate(([fn, cfg]) => window.bench[fn](cfg), [fn, cfg]), close: () => b.close() };
+    } catch (e) {
+      await b.close();
+      throw e;
+    }
+  }
+  const open = { firefox: firefoxBrowser, webkit: launchWebKit }[browser];
+  if (!open) throw new Error(`--browser: expected chromium, firefox or webkit, got ${browser}`);
+  const b = await open();
+  const problems = [];
+  const report = () => problems.splice(0).forEach((p) => console.error(`[page] ${p}`));
+  try {
+    const page = await b.open(url, problems);
+    await page.waitFor(() => window.benchReady === true, 60_000);
+    const call = async (fn, cfg) => {
+      try {
+        return await page.evaluate((fn, cfg) => window.bench[fn](cfg), fn, cfg);
+      } finally {
+        report();
+      }
+    };
+    return { call, close: () => b.close() };
+  } catch (e) {
+    report();
+    await b.close();
+    throw e;
+  }
+}
+
+/**
  * Serves bench/, the package, onnxruntime-web and the shared www/lib/ (plus `mounts`), opens
- * bench/`html` and its `window.bench.setup()`, and prints what runs where. Resolves with
+ * bench/`html` in `browser` (chromium, the default; firefox; webkit) and its
+ * `window.bench.setup()`, and prints what runs where. Resolves with
  * { env, measure, finish, close }: `measure(fn, cfg, label)` runs window.bench[fn](cfg) (a
  * failure is logged, marks the run failed and comes back as { error });
  * `finish(file, fields, results)` writes bench-out/`file`; `close()` stops browser and server.
  */
-export async function openBench({ html, mounts = [] }) {
+export async function openBench({ html, mounts = [], browser = "chromium" }) {
   const loadavgBefore = loadavg();
   const build = await provenance();
   const server = await serve({
@@ -69,18 +115,15 @@ export async function openBench({ html, mounts = [] }) {
     // Cross-origin isolation narrows performance.now() from 100 µs steps to 5 µs.
     headers: { "Cross-Origin-Opener-Policy": "same-origin", "Cross-Origin-Embedder-Policy": "require-corp" },
   });
-  const browser = await launch();
+  let page;
   const close = async () => {
-    await browser.close();
+    await page?.close();
     await server.close();
   };
   try {
-    const page = await browser.newPage();
-    watch(page);
-    await page.goto(`${server.url}bench/${html}`);
-    await page.waitForFunction(() => window.benchReady === true);
-    const env = await page.evaluate(() => window.bench.setup());
-    console.log(`adapter: ${JSON.stringify(env.ours)}`);
+    page = await openIn(browser, `${server.url}bench/${html}`);
+    const env = await page.call("setup");
+    console.log(`${browser}: ${env.userAgent}; adapter: ${JSON.stringify(env.ours)}`);
     console.log(`cross-origin isolated: ${env.crossOriginIsolated}; onnxruntime-web ${env.ort?.web ?? "?"}`);
     console.log(`bench from ${build.benchCommit}; package ${build.pkg}: wasm ${build.wasmSha256} built ${build.wasmBuilt}`);
     console.log(`load average before: ${loadavgBefore.map((x) => x.toFixed(2)).join(" ")} on ${cpus().length} cores`);
@@ -88,7 +131,7 @@ export async function openBench({ html, mounts = [] }) {
     const measure = async (fn, cfg, label) => {
       let r;
       try {
-        r = await page.evaluate(([fn, cfg]) => window.bench[fn](cfg), [fn, cfg]);
+        r = await page.call(fn, cfg);
       } catch (e) {
         // One failing case should not cost the others' numbers; the run still exits non-zero.
         const error = String(e.message ?? e).split("\n").slice(0, 3).join(" ");

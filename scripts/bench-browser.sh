@@ -4,7 +4,7 @@
 # "webgpu" and "auto" backends, in headless Chromium. Tables on stdout, details in
 # bench-out/browser.json and bench-out/cpu.json. Arguments go to bench/browser.mjs
 # (--webgpu or --cpu for one section, --shapes 1x896,16x4096 --k 21 --cpu-shapes 1x4096
-# --batch-ms 10 --budget-ms 4000).
+# --batch-ms 10 --budget-ms 4000; --browser firefox or webkit for the CPU section in those engines).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/bench-setup.sh bench

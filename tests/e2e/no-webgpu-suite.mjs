@@ -348,6 +348,35 @@ export function noWebGpuSuite({ name, short, userAgent, launch }) {
     assert.deepEqual(failures, []);
   });
 
+  test("CPU backend results are fresh arrays: not wasm memory, not each other's, intact after a bigger call grows wasm memory", async () => {
+    const problems = await inPage(async (h) => {
+      const out = [];
+      const { norm, wasm } = h;
+      const small = h.caseArgs({ rows: 2, hidden: 8, bias: true, seed: 5 });
+      const a = await norm.run(small);
+      const b = await norm.run(small);
+      const { output, sum } = await norm.runWithSum(small);
+      const halves = await norm.run(h.asF16(small).bits);
+      const all = [a, b, output, sum, halves];
+      const keep = all.map((x) => x.slice());
+      if (new Set(all.map((x) => x.buffer)).size !== all.length) out.push("two results share an ArrayBuffer");
+      if (all.some((x) => x.buffer === wasm.memory.buffer)) out.push("a result is a view of wasm memory");
+      if (all.some((x) => x.byteOffset !== 0 || x.buffer.byteLength !== x.byteLength)) out.push("a result is a view into a larger buffer");
+      a.fill(7);
+      if (!h.compare(small, b).ok) out.push("writing one result changed another");
+      // Larger than anything before: its copies grow wasm memory, detaching every old view.
+      const pages = wasm.memory.buffer.byteLength / 65536;
+      const big = h.caseArgs({ rows: 64, hidden: 65536, seed: 6 });
+      if (!h.compare(big, await norm.run(big)).ok) out.push("the big call is wrong");
+      if (wasm.memory.buffer.byteLength / 65536 <= pages) out.push(`the big call did not grow wasm memory (${pages} pages)`);
+      const same = (x, y) => x.length === y.length && x.every((v, i) => Object.is(v, y[i]));
+      if (!all.slice(1).every((x, i) => same(x, keep[i + 1]))) out.push("a result changed after wasm memory grew");
+      if (!h.compare(small, await norm.run(small)).ok) out.push("a small call after the growth is wrong");
+      return out;
+    });
+    assert.deepEqual(problems, []);
+  });
+
   test("errors by name on the CPU backend: ShapeError, TypeError, InvalidStateError; the instance keeps working", async () => {
     const report = await inPage(async (h) => {
       const args = h.caseArgs({ rows: 3, hidden: 5, bias: true, beta: true, seed: 3 });

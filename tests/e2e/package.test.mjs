@@ -49,12 +49,13 @@ after(async () => {
   if (tmp) await rm(tmp, { recursive: true, force: true });
 });
 
-test("npm tarball holds the wasm, JS, types, licenses and README, and nothing else of size", async () => {
+test("npm tarball holds the wasm, JS, types, licenses, README and changelog, and nothing else of size", async () => {
   const { stdout } = await run("npm", ["pack", "--dry-run", "--json"], { cwd: ROOT });
   const files = new Map(JSON.parse(stdout)[0].files.map((f) => [f.path, f.size]));
   const wanted = [
     "package.json",
     "README.md",
+    "CHANGELOG.md",
     "LICENSE-MIT",
     "LICENSE-APACHE",
     "pkg/webgpu_rmsnorm.js",
