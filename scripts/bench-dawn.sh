@@ -23,7 +23,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 WEBGPU_VERSION=0.6.2
-LOADER_DEBS="libvulkan1 libegl1 libglvnd0 libopengl0 libgl1 libglx0 libgles2"
 DIR=.gl/dawn                                 # what travels to the device (carry: [".gl/dawn"])
 RUN=${DAWN_RUN_DIR:-.gl/dawn-run}            # what is unpacked from it (never carried)
 say() { printf '\033[1m[bench:dawn]\033[0m %s\n' "$*" >&2; }
@@ -45,57 +44,16 @@ prepare() {
     xz -6 -T0 -c "$tmp/package/dist/linux-x64/dawn.node" >"$DIR/webgpu/dist/linux-x64/dawn.node.xz"
     rm -rf "$tmp"
   fi
-  # The loaders the device machine lacks: the Vulkan loader and, as the device notes list
-  # them for headless rendering there, GLVND's (NVIDIA's ICD lives in libGLX_nvidia.so.0).
-  if ! ls "$DIR"/debs/libvulkan1_*.deb "$DIR"/debs/libglvnd0_*.deb >/dev/null 2>&1; then
-    say "downloading the loaders (libvulkan1 + GLVND, amd64) for the device machine"
-    lists=$(mktemp -d)
-    mkdir -p "$lists/partial"
-    o="-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 -oDir::State::Lists=$lists"
-    apt-get $o update -qq
-    (cd "$DIR/debs" && apt-get $o download $LOADER_DEBS >/dev/null)
-    rm -rf "$lists"
-  fi
-  # A snapshot of the package as it is now (another build may rewrite pkg/ meanwhile).
-  if [ ! -f pkg/webgpu_rmsnorm.js ] || [ ! -f pkg/webgpu_rmsnorm_bg.wasm ]; then
-    say "no pkg/: building it"
-    bash scripts/build.sh
-  fi
-  cp pkg/webgpu_rmsnorm.js pkg/webgpu_rmsnorm_bg.wasm pkg/webgpu_rmsnorm.d.ts "$DIR/pkg/"
-  # wasm-bindgen's inline JavaScript (`snippets/<crate>-<hash>/inline0.js`), which the glue
-  # imports by relative path: the snapshot must hold the same tree beside it. Replaced whole,
-  # so that snippets of an older build cannot linger.
-  rm -rf "$DIR/pkg/snippets"
-  if [ -d pkg/snippets ]; then
-    cp -R pkg/snippets "$DIR/pkg/snippets"
-  fi
-  {
-    echo "snapshot of pkg/ taken $(date -u +%FT%TZ)"
-    echo "checkout $(git describe --always --dirty 2>/dev/null || echo unknown); pkg built $(date -u -r pkg/webgpu_rmsnorm_bg.wasm +%FT%TZ)"
-  } >"$DIR/pkg/SNAPSHOT.txt"
+  loader_debs "$DIR/debs"
+  snapshot_pkg "$DIR/pkg"
   say "ready: $(du -sh "$DIR" | cut -f1) in $DIR ($(tail -1 "$DIR/pkg/SNAPSHOT.txt"))"
   say "device command (run tool, kind nvidia-h200, carry [\".gl/dawn\"]):"
   echo "    bash scripts/bench-dawn.sh run" >&2
 }
 
-unxz_to() { # unxz_to SRC DEST: xz where there is one, else Python's lzma
-  if command -v xz >/dev/null; then xz -dc "$1" >"$2"; else python3 -c 'import lzma,shutil,sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' "$1" "$2"; fi
-}
-
-undeb() { # undeb DEB DEST: dpkg -x where there is dpkg, else Python (ar archive, data.tar.*)
-  if command -v dpkg >/dev/null; then dpkg -x "$1" "$2"; return; fi
-  python3 - "$1" "$2" <<'PY'
-import io, sys, tarfile
-data = open(sys.argv[1], "rb").read()
-assert data[:8] == b"!<arch>\n", "not a .deb"
-off = 8
-while off + 60 <= len(data):
-    name, size = data[off:off + 16].decode().strip(), int(data[off + 48:off + 58])
-    if name.startswith("data.tar"):
-        tarfile.open(fileobj=io.BytesIO(data[off + 60:off + 60 + size])).extractall(sys.argv[2])
-    off += 60 + size + (size & 1)
-PY
-}
+# loader_debs, snapshot_pkg, unxz_to, undeb
+# shellcheck source=scripts/bench-lib.sh
+. scripts/bench-lib.sh
 
 unpack() {
   LOADER=

@@ -12,6 +12,9 @@ import { existsSync, readFileSync } from "node:fs";
 import { createHash } from "node:crypto";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
+import { classify, newSeen, tap } from "./tap.mjs";
+
+export { classify };
 
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 
@@ -34,96 +37,6 @@ export class NoGpu extends Error {
   }
 }
 
-/**
- * The tap: wraps `gpu.requestAdapter` → `adapter.requestDevice` → the device's
- * `createShaderModule`, `createComputePipeline(Async)` and `createCommandEncoder` on the very
- * objects the package receives (own properties, so the native methods still run with their
- * real receivers). Records the adapter, the device, every WGSL source, which source each
- * pipeline came from, and — only while `seen.tracking` is a Set — every pipeline the package
- * sets in a compute pass (outside that window the encoder wrapper costs one extra call).
- */
-function tap(gpu, seen) {
-  const requestAdapter = gpu.requestAdapter;
-  gpu.requestAdapter = async function (options) {
-    const adapter = await requestAdapter.call(gpu, options);
-    if (!adapter) return adapter;
-    seen.adapter = adapter;
-    const requestDevice = adapter.requestDevice;
-    adapter.requestDevice = async function (descriptor) {
-      // DAWN_SUBGROUPS=1: the device also gets `subgroups` where the adapter has them (for
-      // sweeping subgroup variants before the package asks for the feature itself).
-      if (process.env.DAWN_SUBGROUPS === "1" && adapter.features.has("subgroups")) {
-        descriptor = { ...(descriptor ?? {}), requiredFeatures: [...(descriptor?.requiredFeatures ?? []), "subgroups"] };
-      }
-      const device = await requestDevice.call(adapter, descriptor);
-      seen.device = device;
-      seen.requestedFeatures = [...(descriptor?.requiredFeatures ?? [])];
-      const { createShaderModule, createComputePipeline, createComputePipelineAsync, createCommandEncoder } = device;
-      device.createShaderModule = function (d) {
-        const module = createShaderModule.call(device, d);
-        seen.modules.push({ code: String(d.code), label: d.label ?? null });
-        seen.moduleCode.set(module, String(d.code));
-        return module;
-      };
-      const remember = (d, pipeline) => {
-        const code = d?.compute?.module && seen.moduleCode.get(d.compute.module);
-        if (code) seen.pipelineCode.set(pipeline, code);
-        return pipeline;
-      };
-      device.createComputePipeline = function (d) {
-        return remember(d, createComputePipeline.call(device, d));
-      };
-      if (createComputePipelineAsync) {
-        device.createComputePipelineAsync = async function (d) {
-          return remember(d, await createComputePipelineAsync.call(device, d));
-        };
-      }
-      device.createCommandEncoder = function (d) {
-        const encoder = createCommandEncoder.call(device, d);
-        if (seen.tracking) {
-          const beginComputePass = encoder.beginComputePass;
-          encoder.beginComputePass = function (pd) {
-            const pass = beginComputePass.call(encoder, pd);
-            const setPipeline = pass.setPipeline;
-            pass.setPipeline = function (p) {
-              seen.tracking?.add(p);
-              return setPipeline.call(pass, p);
-            };
-            return pass;
-          };
-        }
-        return encoder;
-      };
-      return device;
-    };
-    return adapter;
-  };
-}
-
-/** What kind of adapter this is, and whether its timings mean anything for a real GPU. */
-export function classify(adapter) {
-  const info = adapter.info ?? {};
-  const fields = {};
-  for (const k of ["vendor", "architecture", "device", "description", "backendType", "adapterType", "isFallbackAdapter", "subgroupMinSize", "subgroupMaxSize"]) {
-    if (info[k] !== undefined) fields[k] = info[k];
-  }
-  const text = `${info.vendor} ${info.architecture} ${info.device} ${info.description}`.toLowerCase();
-  // dawn.node 0.6.2 exposes no backendType; the Null backend names itself in `device`.
-  // On Linux dawn.node builds only Vulkan and Null, so anything else is Vulkan.
-  const backend = info.backendType ?? (text.includes("null-backend") ? "null" : process.platform === "linux" ? "vulkan" : "unknown");
-  const isNull = String(backend).toLowerCase() === "null";
-  const isCpu = !isNull && (info.isFallbackAdapter === true || /swiftshader|llvmpipe|lavapipe|softpipe/.test(text));
-  return {
-    fields,
-    backend,
-    isNull,
-    isCpu,
-    // Roofline percentages are claims about a GPU's memory system: only on a real one.
-    realGpu: !isNull && !isCpu,
-    name: [info.vendor, info.device || info.architecture, info.description].filter(Boolean).join(" / ") || "(no name)",
-  };
-}
-
 function sha(path) {
   return createHash("sha256").update(readFileSync(path)).digest("hex").slice(0, 16);
 }
@@ -142,8 +55,8 @@ export async function open() {
   const { create, globals } = await import(pathToFileURL(index).href);
   const flags = ["disable-dawn-features=timestamp_quantization", ...(process.env.DAWN_FLAGS ?? "").split(",").filter(Boolean)];
   const gpu = create(flags);
-  const seen = { adapter: null, device: null, modules: [], moduleCode: new WeakMap(), pipelineCode: new WeakMap(), tracking: null, requestedFeatures: [] };
-  tap(gpu, seen);
+  const seen = newSeen();
+  tap(gpu, seen, { subgroups: process.env.DAWN_SUBGROUPS === "1" });
 
   // What the package needs to find WebGPU outside a browser (docs: TOOLCHAIN.md).
   Object.assign(globalThis, globals);

@@ -17,6 +17,7 @@ export function header(ctx, title) {
   log(`\n## ${title}`);
   log(`adapter: ${ctx.kind.name}; backend: ${ctx.kind.backend}; ${ctx.kind.isCpu ? "CPU adapter" : ctx.kind.isNull ? "NULL BACKEND" : "GPU"}`);
   log(`package: ${p.pkgDir} (wasm sha256 ${p.wasmSha256})${p.snapshot ? `; ${p.snapshot.split("\n").join("; ")}` : ""}`);
-  log(`node ${p.node}; dawn.node from ${p.webgpuDir}; flags: ${p.dawnFlags.join(" ")}; timestamp-query: ${ctx.device.features.has("timestamp-query")}`);
+  // `runtime`: where the page ran (real Chromium sets it); else Node + dawn.node.
+  log(`${p.runtime ?? `node ${p.node}; dawn.node from ${p.webgpuDir}; flags: ${p.dawnFlags.join(" ")}`}; timestamp-query: ${ctx.device.features.has("timestamp-query")}`);
   log(`date: ${new Date().toISOString()}`);
 }

@@ -1,0 +1,65 @@
+// Call costs at 1×4096 in real Chrome (issue 22's table): the rows bench/dawn's calls section lacks, then the table beside raw WebGPU.
+// Runs after sectionCalls (same page, same device), whose numbers it reuses from `out.calls`.
+import { packageKernel } from "../dawn/package-kernel.mjs";
+import { gammaFloats, randomFloats } from "../dawn/raw.mjs";
+import { fmt, log, table } from "../dawn/report.mjs";
+import { timeLoops } from "../dawn/timing.mjs";
+
+export async function sectionCallsChrome(ctx, out, { num }) {
+  const { norm, device, raw } = ctx;
+  const c = out.calls;
+  const { hidden, rows, calls, loops } = c;
+  const n = rows * hidden;
+  const x = randomFloats(n, 1), r = randomFloats(n, 2), g = gammaFloats(hidden);
+  const kern = await packageKernel(ctx, rows, hidden, {}, { x, r });
+  const p = await raw.pipeline(kern.code, kern.label);
+  const stub = () => raw.buffer(4);
+  const bufs = { input: raw.buffer(n, x), residual: raw.buffer(n, r), gamma: raw.buffer(hidden, g), output: raw.buffer(n), sum: stub(), beta: stub(), bias: stub(), post_gamma: stub(), params: raw.params(rows, hidden, kern.lanes) };
+  const group = raw.bind(p, bufs);
+  const staging = device.createBuffer({ size: n * 4, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+  // What `run` with host arrays has to do at the least: upload both, one dispatch, copy, map, read.
+  await raw.warm(200);
+  const readback = await timeLoops(loops, Math.min(calls, num("readback-calls", 300)), async (k) => {
+    for (let i = 0; i < k; i++) {
+      device.queue.writeBuffer(bufs.input, 0, x);
+      device.queue.writeBuffer(bufs.residual, 0, r);
+      const enc = device.createCommandEncoder();
+      const pass = enc.beginComputePass();
+      raw.dispatch(pass, p, group, kern.groups(rows));
+      pass.end();
+      enc.copyBufferToBuffer(bufs.output, 0, staging, 0, n * 4);
+      device.queue.submit([enc.finish()]);
+      await staging.mapAsync(GPUMapMode.READ);
+      new Float32Array(staging.getMappedRange()).slice();
+      staging.unmap();
+    }
+  });
+  staging.destroy();
+  for (const b of Object.values(bufs)) b.destroy();
+  // The package's `encode` into an encoder of the app's, submitted (in place on resident tensors).
+  const tx = norm.upload(x), tr = norm.upload(r), tg = norm.upload(g);
+  await raw.warm(200);
+  const encodeSubmit = await timeLoops(loops, calls, async (k) => {
+    for (let i = 0; i < k; i++) {
+      const e = device.createCommandEncoder();
+      norm.encode(e, { input: tx, residual: tr, gamma: tg, hidden, inPlace: true });
+      device.queue.submit([e.finish()]);
+    }
+    await device.queue.onSubmittedWorkDone();
+  });
+  for (const t of [tx, tr, tg]) t.free();
+  c.raw.readbackAwaited = readback;
+  c.package.encodeSubmit = encodeSubmit;
+  const cell = (t) => `${fmt(t.median)} (${fmt(t.min)}–${fmt(t.max)})`;
+  const ratio = (a, b) => `${fmt(a.median / b.median, 2)}×`;
+  log(`\n### Call costs as issue 22 tabulates them (µs per call, ${rows}×${hidden}, median of ${loops} loops)`);
+  table(
+    ["call", "raw WebGPU µs", "the package µs", "package / raw"],
+    [
+      ["one dispatch submitted, no await", cell(c.raw.noAwait), `in place awaited ${cell(c.package.inPlaceAwaited)}; in flight ${cell(c.package.inPlaceInFlight)}; encode + submit ${cell(encodeSubmit)}`, ratio(c.package.inPlaceAwaited, c.raw.noAwait)],
+      ["writeBuffer ×2 + dispatch + copy + mapAsync readback, awaited", cell(readback), `run with host arrays, awaited: ${cell(c.package.runArrays)}`, ratio(c.package.runArrays, readback)],
+      ["—", "—", `runWithSum({ output: "gpu" }) awaited, then free: ${cell(c.package.runWithSumGpu)}`, `${fmt(c.package.runWithSumGpu.median / c.package.inPlaceAwaited.median, 2)}× in place`],
+    ],
+  );
+  if (!ctx.kind.realGpu) log(`NO ROOFLINE CLAIMS: a CPU adapter (${ctx.kind.name}); µs of SwiftShader, not GPU numbers.`);
+}

@@ -1,0 +1,50 @@
+// (c) A token's chain: 32 layers recorded with `encode` into one encoder, submitted, then waited for, in ms per token.
+// Two ways an app waits (issue 22 item 6): `onSubmittedWorkDone`, or the last result's `read()`;
+// beside them the kernels' own GPU time (gpuTime of one layer's call, times the layer count).
+import { gammaFloats, randomFloats } from "../dawn/raw.mjs";
+import { fmt, header, log, table } from "../dawn/report.mjs";
+import { timeLoops } from "../dawn/timing.mjs";
+
+export async function sectionLayers(ctx, out, { num }) {
+  const { norm, device, raw } = ctx;
+  const hidden = num("hidden", 4096), rows = num("rows", 1), layers = num("layers", 32);
+  const tokens = num("tokens", 100), loops = num("loops", 5);
+  header(ctx, `A token's chain: ${layers} layers of ${rows}×${hidden} in one encoder, ms per token, median of ${loops} loops of ${tokens} tokens`);
+  const x = norm.upload(randomFloats(rows * hidden, 1)), r = norm.upload(randomFloats(rows * hidden, 2));
+  const gammas = Array.from({ length: layers }, (_, l) => norm.upload(gammaFloats(hidden).map((v) => v * (1 + l / 1000))));
+  const record = () => {
+    const e = device.createCommandEncoder();
+    for (let l = 0; l < layers; l++) norm.encode(e, { input: x, residual: r, gamma: gammas[l], hidden, inPlace: true });
+    device.queue.submit([e.finish()]);
+  };
+  const perToken = (t) => ({ ...t, median: t.median / 1000, min: t.min / 1000, max: t.max / 1000 }); // µs per token → ms
+  await raw.warm(500);
+  const workDone = perToken(await timeLoops(loops, tokens, async (k) => {
+    for (let i = 0; i < k; i++) {
+      record();
+      await device.queue.onSubmittedWorkDone();
+    }
+  }));
+  await raw.warm(200);
+  const read = perToken(await timeLoops(loops, tokens, async (k) => {
+    for (let i = 0; i < k; i++) {
+      record();
+      await x.read();
+    }
+  }));
+  const repeat = num("repeat", 200);
+  await raw.warm(200);
+  const gt = await norm.gpuTime({ input: x, residual: r, gamma: gammas[0], hidden }, repeat);
+  const kernelsMs = gt === undefined ? undefined : (gt / repeat) * layers;
+  for (const t of [x, r, ...gammas]) t.free();
+  const cell = (t) => `${fmt(t.median, 3)} (${fmt(t.min, 3)}–${fmt(t.max, 3)})`;
+  table(
+    ["wait", "ms per token", "the kernels' GPU time (gpuTime × layers) ms"],
+    [
+      [`encode ×${layers}, submit, await onSubmittedWorkDone`, cell(workDone), fmt(kernelsMs, 3)],
+      [`encode ×${layers}, submit, await the last result's read()`, cell(read), fmt(kernelsMs, 3)],
+    ],
+  );
+  if (!ctx.kind.realGpu) log(`NO ROOFLINE CLAIMS: a CPU adapter (${ctx.kind.name}); ms of SwiftShader, not GPU numbers.`);
+  out.layers = { hidden, rows, layers, tokens, loops, workDone, read, kernelsMs };
+}

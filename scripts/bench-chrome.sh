@@ -1,0 +1,175 @@
+#!/usr/bin/env bash
+# `npm run bench:chrome`: the package in a real Chromium (issue 22 item 1): kernel per shape and option against `a + b`, churn, call costs, a token's chain, onnxruntime-web.
+#
+#   bash scripts/bench-chrome.sh prepare     # here (npm registry): .gl/chrome-1/ and .gl/chrome-2/
+#                                            # (git-ignored, each < 45 MB), prints the device calls
+#   bash scripts/bench-chrome.sh run-part1   # device call 1 (carry [".gl/chrome-1"]): part one to /tmp
+#   bash scripts/bench-chrome.sh run [SECTIONS]  # device call 2, at once (carry [".gl/chrome-2"]);
+#                                            # here: /usr/bin/chromium (or BENCH_CHROME_BROWSER=sparticuz)
+#   bash scripts/bench-chrome.sh             # run, here (npm run bench:chrome)
+#
+# SECTIONS: any of kernel family churn calls layers ort (default: all, in that order). kernel and
+# family run one fresh browser per shape; the others one browser each. BENCH_CHROME_ARGS go to
+# every page (bench/dawn/bench.mjs's options and bench/chrome's), e.g.
+#   BENCH_CHROME_ARGS="--shapes 1x896,16x4096" bash scripts/bench-chrome.sh run
+# Tables on stdout (markdown), JSON and .md per page in $OUT (device) or bench-out/chrome/ (here).
+# bench/ and www/lib travel with the working tree; only the two .gl folders are carried.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+SPARTICUZ=@sparticuz/chromium@153.0.0
+P1=.gl/chrome-1 P2=.gl/chrome-2              # what travels (one device call each)
+PART1_TMP=/tmp/bench-chrome-part1            # where call 1 leaves part one for call 2
+RUN=${CHROME_RUN_DIR:-.gl/chrome-run}        # what is unpacked (never carried)
+PORT=${BENCH_CHROME_PORT:-8765}
+PAGE_TIMEOUT=${BENCH_CHROME_PAGE_TIMEOUT:-500}
+say() { printf '\033[1m[bench:chrome]\033[0m %s\n' "$*" >&2; }
+# shellcheck source=scripts/bench-lib.sh
+. scripts/bench-lib.sh
+
+prepare() {
+  mkdir -p "$P1" "$P2/ort"
+  if [ ! -s "$P1/chromium.xz.aa" ] || [ ! -s "$P2/chromium.xz.ab" ]; then
+    say "fetching npm $SPARTICUZ (npm pack: package.json, node_modules and the lockfile are untouched)"
+    tmp=$(mktemp -d)
+    (cd "$tmp" && npm pack --silent "$SPARTICUZ" >/dev/null && tar -xzf ./*.tgz)
+    node -e 'const z = require("zlib"), fs = require("fs"); for (const f of process.argv.slice(1)) fs.writeFileSync(f.replace(/\.br$/, ""), z.brotliDecompressSync(fs.readFileSync(f)));' \
+      "$tmp"/package/bin/chromium.br "$tmp"/package/bin/al2023.tar.br "$tmp"/package/bin/swiftshader.tar.br
+    say "xz -9e of the browser ($(du -h "$tmp/package/bin/chromium" | cut -f1); a few minutes)"
+    xz -9e -T0 -c "$tmp/package/bin/chromium" >"$tmp/chromium.xz"
+    # Two parts, each under what one device call carries (64 MiB with everything else).
+    (cd "$tmp" && split -b 45000000 -a 2 chromium.xz chromium.xz.)
+    [ ! -e "$tmp/chromium.xz.ac" ] || { say "the browser is more than two parts: raise split -b"; exit 1; }
+    mv "$tmp/chromium.xz.aa" "$P1/" && mv "$tmp/chromium.xz.ab" "$P2/"
+    for t in al2023 swiftshader; do xz -9 -T0 -c "$tmp/package/bin/$t.tar" >"$P2/$t.tar.xz"; done
+    echo "$SPARTICUZ $(sha256sum "$tmp/package/bin/chromium" | cut -c1-16)" | tee "$P1/VERSION" >"$P2/VERSION"
+    rm -rf "$tmp"
+  fi
+  # onnxruntime-web's WebGPU build (section ort): the module and the JSEP runtime it loads.
+  for f in ort.webgpu.min.mjs ort-wasm-simd-threaded.jsep.mjs; do cp node_modules/onnxruntime-web/dist/$f "$P2/ort/"; done
+  [ -s "$P2/ort/ort-wasm-simd-threaded.jsep.wasm.xz" ] || xz -9 -T0 -c node_modules/onnxruntime-web/dist/ort-wasm-simd-threaded.jsep.wasm >"$P2/ort/ort-wasm-simd-threaded.jsep.wasm.xz"
+  loader_debs "$P2/debs"
+  snapshot_pkg "$P2/pkg"
+  say "ready: $P1 $(du -sh "$P1" | cut -f1), $P2 $(du -sh "$P2" | cut -f1) ($(tail -1 "$P2/pkg/SNAPSHOT.txt"))"
+  say "device calls (run tool, kind nvidia-h200), the second at once after the first:"
+  echo '    1. carry [".gl/chrome-1"], timeout_s 120:  bash scripts/bench-chrome.sh run-part1' >&2
+  echo '    2. carry [".gl/chrome-2"], timeout_s 600:  bash scripts/bench-chrome.sh run' >&2
+}
+
+run_part1() {
+  [ -s "$P1/chromium.xz.aa" ] || { say "$P1 is not prepared: run 'bash scripts/bench-chrome.sh prepare' where there is network"; exit 1; }
+  mkdir -p "$PART1_TMP" && cp "$P1"/chromium.xz.aa "$P1"/VERSION "$PART1_TMP/"
+  say "part one in $PART1_TMP ($(cat "$P1/VERSION")); now, at once: bash scripts/bench-chrome.sh run (carry [\".gl/chrome-2\"])"
+}
+
+# Part two joined with part one, the libraries and loaders unpacked; sets BIN and the environment.
+unpack_sparticuz() {
+  [ -s "$P2/chromium.xz.ab" ] || { say "$P2 is not prepared: run 'bash scripts/bench-chrome.sh prepare' where there is network"; exit 1; }
+  local aa=$PART1_TMP/chromium.xz.aa
+  [ -s "$aa" ] || aa=$P1/chromium.xz.aa # here, where both folders are
+  [ -s "$aa" ] || { say "no part one ($PART1_TMP): a new machine; start again from 'run-part1' (carry [\".gl/chrome-1\"])"; exit 1; }
+  mkdir -p "$RUN/lib" "$RUN/ort"
+  RUN=$(cd "$RUN" && pwd)
+  if [ ! -x "$RUN/chromium" ] || [ "$P2/chromium.xz.ab" -nt "$RUN/chromium" ]; then
+    say "joining and unpacking the browser"
+    if command -v xz >/dev/null; then cat "$aa" "$P2/chromium.xz.ab" | xz -d >"$RUN/chromium.tmp"
+    else cat "$aa" "$P2/chromium.xz.ab" | python3 -c 'import lzma,shutil,sys; shutil.copyfileobj(lzma.open(sys.stdin.buffer), sys.stdout.buffer)' >"$RUN/chromium.tmp"; fi
+    chmod +x "$RUN/chromium.tmp" && mv "$RUN/chromium.tmp" "$RUN/chromium"
+    for t in al2023 swiftshader; do unxz_to "$P2/$t.tar.xz" "$RUN/$t.tar" && tar -xf "$RUN/$t.tar" -C "$RUN/lib" && rm "$RUN/$t.tar"; done
+    for f in "$P2"/debs/*.deb; do undeb "$f" "$RUN/root"; done
+  fi
+  BIN=$RUN/chromium
+  local sw; sw=$(dirname "$(find "$RUN/lib" -name 'vk_swiftshader_icd.json' | head -1)")
+  local libs; libs=$(find "$RUN/lib" -name '*.so*' -printf '%h\n' | sort -u | paste -sd:)
+  # Prepended: the image's own LD_LIBRARY_PATH (/usr/local/nvidia/lib64) stays (TOOLCHAIN.md).
+  export LD_LIBRARY_PATH="$libs:$sw:$RUN/root/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  # GL (ANGLE on Vulkan) needs VK_EXT_headless_surface, which NVIDIA's driver lacks: GL on
+  # SwiftShader, WebGPU on NVIDIA. Without an NVIDIA ICD: SwiftShader alone (a CPU adapter).
+  local nv=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+  export VK_DRIVER_FILES="$( [ -f $nv ] && printf '%s:' $nv )$sw/vk_swiftshader_icd.json"
+  export ANGLE_PREFERRED_DEVICE="SwiftShader Device (Subzero)"
+  FLAGS=(--headless --no-sandbox --enable-unsafe-webgpu --enable-webgpu-developer-features --ignore-gpu-blocklist --use-angle=vulkan --enable-features=Vulkan --use-webgpu-adapter=default)
+  # No NVIDIA driver (a local check of this path): ANGLE on Vulkan fails to initialize on
+  # SwiftShader alone (Internal Vulkan error -3), and the GPU process exits; the defaults work.
+  if [ ! -f $nv ]; then
+    FLAGS=(--headless --no-sandbox --enable-unsafe-webgpu --enable-webgpu-developer-features)
+    export LD_LIBRARY_PATH="$libs:$sw" # TOOLCHAIN.md's local recipe: its own loader, no ICD list
+    unset VK_DRIVER_FILES ANGLE_PREFERRED_DEVICE
+  fi
+  for f in ort.webgpu.min.mjs ort-wasm-simd-threaded.jsep.mjs; do cp "$P2/ort/$f" "$RUN/ort/"; done
+  [ -s "$RUN/ort/ort-wasm-simd-threaded.jsep.wasm" ] || unxz_to "$P2/ort/ort-wasm-simd-threaded.jsep.wasm.xz" "$RUN/ort/ort-wasm-simd-threaded.jsep.wasm"
+  ORT_DIR=$RUN/ort PKG_DIR=$P2/pkg
+}
+
+choose_browser() {
+  local want=${BENCH_CHROME_BROWSER:-}
+  [ -n "$want" ] || { if [ -s "$PART1_TMP/chromium.xz.aa" ] || [ -d /usr/local/nvidia ]; then want=sparticuz; else want=system; fi; }
+  if [ "$want" = sparticuz ]; then unpack_sparticuz; return; fi
+  BIN=${CHROMIUM_PATH:-/usr/bin/chromium}
+  [ -x "$BIN" ] || { say "no $BIN: set CHROMIUM_PATH, or BENCH_CHROME_BROWSER=sparticuz after prepare"; exit 1; }
+  # As tests/e2e/browser.mjs launches it: the SwiftShader adapter needs --enable-unsafe-webgpu.
+  FLAGS=(--headless=new --no-sandbox --enable-unsafe-webgpu --enable-webgpu-developer-features --disable-background-networking --disable-component-update --no-first-run)
+  ORT_DIR=node_modules/onnxruntime-web/dist PKG_DIR=pkg
+  [ -f "$PKG_DIR/webgpu_rmsnorm_bg.wasm" ] || bash scripts/build.sh
+}
+
+# page NAME SECTION ARGS...: one fresh browser on the page; waits for its result, then ends that browser.
+page() {
+  local name=$1 section=$2; shift 2
+  local q; q=$(python3 -c 'import sys, urllib.parse as u; print(u.urlencode({"section": sys.argv[1], "name": sys.argv[2], "args": " ".join(sys.argv[3:])}))' "$section" "$name" "$@")
+  local profile; profile=$(mktemp -d)
+  rm -f "$OUTDIR/$name.done"
+  say "$name: a fresh browser ($section $*)"
+  setsid "$BIN" "${FLAGS[@]}" --user-data-dir="$profile" "http://127.0.0.1:$PORT/bench/chrome/index.html?$q" >"$OUTDIR/$name.browser.log" 2>&1 &
+  local pid=$! t=0
+  while [ ! -e "$OUTDIR/$name.done" ] && [ $t -lt $((PAGE_TIMEOUT * 2)) ] && kill -0 $pid 2>/dev/null; do sleep 0.5; t=$((t + 1)); done
+  kill -- -"$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+  rm -rf "$profile"
+  if [ "$(cat "$OUTDIR/$name.done" 2>/dev/null)" != ok ]; then
+    say "$name: no result (see $OUTDIR/$name.browser.log)"; tail -5 "$OUTDIR/$name.browser.log" >&2; STATUS=1
+  fi
+}
+
+run() {
+  choose_browser
+  local sections=("$@")
+  [ ${#sections[@]} -gt 0 ] || sections=(kernel family churn calls layers ort)
+  OUTDIR=${OUT:-bench-out/chrome}
+  mkdir -p "$OUTDIR"
+  # shellcheck disable=SC2206
+  local args=(${BENCH_CHROME_ARGS:-}) shapes=() rest=() i
+  for ((i = 0; i < ${#args[@]}; i++)); do
+    if [ "${args[$i]}" = --shapes ]; then IFS=, read -r -a shapes <<<"${args[$((i + 1))]}"; i=$((i + 1)); else rest+=("${args[$i]}"); fi
+  done
+  python3 bench/chrome/serve.py --root . --pkg "$PKG_DIR" --ort "$ORT_DIR" --out "$OUTDIR" --port "$PORT" &
+  SERVER=$! # global: the EXIT trap runs after this function's locals are gone
+  trap 'kill $SERVER 2>/dev/null || true' EXIT
+  sleep 1
+  say "browser $BIN ($("$BIN" --version 2>/dev/null || echo '?')) · $(tail -1 "$PKG_DIR/SNAPSHOT.txt" 2>/dev/null || echo "pkg/ of the checkout") · VK_DRIVER_FILES=${VK_DRIVER_FILES:-(default)}"
+  command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader >&2 || true
+  STATUS=0
+  local big=(2048x4096 8192x4096 12288x4096 16384x2048 16384x4096 8192x8192) fam=(1x4096 2048x4096 8192x4096 16384x4096 65536x128)
+  [ ${#shapes[@]} -eq 0 ] || { big=("${shapes[@]}"); fam=("${shapes[@]}"); }
+  local joined; joined=$(IFS=,; echo "${shapes[*]:-}")
+  for s in "${sections[@]}"; do
+    case $s in
+      # 20 dispatches a pass after 1 s of warm-up (issue 22), one fresh browser per shape.
+      kernel | family) local list; [ "$s" = kernel ] && list=("${big[@]}") || list=("${fam[@]}")
+        for sh in "${list[@]}"; do page "$s-$sh" "$s" --shapes "$sh" --max-n 20 --pass-us 1e12 "${rest[@]}"; done ;;
+      churn | ort) page "$s" "$s" ${joined:+--shapes "$joined"} "${rest[@]}" ;;
+      calls) page calls calls --calls 300 "${rest[@]}" ;;
+      layers) page layers layers "${rest[@]}" ;;
+      *) say "unknown section $s"; STATUS=64 ;;
+    esac
+  done
+  return $STATUS
+}
+
+case "${1:-}" in
+  prepare) prepare ;;
+  run-part1) run_part1 ;;
+  run) shift; run "$@" ;;
+  "") run ;;
+  *) echo "usage: bash scripts/bench-chrome.sh [prepare | run-part1 | run [kernel] [family] [churn] [calls] [layers] [ort]]" >&2; exit 64 ;;
+esac
