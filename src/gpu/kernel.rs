@@ -34,6 +34,12 @@ impl Default for Options {
 }
 
 impl Options {
+    /// Whether these options need the family kernel whatever the shape: LayerNorm, the
+    /// sandwich.
+    pub fn need_family(&self) -> bool {
+        self.kind == NormKind::Layer || self.post_gamma
+    }
+
     /// A pre-norm: a residual, no optional array, RMSNorm.
     pub const PRE_NORM: Options = Options {
         bias: false,
@@ -139,7 +145,7 @@ impl Variant {
     /// short rows many a workgroup) rather than the fused RMSNorm kernel, whose tuned tilings
     /// and split rows it does not take.
     pub fn is_family(&self) -> bool {
-        self.options.kind == NormKind::Layer || self.options.post_gamma || self.rows_per_group > 1
+        self.options.need_family() || self.rows_per_group > 1
     }
 
     /// Workgroups per row as the kernel runs it: `split` where the cache holds the whole row

@@ -86,7 +86,7 @@ impl GpuContext {
             rows: usize::from(t.len > 0),
             hidden: t.len.max(1),
         };
-        let mut pending = self.pending(shape, false, t.dtype, true);
+        let mut pending = self.pending(shape, false, (t.dtype, t.dtype), true);
         if t.len == 0 {
             return Ok(pending);
         }

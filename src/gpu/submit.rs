@@ -56,10 +56,9 @@ impl GpuContext {
         let mut pending = self.pending(
             plan.shape,
             request.sum,
-            plan.dtype,
+            (plan.dtype, plan.out_dtype),
             request.to == Destination::Host,
         );
-        pending.out_dtype = plan.out_dtype;
         self.in_call.set(true);
         // Everything from the first push to the pops is synchronous, so calls that
         // interleave at their awaits never share a scope.
@@ -292,7 +291,7 @@ impl GpuContext {
         &self,
         shape: Shape,
         want_sum: bool,
-        dtype: Dtype,
+        (dtype, out_dtype): (Dtype, Dtype),
         read_back: bool,
     ) -> Pending {
         Pending {
@@ -300,7 +299,7 @@ impl GpuContext {
             want_sum,
             read_back,
             dtype,
-            out_dtype: dtype,
+            out_dtype,
             lost: self.dev.lost.clone(),
             device: self.dev.device.clone(),
             pool: self.pool.clone(),

@@ -281,7 +281,7 @@ impl Kernel {
         let web = cfg!(target_arch = "wasm32");
         let lanes = if hidden.is_multiple_of(4) { 4 } else { 1 };
         let short = rows >= SHORT_ROWS && hidden / lanes <= SHORT_ROW && !caps.cpu_tiling;
-        if Variant::for_shape(hidden, self.options).is_family() || short {
+        if self.options.need_family() || short {
             return Variant {
                 storage,
                 out_storage,

@@ -376,6 +376,19 @@ for (const backend of ["webgpu", "cpu"]) test(`the new fields' named errors reje
       expect(`prepare ${JSON.stringify(k)}`, await rejection(() => n.prepare(k)), name, field);
       if (n.backend === "webgpu") expect(`kernelSource ${JSON.stringify(k)}`, thrown(() => n.kernelSource(k)), name, field);
     }
+    // On tensors, and after a device loss (the next call opens a new device), the same.
+    for (const [what, args, name, field] of bad) {
+      const onGpu = { ...args };
+      for (const [k, x] of Object.entries(args)) if (ArrayBuffer.isView(x)) onGpu[k] = n.upload(x);
+      expect(`run on tensors, ${what}`, await rejection(() => n.run(onGpu)), name, field);
+      for (const x of Object.values(onGpu)) if (x !== args.hidden && typeof x?.free === "function") x.free();
+    }
+    if (n.backend === "webgpu") {
+      n.simulateDeviceLoss();
+      await new Promise((ok) => setTimeout(ok, 50));
+      for (const [what, args, name, field] of bad) expect(`run after a device loss, ${what}`, await rejection(() => n.run(args)), name, field);
+      await still("a device loss");
+    }
     await still("everything");
     H.free(t, a);
     return failures;
