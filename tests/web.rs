@@ -614,7 +614,7 @@ async fn f16_in_place_equals_run_with_sum_bit_for_bit_on_both_paths() {
 async fn gpu_tilings_with_split_rows_match_the_reference_on_both_dispatch_paths() {
     use webgpu_rmsnorm::call::host::Arg;
     use webgpu_rmsnorm::call::plan::Kernel;
-    use webgpu_rmsnorm::gpu::kernel::Options;
+    use webgpu_rmsnorm::gpu::options::Options;
     use webgpu_rmsnorm::js::array::{host_f32_bits, HostVec, JsArray};
     use webgpu_rmsnorm::{GpuContext, Inputs};
 

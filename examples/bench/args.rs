@@ -1,6 +1,7 @@
 //! The command line: the shapes and option sets timed, the flags, and the usage message.
 
-use webgpu_rmsnorm::gpu::kernel::{Options, Variant};
+use webgpu_rmsnorm::gpu::kernel::Variant;
+use webgpu_rmsnorm::gpu::options::Options;
 
 use crate::variants::apply_knob;
 

@@ -15,7 +15,8 @@ use crate::call::host::{Arg, HostArray};
 use crate::call::numbers::Len;
 use crate::call::shape::{Inputs, Outputs, Shape};
 use crate::gpu::device::{Caps, ContextId};
-use crate::gpu::kernel::{Options, Variant};
+use crate::gpu::kernel::Variant;
+use crate::gpu::options::Options;
 
 /// Where a call's results go.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

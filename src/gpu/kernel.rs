@@ -6,75 +6,13 @@
 //! loops carry no option branches. A variant is chosen per call from the shape, and its
 //! pipeline is built once and cached by the driver.
 
-use crate::call::shape::{Inputs, NormKind};
+use crate::call::shape::NormKind;
+use crate::gpu::options::Options;
 
 /// The WGSL source of the RMSNorm variants; [`Variant::wgsl`] prepends its constants.
 pub const KERNEL_WGSL: &str = include_str!("../../shaders/fused_rms_norm.wgsl");
 /// The WGSL source of LayerNorm and the sandwich ([`Variant::is_family`]).
 pub const FAMILY_WGSL: &str = include_str!("../../shaders/norm_family.wgsl");
-
-/// Which optional inputs and outputs a call has, and which normalization.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Options {
-    pub bias: bool,
-    pub beta: bool,
-    pub sum: bool,
-    pub residual: bool,
-    /// The sandwich's post-norm (`postGamma`).
-    pub post_gamma: bool,
-    pub kind: NormKind,
-    /// A `gammaOffset` other than 0: the fused kernel adds it only then.
-    pub gamma_offset: bool,
-}
-
-impl Default for Options {
-    fn default() -> Options {
-        Options::PRE_NORM
-    }
-}
-
-impl Options {
-    /// Whether these options need the family kernel whatever the shape: LayerNorm, the
-    /// sandwich.
-    pub fn need_family(&self) -> bool {
-        self.kind == NormKind::Layer || self.post_gamma
-    }
-
-    /// A pre-norm: a residual, no optional array, RMSNorm.
-    pub const PRE_NORM: Options = Options {
-        bias: false,
-        beta: false,
-        sum: false,
-        residual: true,
-        post_gamma: false,
-        kind: NormKind::Rms,
-        gamma_offset: false,
-    };
-
-    /// The pre-norm with bias, beta and sum from the low three bits of `bits`: how the
-    /// tests and sweeps walk every combination.
-    pub fn with_flags(bits: u8) -> Options {
-        Options {
-            bias: bits & 1 != 0,
-            beta: bits & 2 != 0,
-            sum: bits & 4 != 0,
-            ..Options::PRE_NORM
-        }
-    }
-
-    /// The options of a call of `x`, with the `sum` output when `sum`.
-    pub fn of<A>(x: &Inputs<A>, sum: bool) -> Options {
-        Options {
-            bias: x.bias.is_some(),
-            beta: x.beta.is_some(),
-            sum,
-            residual: x.residual.is_some(),
-            post_gamma: x.post_gamma.is_some(),
-            kind: x.norm.kind,
-            gamma_offset: x.norm.gamma_offset != 0.0,
-        }
-    }
-}
 
 /// How the kernel's arrays hold their numbers; arithmetic is f32 in every case.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]

@@ -11,6 +11,7 @@ pub mod bindings;
 pub mod context;
 pub mod device;
 pub mod kernel;
+pub mod options;
 pub mod params;
 pub mod pending;
 pub mod pipelines;
