@@ -4,11 +4,13 @@
 #   bash scripts/bench-chrome.sh prepare     # here (npm registry): .gl/chrome-1/ and .gl/chrome-2/
 #                                            # (git-ignored, each < 45 MB), prints the device calls
 #   bash scripts/bench-chrome.sh run-part1   # device call 1 (carry [".gl/chrome-1"]): part one to /tmp
+#   bash scripts/bench-chrome.sh probe       # device call 2 instead: the adapter each launch
+#                                            # configuration offers (bench/chrome/probe.html)
 #   bash scripts/bench-chrome.sh run [SECTIONS]  # device call 2, at once (carry [".gl/chrome-2"]);
 #                                            # here: /usr/bin/chromium (or BENCH_CHROME_BROWSER=sparticuz)
 #   bash scripts/bench-chrome.sh             # run, here (npm run bench:chrome)
 #
-# SECTIONS: any of kernel family churn calls layers ort (default: all, in that order). kernel and
+# SECTIONS: any of kernel family churn calls layers ort memory (default: all but memory, in that order). kernel and
 # family run one fresh browser per shape; the others one browser each. BENCH_CHROME_ARGS go to
 # every page (bench/dawn/bench.mjs's options and bench/chrome's), e.g.
 #   BENCH_CHROME_ARGS="--shapes 1x896,16x4096" bash scripts/bench-chrome.sh run
@@ -75,11 +77,15 @@ unpack_sparticuz() {
     if command -v xz >/dev/null; then cat "$aa" "$P2/chromium.xz.ab" | xz -d >"$RUN/chromium.tmp"
     else cat "$aa" "$P2/chromium.xz.ab" | python3 -c 'import lzma,shutil,sys; shutil.copyfileobj(lzma.open(sys.stdin.buffer), sys.stdout.buffer)' >"$RUN/chromium.tmp"; fi
     chmod +x "$RUN/chromium.tmp" && mv "$RUN/chromium.tmp" "$RUN/chromium"
-    for t in al2023 swiftshader; do unxz_to "$P2/$t.tar.xz" "$RUN/$t.tar" && tar -xf "$RUN/$t.tar" -C "$RUN/lib" && rm "$RUN/$t.tar"; done
+    # SwiftShader beside the binary: ANGLE looks for vk_swiftshader_icd.json in the binary's own
+    # folder (as @sparticuz/chromium unpacks it), and with it elsewhere no Vulkan instance is
+    # made, GL fails, and the GPU process exits: no WebGPU adapter at all, GPU or CPU.
+    unxz_to "$P2/al2023.tar.xz" "$RUN/al2023.tar" && tar -xf "$RUN/al2023.tar" -C "$RUN/lib" && rm "$RUN/al2023.tar"
+    unxz_to "$P2/swiftshader.tar.xz" "$RUN/swiftshader.tar" && tar -xf "$RUN/swiftshader.tar" -C "$RUN" && rm "$RUN/swiftshader.tar"
     for f in "$P2"/debs/*.deb; do undeb "$f" "$RUN/root"; done
   fi
   BIN=$RUN/chromium
-  local sw; sw=$(dirname "$(find "$RUN/lib" -name 'vk_swiftshader_icd.json' | head -1)")
+  local sw=$RUN
   local libs; libs=$(find "$RUN/lib" -name '*.so*' -printf '%h\n' | sort -u | paste -sd:)
   # Prepended: the image's own LD_LIBRARY_PATH (/usr/local/nvidia/lib64) stays (TOOLCHAIN.md).
   export LD_LIBRARY_PATH="$libs:$sw:$RUN/root/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
@@ -160,16 +166,61 @@ run() {
       churn | ort) page "$s" "$s" ${joined:+--shapes "$joined"} "${rest[@]}" ;;
       calls) page calls calls --calls 300 "${rest[@]}" ;;
       layers) page layers layers "${rest[@]}" ;;
+      memory) page memory memory "${rest[@]}" ;;
       *) say "unknown section $s"; STATUS=64 ;;
     esac
   done
   return $STATUS
 }
 
+# probe: which adapter each launch configuration offers (the GPU recipe of TOOLCHAIN.md and
+# variations of it), one fresh browser each, on bench/chrome/probe.html. Device call 2 (as run).
+probe() {
+  unpack_sparticuz
+  OUTDIR=${OUT:-bench-out/chrome}
+  mkdir -p "$OUTDIR"
+  python3 bench/chrome/serve.py --root . --pkg "$PKG_DIR" --ort "$ORT_DIR" --out "$OUTDIR" --port "$PORT" &
+  SERVER=$!
+  trap 'kill $SERVER 2>/dev/null || true' EXIT
+  sleep 1
+  local base_ld=$LD_LIBRARY_PATH base_vk=${VK_DRIVER_FILES:-} base_flags=("${FLAGS[@]}") debs=$RUN/root/usr/lib/x86_64-linux-gnu
+  local sw=$RUN
+  try() { # NAME, then env assignments and flags (after --)
+    local name=$1; shift
+    local envs=() flags=("${base_flags[@]}")
+    while [ $# -gt 0 ] && [ "$1" != -- ]; do envs+=("$1"); shift; done
+    [ "${1:-}" = -- ] && { shift; flags=("$@"); }
+    local profile; profile=$(mktemp -d)
+    rm -f "$OUTDIR/$name.done"
+    local vk=()
+    [ -z "$base_vk" ] || vk=(VK_DRIVER_FILES="$base_vk")
+    env -u VK_DRIVER_FILES LD_LIBRARY_PATH="$base_ld" "${vk[@]}" "${envs[@]}" setsid "$BIN" "${flags[@]}" --user-data-dir="$profile" \
+      "http://127.0.0.1:$PORT/bench/chrome/probe.html?name=$name" >"$OUTDIR/$name.browser.log" 2>&1 &
+    local pid=$! t=0
+    while [ ! -e "$OUTDIR/$name.done" ] && [ $t -lt 40 ] && kill -0 $pid 2>/dev/null; do sleep 0.5; t=$((t + 1)); done
+    kill -- -"$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+    rm -rf "$profile"
+    [ -e "$OUTDIR/$name.done" ] || { echo "$name: no answer; $(grep -c ERROR "$OUTDIR/$name.browser.log") ERROR lines, last: $(grep ERROR "$OUTDIR/$name.browser.log" | tail -1 | cut -c1-200)"; }
+  }
+  local webgpu=(--headless --no-sandbox --enable-unsafe-webgpu --enable-webgpu-developer-features --ignore-gpu-blocklist --use-webgpu-adapter=default)
+  try recipe
+  try debs-loader-first LD_LIBRARY_PATH="$debs:$base_ld"
+  try icd-filenames-too VK_ICD_FILENAMES="$base_vk"
+  try debs-first-icd-too LD_LIBRARY_PATH="$debs:$base_ld" VK_ICD_FILENAMES="$base_vk"
+  try angle-swiftshader -- "${webgpu[@]}" --use-angle=swiftshader --enable-features=Vulkan
+  try angle-swiftshader-debs LD_LIBRARY_PATH="$debs:$base_ld" -- "${webgpu[@]}" --use-angle=swiftshader --enable-features=Vulkan
+  try angle-swiftshader-nv-only VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json -- "${webgpu[@]}" --use-angle=swiftshader --enable-features=Vulkan
+  try gl-disabled -- "${webgpu[@]}" --use-gl=disabled --enable-features=Vulkan
+  try defaults -- "${webgpu[@]}"
+  try swiftshader-only VK_DRIVER_FILES="$sw/vk_swiftshader_icd.json"
+}
+
 case "${1:-}" in
   prepare) prepare ;;
+  probe) probe ;;
   run-part1) run_part1 ;;
   run) shift; run "$@" ;;
   "") run ;;
-  *) echo "usage: bash scripts/bench-chrome.sh [prepare | run-part1 | run [kernel] [family] [churn] [calls] [layers] [ort]]" >&2; exit 64 ;;
+  *) echo "usage: bash scripts/bench-chrome.sh [prepare | run-part1 | probe | run [kernel] [family] [churn] [calls] [layers] [ort] [memory]]" >&2; exit 64 ;;
 esac

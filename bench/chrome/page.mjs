@@ -7,6 +7,7 @@ import { Raw } from "../dawn/raw.mjs";
 import { sectionCalls } from "../dawn/section-calls.mjs";
 import { sectionFamily } from "../dawn/section-family.mjs";
 import { sectionKernel } from "../dawn/section-kernel.mjs";
+import { sectionMemory } from "../dawn/section-memory.mjs";
 import { classify, newSeen, tap } from "../dawn/tap.mjs";
 import { sectionCallsChrome } from "./section-calls-chrome.mjs";
 import { sectionChurn } from "./section-churn.mjs";
@@ -53,7 +54,7 @@ async function open() {
   return { norm, lib, device, adapter: seen.adapter, kind, modules: seen.modules, seen, provenance };
 }
 
-const SECTIONS = { kernel: sectionKernel, family: sectionFamily, calls: sectionCallsChrome, churn: sectionChurn, layers: sectionLayers };
+const SECTIONS = { kernel: sectionKernel, family: sectionFamily, calls: sectionCallsChrome, churn: sectionChurn, layers: sectionLayers, memory: sectionMemory };
 
 async function main() {
   const args = parseArgs(argv);

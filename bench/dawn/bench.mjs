@@ -2,8 +2,9 @@
 // Prints tables; writes the numbers as JSON too (--json FILE).
 //
 //   node bench/dawn/bench.mjs calls   [--calls 500] [--loops 5]
-//   node bench/dawn/bench.mjs kernel  [--shapes 1x896,1x4096,...] [--budget-s 240]
+//   node bench/dawn/bench.mjs kernel  [--shapes 1x896,1x4096,...] [--budget-s 240] [--keep-wgsl 1]
 //   node bench/dawn/bench.mjs cliff   [--cliff-rows 4096,8191,8192,16384] [--cliff-hidden 4096]
+//   node bench/dawn/bench.mjs memory  [--mem-mib 128,192,256,384] [--mem-big 256] [--mem-churn 6] [--mem-slice-mib 1]
 //   node bench/dawn/bench.mjs sweep   --wgsl FILE [--shapes 1x4096,...] [--sweep-options plain,bias+beta,sum]
 //
 // `sweep` times kernel variants the package does not necessarily choose, from a JSON list that
@@ -27,13 +28,14 @@ import { sectionCalls } from "./section-calls.mjs";
 import { sectionCliff } from "./section-cliff.mjs";
 import { sectionFamily } from "./section-family.mjs";
 import { sectionKernel } from "./section-kernel.mjs";
+import { sectionMemory } from "./section-memory.mjs";
 import { sectionSweep } from "./section-sweep.mjs";
 
 const args = parseArgs(process.argv.slice(2));
 const { section, opt } = args;
 
 async function main() {
-  const sections = { calls: sectionCalls, kernel: sectionKernel, cliff: sectionCliff, sweep: sectionSweep, family: sectionFamily };
+  const sections = { calls: sectionCalls, kernel: sectionKernel, cliff: sectionCliff, sweep: sectionSweep, family: sectionFamily, memory: sectionMemory };
   if (!sections[section]) {
     console.error(`usage: node bench/dawn/bench.mjs ${Object.keys(sections).join("|")} [--options]  (see the file's header)`);
     process.exit(64);

@@ -56,6 +56,7 @@ export async function sectionKernel(ctx, out, { opt, num }) {
       r[name] = await chainTime(raw, (pass, k) => raw.dispatch(pass, p, groups[k & 1], kern.groups(rows)), { targetUs: target, maxN, reps });
       r[name].bytes = (o.sum ? 4 : 3) * n * 4 + hidden * 4 * (1 + !!o.beta + !!o.bias);
       r[name].kernel = kern.label;
+      if (opt["keep-wgsl"]) r[name].code = kern.code;
       P.destroy();
     }
 
