@@ -1,6 +1,8 @@
 // (c) A token's chain: 32 layers recorded with `encode` into one encoder, submitted, then waited for, in ms per token.
-// Two ways an app waits (issue 22 item 6): `onSubmittedWorkDone`, or the last result's `read()`;
-// beside them the kernels' own GPU time (gpuTime of one layer's call, times the layer count).
+// Three ways an app waits (issue 22 item 6): `onSubmittedWorkDone`, its own copy of the last
+// result into a mappable buffer of its own in the same encoder and `mapAsync` (the least a
+// readback can cost in WebGPU), or the last result's `read()`; beside them the kernels' own GPU
+// time (gpuTime of one layer's call, times the layer count).
 import { gammaFloats, randomFloats } from "../dawn/raw.mjs";
 import { fmt, header, log, table } from "../dawn/report.mjs";
 import { timeLoops } from "../dawn/timing.mjs";
@@ -12,9 +14,12 @@ export async function sectionLayers(ctx, out, { num }) {
   header(ctx, `A token's chain: ${layers} layers of ${rows}×${hidden} in one encoder, ms per token, median of ${loops} loops of ${tokens} tokens`);
   const x = norm.upload(randomFloats(rows * hidden, 1)), r = norm.upload(randomFloats(rows * hidden, 2));
   const gammas = Array.from({ length: layers }, (_, l) => norm.upload(gammaFloats(hidden).map((v) => v * (1 + l / 1000))));
-  const record = () => {
+  const bytes = rows * hidden * 4;
+  const staging = device.createBuffer({ size: bytes, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+  const record = (copy = false) => {
     const e = device.createCommandEncoder();
     for (let l = 0; l < layers; l++) norm.encode(e, { input: x, residual: r, gamma: gammas[l], hidden, inPlace: true });
+    if (copy) e.copyBufferToBuffer(x.buffer, 0, staging, 0, bytes);
     device.queue.submit([e.finish()]);
   };
   const perToken = (t) => ({ ...t, median: t.median / 1000, min: t.min / 1000, max: t.max / 1000 }); // µs per token → ms
@@ -23,6 +28,15 @@ export async function sectionLayers(ctx, out, { num }) {
     for (let i = 0; i < k; i++) {
       record();
       await device.queue.onSubmittedWorkDone();
+    }
+  }));
+  await raw.warm(200);
+  const mapped = perToken(await timeLoops(loops, tokens, async (k) => {
+    for (let i = 0; i < k; i++) {
+      record(true);
+      await staging.mapAsync(GPUMapMode.READ);
+      new Float32Array(staging.getMappedRange()).slice();
+      staging.unmap();
     }
   }));
   await raw.warm(200);
@@ -37,14 +51,16 @@ export async function sectionLayers(ctx, out, { num }) {
   const gt = await norm.gpuTime({ input: x, residual: r, gamma: gammas[0], hidden }, repeat);
   const kernelsMs = gt === undefined ? undefined : (gt / repeat) * layers;
   for (const t of [x, r, ...gammas]) t.free();
+  staging.destroy();
   const cell = (t) => `${fmt(t.median, 3)} (${fmt(t.min, 3)}–${fmt(t.max, 3)})`;
   table(
     ["wait", "ms per token", "the kernels' GPU time (gpuTime × layers) ms"],
     [
       [`encode ×${layers}, submit, await onSubmittedWorkDone`, cell(workDone), fmt(kernelsMs, 3)],
+      [`encode ×${layers} + the app's copy to its own MAP_READ buffer, submit, await mapAsync, copy out`, cell(mapped), fmt(kernelsMs, 3)],
       [`encode ×${layers}, submit, await the last result's read()`, cell(read), fmt(kernelsMs, 3)],
     ],
   );
   if (!ctx.kind.realGpu) log(`NO ROOFLINE CLAIMS: a CPU adapter (${ctx.kind.name}); ms of SwiftShader, not GPU numbers.`);
-  out.layers = { hidden, rows, layers, tokens, loops, workDone, read, kernelsMs };
+  out.layers = { hidden, rows, layers, tokens, loops, workDone, mapped, read, kernelsMs };
 }
