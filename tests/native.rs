@@ -352,6 +352,96 @@ fn gpu_resident_chain_matches_layer_by_layer_reference() {
 }
 
 #[test]
+fn gpu_results_take_freed_tensors_buffers_never_a_live_ones_and_stay_right() {
+    use webgpu_rmsnorm::Request;
+    let ctx = context();
+    let mut rng = Rng(0x5EED_0019);
+    let cases: Vec<Case> = (0..6)
+        .map(|i| Case::random(&mut rng, 3, 256, i % 2 == 0, i % 3 == 0, 1e-6, 1.0))
+        .collect();
+    let to_gpu = |c: &Case| {
+        let out = pollster::block_on(
+            ctx.submit(&c.inputs(), Request::to_gpu(true))
+                .unwrap()
+                .read_gpu(),
+        );
+        let out = out.unwrap().expect("new tensors");
+        (
+            Arg::<&[f32]>::Gpu(out.y),
+            Arg::<&[f32]>::Gpu(out.sum.expect("sum")),
+        )
+    };
+    let check = |c: &Case, (y, sum): &(Arg<&[f32]>, Arg<&[f32]>), what: &str| {
+        let x = c.inputs();
+        let (want_y, want_v) = fused_rms_norm(&x);
+        let err = worst_error(&read(&ctx, y), &want_y, &x, RTOL);
+        assert!(
+            err <= 1.0,
+            "{what}: y is {err:.2} tolerances off the f64 reference"
+        );
+        assert!(
+            same_sum(&x, &read(&ctx, sum), &want_v),
+            "{what}: sum differs"
+        );
+    };
+    let buffers = |(y, sum): &(Arg<&[f32]>, Arg<&[f32]>)| {
+        [y, sum].map(|t| tensor(t).buffer().expect("placed").clone())
+    };
+    let a = to_gpu(&cases[0]);
+    let b = to_gpu(&cases[1]);
+    let freed = buffers(&b);
+    drop(b);
+    let c = to_gpu(&cases[2]);
+    let (of_a, of_c) = (buffers(&a), buffers(&c));
+    assert!(
+        of_c.iter().all(|buf| freed.contains(buf)),
+        "the freed tensors' buffers were not reused"
+    );
+    assert!(
+        of_c.iter().all(|buf| !of_a.contains(buf)),
+        "a result took a live tensor's buffer"
+    );
+    check(&cases[0], &a, "a, alive while b was freed and c made");
+    check(&cases[2], &c, "c, on b's buffers");
+    // Calls in flight together, half their results freed before the next round.
+    let mut live = vec![(0, a), (2, c)];
+    for round in 0..4 {
+        let pending: Vec<_> = (3..6)
+            .map(|i| {
+                (
+                    i,
+                    ctx.submit(&cases[i].inputs(), Request::to_gpu(true))
+                        .unwrap(),
+                )
+            })
+            .collect();
+        for (i, p) in pending {
+            let out = pollster::block_on(p.read_gpu())
+                .unwrap()
+                .expect("new tensors");
+            let made = (Arg::Gpu(out.y), Arg::Gpu(out.sum.expect("sum")));
+            check(&cases[i], &made, &format!("round {round}, case {i}"));
+            live.push((i, made));
+        }
+        let all: Vec<wgpu::Buffer> = live.iter().flat_map(|(_, t)| buffers(t)).collect();
+        let distinct = all.iter().enumerate().all(|(k, b)| !all[..k].contains(b));
+        assert!(distinct, "round {round}: two live tensors share a buffer");
+        for (i, t) in &live {
+            check(&cases[*i], t, &format!("round {round}, live case {i}"));
+        }
+        let keep: Vec<bool> = (0..live.len()).map(|k| k < 2 || k % 2 == 0).collect();
+        let mut k = 0;
+        live.retain(|_| (keep[k], k += 1).0);
+    }
+    drop(live);
+    let stats = ctx.buffer_stats();
+    assert_eq!(
+        stats.live, stats.idle,
+        "every freed tensor's buffer is idle in the pool: {stats:?}"
+    );
+}
+
+#[test]
 fn tensors_of_another_context_are_refused() {
     let (a, b) = (context(), context());
     let data = vec![1.0f32; 8];

@@ -7,16 +7,23 @@
 //! tensor's numbers live in wasm memory instead, so an app's pipeline code is the same on
 //! both backends.
 
-use std::cell::{OnceCell, RefCell};
+use std::cell::{Cell, OnceCell, RefCell};
+use std::rc::Weak;
 
 use crate::call::dtype::Dtype;
 use crate::call::error::Error;
 use crate::call::numbers::{CpuData, DeferredUpload};
 use crate::gpu::device::{ContextId, LostSlot};
+use crate::gpu::pool::{BufferPool, Pooled};
+use crate::support::clock::now_ms;
 
 /// Where a tensor's numbers live once placed.
 pub struct Placed {
-    pub buffer: wgpu::Buffer,
+    /// On loan from its context's pool, and back there when the tensor is dropped (why:
+    /// `gpu/pool.rs`).
+    buffer: Pooled,
+    /// `None` once the buffer must not be reused ([`Tensor::discard`]).
+    pool: Cell<Option<Weak<BufferPool>>>,
     /// The context whose device made the buffer: buffers of one device cannot be bound on
     /// another.
     pub owner: ContextId,
@@ -74,7 +81,7 @@ impl Tensor {
 
     /// The buffer, once placed.
     pub fn buffer(&self) -> Option<&wgpu::Buffer> {
-        self.placed.get().map(|p| &p.buffer)
+        self.placed.get().map(|p| &*p.buffer)
     }
 
     pub fn owner(&self) -> Option<ContextId> {
@@ -90,6 +97,15 @@ impl Tensor {
     pub fn place(&self, make: impl FnOnce(&DeferredUpload) -> Placed) {
         if let Some(data) = self.waiting.borrow_mut().take() {
             let _ = self.placed.set(make(&data));
+        }
+    }
+
+    /// Keeps the buffer out of the pool when the tensor is dropped: the call that made it
+    /// failed on the GPU, which may have left the buffer invalid, and a later call that
+    /// makes nothing new checks nothing.
+    pub fn discard(&self) {
+        if let Some(p) = self.placed.get() {
+            p.pool.take();
         }
     }
 
@@ -126,9 +142,10 @@ impl Tensor {
 }
 
 impl Placed {
-    pub fn new(buffer: wgpu::Buffer, owner: ContextId, lost: LostSlot) -> Placed {
+    pub fn new(buffer: Pooled, pool: Weak<BufferPool>, owner: ContextId, lost: LostSlot) -> Placed {
         Placed {
             buffer,
+            pool: Cell::new(Some(pool)),
             owner,
             lost,
         }
@@ -138,9 +155,19 @@ impl Placed {
 impl Drop for Tensor {
     fn drop(&mut self) {
         // Now, not whenever the JavaScript wrapper is collected: GPU memory is the scarce
-        // resource. WebGPU defers the release until submitted work using it is done.
-        if let Some(p) = self.placed.get() {
-            p.buffer.destroy();
+        // resource. The last holder of a tensor is gone (calls hold theirs until submitted),
+        // so nothing binds the buffer after this; work already queued on it runs first.
+        let Some(p) = self.placed.take() else {
+            return;
+        };
+        match p.pool.take().and_then(|pool| pool.upgrade()) {
+            Some(pool) if p.lost.reason().is_none() => {
+                pool.give_back(p.buffer, now_ms());
+                pool.schedule_trim();
+            }
+            // Dropping a loaned buffer destroys it; WebGPU defers that until submitted work
+            // using it is done.
+            _ => drop(p.buffer),
         }
     }
 }

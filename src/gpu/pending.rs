@@ -113,15 +113,24 @@ pub(crate) fn map_read(buffer: &wgpu::Buffer) -> oneshot::Receiver<MapResult> {
 impl Pending {
     /// Waits for the GPU and hands back what the call asked for.
     pub async fn finish(mut self) -> Result<Finished, Error> {
-        self.check_scopes().await?;
+        if let Err(e) = self.check_scopes().await {
+            for t in self
+                .gpu
+                .iter()
+                .flat_map(|g| std::iter::once(&g.y).chain(&g.sum))
+            {
+                t.discard();
+            }
+            return Err(e);
+        }
         let gpu = self.gpu.take();
         // Results left on the GPU resolve at once, unless the pass was timed: its
         // timestamps are read back like a result.
         if !self.read_back && self.timestamps.is_none() {
             // Results stay on the GPU: the work is accepted, and later work on the same
-            // queue sees it. The call's pooled buffers may still be in use by the GPU, so
-            // they are not pooled again: dropping destroys them, which WebGPU defers until
-            // the work is done.
+            // queue sees it. The call's staged inputs go back to the pool at once: the GPU
+            // may still be reading them, but whatever next writes them is queued after.
+            self.pool_kept(now_ms());
             return Ok(Finished {
                 host: None,
                 gpu,
@@ -215,13 +224,18 @@ impl Pending {
                 self.pool.give_back(s, now);
             }
         }
+        self.pool_kept(now);
+        Output { y, sum }
+    }
+
+    /// Returns the call's own buffers (not its tensors) to the pool.
+    fn pool_kept(&mut self, now: f64) {
         for b in std::mem::take(&mut self.kept) {
             if let Staged::Pooled(p) = b {
                 self.pool.give_back(p, now);
             }
         }
         self.pool.schedule_trim();
-        Output { y, sum }
     }
 }
 

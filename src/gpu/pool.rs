@@ -2,8 +2,10 @@
 //!
 //! An inference app calls with the same few shapes thousands of times; creating and
 //! destroying five to eight buffers per call costs more than the kernel at small shapes and
-//! churns GPU memory. Buffers go back to the pool when a call's results have been read and
-//! are handed out again by (usage, size).
+//! churns GPU memory. Buffers go back to the pool when a call's results have been read, and
+//! a tensor's when it is freed, and are handed out again by (usage, size): a call whose
+//! results stay on the GPU then makes its result tensors from freed ones' buffers, with no
+//! new buffer, bind group or error scope (each a round trip to the GPU process in Chrome).
 //!
 //! Idle buffers are not evicted to meet a byte cap while calls keep coming: measured on an
 //! H200, buffers of 128 MiB and more allocated after other large ones were freed can land in
@@ -90,14 +92,36 @@ impl BufferPool {
         creating: &dyn Fn(),
     ) -> Pooled {
         let size = size_class(size);
-        let mut idle = self.idle.borrow_mut();
         // Best fit among the idle, and not more than twice the size asked for.
+        self.take_within(device, usage, size..=size * 2, creating)
+    }
+
+    /// A buffer of exactly `size` bytes (a multiple of 16) with exactly `usage`: a tensor's,
+    /// whose `GPUBuffer` an app sees, sized as documented (`GpuTensor.buffer`).
+    pub fn take_exact(
+        &self,
+        device: &wgpu::Device,
+        usage: wgpu::BufferUsages,
+        size: u64,
+        creating: &dyn Fn(),
+    ) -> Pooled {
+        self.take_within(device, usage, size..=size, creating)
+    }
+
+    /// The smallest idle buffer of `usage` whose size is in `sizes`, else a new one of the
+    /// smallest size.
+    fn take_within(
+        &self,
+        device: &wgpu::Device,
+        usage: wgpu::BufferUsages,
+        sizes: std::ops::RangeInclusive<u64>,
+        creating: &dyn Fn(),
+    ) -> Pooled {
+        let mut idle = self.idle.borrow_mut();
         let found = idle
             .iter()
             .enumerate()
-            .filter(|(_, b)| {
-                b.buffer.usage() == usage && b.buffer.size() >= size && b.buffer.size() <= size * 2
-            })
+            .filter(|(_, b)| b.buffer.usage() == usage && sizes.contains(&b.buffer.size()))
             .min_by_key(|(_, b)| b.buffer.size())
             .map(|(i, _)| i);
         let buffer = match found {
@@ -107,7 +131,7 @@ impl BufferPool {
                 self.live.set(self.live.get() + 1);
                 device.create_buffer(&wgpu::BufferDescriptor {
                     label: None,
-                    size,
+                    size: *sizes.start(),
                     usage,
                     mapped_at_creation: false,
                 })
@@ -119,8 +143,11 @@ impl BufferPool {
         }
     }
 
-    /// Returns `b` for reuse at time `now_ms`. Only for buffers whose GPU work has finished
-    /// and which are unmapped.
+    /// Returns `b` for reuse at time `now_ms`. Only for unmapped buffers that no later
+    /// submission still needs: work already submitted on them may be in flight, since the
+    /// queue runs in order whatever is done with the buffer next (a `writeBuffer`, a copy or
+    /// a dispatch that writes it is queued after that work); a mappable buffer maps only
+    /// once its work is done.
     pub fn give_back(&self, mut b: Pooled, now_ms: f64) {
         let Some(buffer) = b.buffer.take() else {
             return;

@@ -11,6 +11,7 @@ use crate::call::numbers::{DeferredUpload, Upload};
 use crate::call::shape::Shape;
 use crate::call::tensor::{Placed, Tensor};
 use crate::gpu::pending::{Chunk, Pending};
+use crate::gpu::pool::Pooled;
 use crate::gpu::GpuContext;
 
 impl GpuContext {
@@ -35,8 +36,13 @@ impl GpuContext {
         });
     }
 
-    fn placed(&self, buffer: wgpu::Buffer) -> Placed {
-        Placed::new(buffer, self.dev.id, self.dev.lost.clone())
+    fn placed(&self, buffer: Pooled) -> Placed {
+        Placed::new(
+            buffer,
+            Rc::downgrade(&self.pool),
+            self.dev.id,
+            self.dev.lost.clone(),
+        )
     }
 
     pub(crate) fn upload_to<'a>(
@@ -57,15 +63,15 @@ impl GpuContext {
         }
     }
 
-    fn tensor_buffer(&self, len: usize, dtype: Dtype) -> wgpu::Buffer {
-        self.dev.device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("tensor"),
-            size: (len.max(4) * dtype.bytes()).next_multiple_of(16) as u64,
-            usage: wgpu::BufferUsages::STORAGE
-                | wgpu::BufferUsages::COPY_DST
-                | wgpu::BufferUsages::COPY_SRC,
-            mapped_at_creation: false,
-        })
+    /// A tensor's buffer, from the pool: a freed tensor's buffer is the next one's. `creating`
+    /// runs before a new one is made, so a call's error scopes cover it.
+    fn tensor_buffer(&self, len: usize, dtype: Dtype) -> Pooled {
+        let usage = wgpu::BufferUsages::STORAGE
+            | wgpu::BufferUsages::COPY_DST
+            | wgpu::BufferUsages::COPY_SRC;
+        let size = (len.max(4) * dtype.bytes()).next_multiple_of(16) as u64;
+        self.pool
+            .take_exact(&self.dev.device, usage, size, &|| self.creating())
     }
 
     /// An uninitialised tensor of `len` elements on this context.

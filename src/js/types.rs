@@ -297,7 +297,7 @@ export interface FusedRmsNormAdapterInfo {
 
 /** Counters from `debugStats()`. */
 export interface FusedRmsNormDebugStats {
-  /** GPU buffers alive: in use by calls in flight, or pooled for reuse. */
+  /** GPU buffers alive: in use by calls in flight or tensors, or pooled for reuse. */
   readonly liveBuffers: number;
   /** GPU buffers pooled for reuse. */
   readonly idleBuffers: number;
@@ -431,8 +431,9 @@ export class GpuTensor<D extends Dtype = "f32"> {
   /** Element type on the GPU. */
   readonly dtype: D;
   /**
-   * The `GPUBuffer` behind the tensor (`undefined` on the CPU backend), valid until `free()`:
-   * `length` elements from offset 0, f16 as packed halves, size rounded up to 16 bytes.
+   * The `GPUBuffer` behind the tensor (`undefined` on the CPU backend), valid until `free()`
+   * (then a later tensor of its size gets it): `length` elements from offset 0, f16 as packed
+   * halves, size rounded up to 16 bytes.
    */
   readonly buffer: WebGpuBuffer | undefined;
   /** Copies the data back: a `Float32Array` for f32, a `Uint16Array` of half bits for f16. */
