@@ -25,6 +25,7 @@ PART1_TMP=/tmp/bench-chrome-part1            # where call 1 leaves part one for 
 RUN=${CHROME_RUN_DIR:-.gl/chrome-run}        # what is unpacked (never carried)
 PORT=${BENCH_CHROME_PORT:-8765}
 PAGE_TIMEOUT=${BENCH_CHROME_PAGE_TIMEOUT:-500}
+ORT_WASM="jsep asyncify"                     # onnxruntime-web's wasm builds that travel
 say() { printf '\033[1m[bench:chrome]\033[0m %s\n' "$*" >&2; }
 # shellcheck source=scripts/bench-lib.sh
 . scripts/bench-lib.sh
@@ -48,8 +49,13 @@ prepare() {
     rm -rf "$tmp"
   fi
   # onnxruntime-web's WebGPU build (section ort): the module and the JSEP runtime it loads.
-  for f in ort.webgpu.min.mjs ort-wasm-simd-threaded.jsep.mjs; do cp node_modules/onnxruntime-web/dist/$f "$P2/ort/"; done
-  [ -s "$P2/ort/ort-wasm-simd-threaded.jsep.wasm.xz" ] || xz -9 -T0 -c node_modules/onnxruntime-web/dist/ort-wasm-simd-threaded.jsep.wasm >"$P2/ort/ort-wasm-simd-threaded.jsep.wasm.xz"
+  # Both wasm builds: onnxruntime-web 1.30's WebGPU execution provider loads the asyncify one
+  # (its native WebGPU EP), the JSEP one serves the JavaScript kernels.
+  cp node_modules/onnxruntime-web/dist/ort.webgpu.min.mjs "$P2/ort/"
+  for w in $ORT_WASM; do
+    cp "node_modules/onnxruntime-web/dist/ort-wasm-simd-threaded.$w.mjs" "$P2/ort/"
+    [ -s "$P2/ort/ort-wasm-simd-threaded.$w.wasm.xz" ] || xz -9 -T0 -c "node_modules/onnxruntime-web/dist/ort-wasm-simd-threaded.$w.wasm" >"$P2/ort/ort-wasm-simd-threaded.$w.wasm.xz"
+  done
   loader_debs "$P2/debs"
   snapshot_pkg "$P2/pkg"
   say "ready: $P1 $(du -sh "$P1" | cut -f1), $P2 $(du -sh "$P2" | cut -f1) ($(tail -1 "$P2/pkg/SNAPSHOT.txt"))"
@@ -102,8 +108,11 @@ unpack_sparticuz() {
     export LD_LIBRARY_PATH="$libs:$sw" # TOOLCHAIN.md's local recipe: its own loader, no ICD list
     unset VK_DRIVER_FILES ANGLE_PREFERRED_DEVICE
   fi
-  for f in ort.webgpu.min.mjs ort-wasm-simd-threaded.jsep.mjs; do cp "$P2/ort/$f" "$RUN/ort/"; done
-  [ -s "$RUN/ort/ort-wasm-simd-threaded.jsep.wasm" ] || unxz_to "$P2/ort/ort-wasm-simd-threaded.jsep.wasm.xz" "$RUN/ort/ort-wasm-simd-threaded.jsep.wasm"
+  cp "$P2/ort/ort.webgpu.min.mjs" "$RUN/ort/"
+  for w in $ORT_WASM; do
+    cp "$P2/ort/ort-wasm-simd-threaded.$w.mjs" "$RUN/ort/"
+    [ -s "$RUN/ort/ort-wasm-simd-threaded.$w.wasm" ] || unxz_to "$P2/ort/ort-wasm-simd-threaded.$w.wasm.xz" "$RUN/ort/ort-wasm-simd-threaded.$w.wasm"
+  done
   ORT_DIR=$RUN/ort PKG_DIR=$P2/pkg
 }
 

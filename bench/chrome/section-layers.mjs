@@ -30,6 +30,20 @@ export async function sectionLayers(ctx, out, { num }) {
       await device.queue.onSubmittedWorkDone();
     }
   }));
+  // Where a token's time goes: the recording and submission alone (JavaScript and the GPU
+  // process's intake; awaited once at the end of the loop), and the least one awaited
+  // round trip costs (an empty submission).
+  await raw.warm(200);
+  const recordOnly = perToken(await timeLoops(loops, tokens, async (k) => {
+    for (let i = 0; i < k; i++) record();
+    await device.queue.onSubmittedWorkDone();
+  }));
+  const emptyWait = perToken(await timeLoops(loops, tokens, async (k) => {
+    for (let i = 0; i < k; i++) {
+      device.queue.submit([device.createCommandEncoder().finish()]);
+      await device.queue.onSubmittedWorkDone();
+    }
+  }));
   await raw.warm(200);
   const mapped = perToken(await timeLoops(loops, tokens, async (k) => {
     for (let i = 0; i < k; i++) {
@@ -59,8 +73,10 @@ export async function sectionLayers(ctx, out, { num }) {
       [`encode ×${layers}, submit, await onSubmittedWorkDone`, cell(workDone), fmt(kernelsMs, 3)],
       [`encode ×${layers} + the app's copy to its own MAP_READ buffer, submit, await mapAsync, copy out`, cell(mapped), fmt(kernelsMs, 3)],
       [`encode ×${layers}, submit, await the last result's read()`, cell(read), fmt(kernelsMs, 3)],
+      [`encode ×${layers}, submit, no wait (one onSubmittedWorkDone after the loop)`, cell(recordOnly), fmt(kernelsMs, 3)],
+      ["an empty submit, await onSubmittedWorkDone (a round trip's floor)", cell(emptyWait), "—"],
     ],
   );
   if (!ctx.kind.realGpu) log(`NO ROOFLINE CLAIMS: a CPU adapter (${ctx.kind.name}); ms of SwiftShader, not GPU numbers.`);
-  out.layers = { hidden, rows, layers, tokens, loops, workDone, mapped, read, kernelsMs };
+  out.layers = { hidden, rows, layers, tokens, loops, workDone, mapped, read, recordOnly, emptyWait, kernelsMs };
 }
