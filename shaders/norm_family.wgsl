@@ -16,17 +16,33 @@
 //
 // LayerNorm never forms mean(x^2) - mean(x)^2, and does not center on a plain f32 mean
 // either: for a row whose mean is 1e4 times its spread, that mean's own rounding is ~1e-3
-// of the spread. The mean is m1, the plain f32 mean, plus its correction c, the mean of
-// x - m1 (terms of the spread's size, which sum without that loss), and x - m1 - c is formed
-// in that order. The squares are always scaled by the power of two that brings the row's
-// largest magnitude near 1, so rows of ~1e30 or ~1e-30 neither overflow nor vanish; with
-// several rows a workgroup no branch may depend on a reduced value (a barrier follows), so
-// only a workgroup of one row (whose totals are uniform) has RMSNorm's plain path: the
-// driver fills in the plain path and the total's read (see `Variant::family_wgsl`).
+// of the spread. A first reduction gives the plain f32 mean, which serves as the row's shift
+// s; a second sums x - s, (x - s)^2 and the largest magnitude together: d = mean(x - s),
+// var = mean((x - s)^2) - d^2, y = ((x - s) - d) * inverseSqrt(var + eps), every term the
+// size of the row's spread (d is the f32 mean's rounding, so var does not cancel). A shift
+// from the row's own values (its first vector, no reduction) would leave |d| about the
+// spread, and x - s would round by 2^-24 of it on the elements near the mean of a row
+// around 0: ~6e-8 of a unit normalized value, most of the 1e-7 that src/reference.rs allows
+// there before d's own rounding.
+// Where s is still far from the mean (|d| > CENTER deviations: a mean ~1e7 times the spread,
+// where the f32 mean's rounding reaches it; at 1e6 times |d| is a few percent), or the
+// squares overflow or underflow f32 (rows of ~1e20 and up, ~1e-19 and down), a row takes
+// the exact path: two more reductions, the correction c, the mean of (x - s) - d, then the
+// squares of ((x - s) - d) - c scaled by the power of two that brings the row's largest
+// magnitude near 1. RMSNorm (s = d = c = 0) has one reduction, and the exact path only for
+// the scaling. The decision must be uniform over the workgroup (barriers follow): with one
+// row a workgroup the totals are uniform values; with several, `any_row` asks whether any of
+// its rows needs it (see `Variant::family_wgsl`).
 //
-// The driver (src/gpu/kernel.rs) prepends WG, ROW_T, SLOTS, HAS_BIAS, HAS_BETA,
-// HAS_RESIDUAL, HAS_POST, LAYER, WRITE_SUM, IN_PLACE, V with square_sum, max_abs and
-// lane_sum, the bindings (from the binding table), ld / st / st_out and put_y / put_v.
+// Barriers, the cost on a GPU (each reduction's tree is a barrier a level): a reduction is
+// 2 + log2(ROW_T) with FAN 0, or 3 with the fan-in, plus the read of its total (one row a
+// workgroup: workgroupUniformLoad, which compilers such as Tint lower to two barriers; else
+// one more barrier with the fan-in); `any_row` is three.
+//
+// The driver (src/gpu/kernel.rs) prepends WG, ROW_T, FAN, SLOTS, HAS_BIAS, HAS_BETA,
+// HAS_RESIDUAL, HAS_POST, LAYER, WRITE_SUM, IN_PLACE, V with square_sum, max_abs and lane_sum, the
+// bindings (from the binding table), ld / st / st_out and put_y / put_v, and fills in TOTAL
+// and ANY_ROW.
 
 struct Params {
     rows: u32,
@@ -52,34 +68,83 @@ fn is_nan(x: f32) -> bool {
     return (bitcast<u32>(x) & 0x7fffffffu) > EXP_MASK;
 }
 
-// Per-thread partials: (sum, largest magnitude).
-var<workgroup> partials: array<vec2<f32>, WG>;
+// Per-thread partials: (sum, sum of squares, largest magnitude).
+var<workgroup> partials: array<vec3<f32>, WG>;
+
+fn combine(a: vec3<f32>, b: vec3<f32>) -> vec3<f32> {
+    return vec3(a.xy + b.xy, max(a.z, b.z));
+}
 
 // The row's total over its ROW_T threads (`t` the thread's place in its row). The barrier
-// first: every lane has read the previous total before `partials` is written again.
-fn reduce(lid: u32, t: u32, value: vec2<f32>) -> vec2<f32> {
+// first: every lane has read the previous total before `partials` is written again. FAN 0
+// is the pairwise tree (log2(ROW_T) barriers); else FAN lanes of the row each fold
+// ROW_T / FAN partials and one lane folds those: the RMSNorm kernel's two-step fan-in, its
+// trip counts constants so that a lane's reads are issued together.
+fn reduce(lid: u32, t: u32, value: vec3<f32>) -> vec3<f32> {
     workgroupBarrier();
     partials[lid] = value;
     workgroupBarrier();
-    for (var stride = ROW_T / 2u; stride > 0u; stride >>= 1u) {
-        if t < stride {
-            let a = partials[lid];
-            let b = partials[lid + stride];
-            partials[lid] = vec2(a.x + b.x, max(a.y, b.y));
+    if FAN == 0u {
+        for (var stride = ROW_T / 2u; stride > 0u; stride >>= 1u) {
+            if t < stride {
+                partials[lid] = combine(partials[lid], partials[lid + stride]);
+            }
+            workgroupBarrier();
+        }
+    } else {
+        if t < FAN {
+            var a = partials[lid];
+            for (var k = 1u; k < ROW_T / max(FAN, 1u); k++) {
+                a = combine(a, partials[lid + k * FAN]);
+            }
+            partials[lid] = a;
         }
         workgroupBarrier();
+        if t == 0u {
+            var a = partials[lid];
+            for (var k = 1u; k < FAN; k++) {
+                a = combine(a, partials[lid + k]);
+            }
+            partials[lid] = a;
+        }
+        if WG != ROW_T {
+            // Several rows read their totals plainly, after the last fold.
+            workgroupBarrier();
+        }
     }
     return TOTAL;
 }
 
-// How a row is normalized: (x - m1 - c) * scale * post (RMSNorm: m1 = c = 0), scale a
-// power of two.
+// Whether any row of this workgroup has `flag`, as a uniform value (several rows a
+// workgroup): two barriers, against the reduction's log2(ROW_T) + 2 that it saves.
+var<workgroup> flagged: atomic<u32>;
+var<workgroup> flagged_word: u32;
+
+fn any_row(lid: u32, flag: bool) -> bool {
+    if flag {
+        atomicOr(&flagged, 1u);
+    }
+    workgroupBarrier();
+    if lid == 0u {
+        flagged_word = atomicExchange(&flagged, 0u);
+    }
+    return workgroupUniformLoad(&flagged_word) != 0u;
+}
+
+// How a row is normalized: (((x - s) - d) - c) * scale * post (RMSNorm: s = d = c = 0),
+// scale a power of two.
 struct Stat {
-    m1: f32,
+    s: f32,
+    d: f32,
     c: f32,
     scale: f32,
     post: f32,
 };
+
+// |d| beyond this many deviations (sqrt(var + eps)) takes the exact path. On the plain path
+// d's own rounding grows with mean(|x - s|) <= deviation + |d|, and var's cancellation with
+// 1 + d^2 / var: at 1/16 both are within 7 % of the exact path's.
+const CENTER: f32 = 0.0625;
 
 // The vector the first normalization reads, at column i: u with a post-norm, else v in the
 // fused kernel's order (input + residual) + bias, so that `sum` matches it bit for bit.
@@ -96,7 +161,7 @@ fn first_at(base: u32, i: u32) -> V {
 
 fn centered(x: V, s: Stat) -> V {
     if LAYER {
-        return (x - V(s.m1)) - V(s.c);
+        return ((x - V(s.s)) - V(s.d)) - V(s.c);
     }
     return x;
 }
@@ -123,24 +188,30 @@ fn column(base: u32, i: u32, which: u32, s1: Stat) -> V {
     return x;
 }
 
-// What one column adds to a pass's partials: phase 0, the plain sum (RMSNorm: of squares)
-// and the largest magnitude; phase 1, the sum of x - m1 (LayerNorm's correction); phase 2, the scaled
+// What one column adds to a pass's partials: phase 0, the plain sum (LayerNorm's shift);
+// phase 1, the sum of x - s (LayerNorm), of its squares and the largest magnitude of x;
+// phase 2, the sum of (x - s) - d (the exact path's correction); phase 3, the scaled
 // centered squares.
-fn tally(acc: vec2<f32>, x: V, phase: u32, s: Stat) -> vec2<f32> {
+fn tally(acc: vec3<f32>, x: V, phase: u32, s: Stat) -> vec3<f32> {
     if phase == 0u {
-        return vec2(acc.x + select(square_sum(x), lane_sum(x), LAYER), max(acc.y, max_abs(x)));
+        return vec3(acc.x + lane_sum(x), acc.yz);
     }
     if phase == 1u {
-        return vec2(acc.x + lane_sum(x - V(s.m1)), acc.y);
+        let y = centered(x, s);
+        return vec3(acc.x + select(0.0, lane_sum(y), LAYER), acc.y + square_sum(y),
+                    max(acc.z, max_abs(x)));
     }
-    return vec2(acc.x + square_sum(centered(x, s) * s.scale), acc.y);
+    if phase == 2u {
+        return vec3(acc.x + lane_sum(centered(x, s)), acc.yz);
+    }
+    return vec3(acc.x + square_sum(centered(x, s) * s.scale), acc.yz);
 }
 
 // The totals of pass `phase` over the vector `which` of this row (`t` the thread's place in
 // it), its cached columns in `cache`.
 fn totals(lid: u32, t: u32, base: u32, width: u32, cache: ptr<function, array<V, N_CACHE>>,
-          which: u32, s1: Stat, phase: u32, s: Stat) -> vec2<f32> {
-    var acc = vec2(0.0);
+          which: u32, s1: Stat, phase: u32, s: Stat) -> vec3<f32> {
+    var acc = vec3(0.0);
     for (var k = 0u; k < N_CACHE; k++) {
         let i = t + k * ROW_T;
         if k < SLOTS && i < width {
@@ -156,21 +227,35 @@ fn totals(lid: u32, t: u32, base: u32, width: u32, cache: ptr<function, array<V,
 // The Stat of the vector `which` of this row.
 fn stats(lid: u32, t: u32, base: u32, width: u32, cache: ptr<function, array<V, N_CACHE>>,
          which: u32, s1: Stat) -> Stat {
-    var s = Stat(0.0, 0.0, 1.0, 0.0);
-    let first = totals(lid, t, base, width, cache, which, s1, 0u, s);
-    PLAIN_PATH
+    var s = Stat(0.0, 0.0, 0.0, 1.0, 0.0);
     if LAYER {
-        s.m1 = first.x / params.hidden;
-        s.c = totals(lid, t, base, width, cache, which, s1, 1u, s).x / params.hidden;
+        s.s = totals(lid, t, base, width, cache, which, s1, 0u, s).x / params.hidden;
+    }
+    let first = totals(lid, t, base, width, cache, which, s1, 1u, s);
+    // From the totals alone: uniform with one row a workgroup.
+    let d = first.x / params.hidden;
+    let var_plain = max(first.y / params.hidden - d * d, 0.0);
+    // A NaN row stays NaN on the plain path: `max` may drop NaNs, so its largest magnitude
+    // can look finite.
+    let rescale = !is_nan(first.y) && (!is_finite(first.y) || first.y < TINY_SUM)
+        && is_finite(first.z) && first.z > 0.0;
+    let off_center = LAYER && d * d > CENTER * CENTER * (var_plain + params.eps);
+    s.d = d;
+    if !ANY_ROW {
+        s.post = inverseSqrt(var_plain + params.eps);
+        return s;
+    }
+    if LAYER {
+        s.c = totals(lid, t, base, width, cache, which, s1, 2u, s).x / params.hidden;
     }
     // 2^k brings the largest magnitude near 1 (a NaN or Inf row keeps k = 0 and poisons
     // itself); LayerNorm's centered values are at most twice it.
     var k = 0;
-    if is_finite(first.y) && first.y > 0.0 {
-        k = clamp(-frexp(first.y).exp, -126, 126);
+    if is_finite(first.z) && first.z > 0.0 {
+        k = clamp(-frexp(first.z).exp, -126, 126);
     }
     s.scale = ldexp(1.0, k);
-    let var_scaled = totals(lid, t, base, width, cache, which, s1, 2u, s).x / params.hidden;
+    let var_scaled = totals(lid, t, base, width, cache, which, s1, 3u, s).x / params.hidden;
     // eps * scale^2 in two exact steps (as a product a compiler may form scale^2 first,
     // which overflows): the fused kernel's rescaled path, alike on purpose (the two shaders
     // share no source).
@@ -219,7 +304,7 @@ fn main(
             cache[k] = first_at(base, i);
         }
     }
-    let s1 = stats(lid, t, base, width, &cache, 0u, Stat(0.0, 0.0, 1.0, 0.0));
+    let s1 = stats(lid, t, base, width, &cache, 0u, Stat(0.0, 0.0, 0.0, 1.0, 0.0));
     var s = s1;
     if HAS_POST {
         for (var k = 0u; k < N_CACHE; k++) {

@@ -187,15 +187,75 @@ fn layer_norm_is_exact_where_the_mean_is_ten_thousand_times_the_spread() {
         let d = Data::new(&mut rng, 3, hidden, 1e4, 1.0);
         for residual in [false, true] {
             for post in [false, true] {
+                // Without beta nothing but the centering's own allowance covers the elements
+                // near the mean (src/reference.rs).
                 let form = Form {
                     residual,
                     post,
-                    beta: true,
+                    beta: residual,
                     ..Form::of(NormKind::Layer)
                 };
                 let what = format!("mean 1e4 x{hidden} {form:?}");
                 check(&ctx, &form.inputs(&d), &what);
             }
+        }
+    }
+}
+
+/// Means 10⁶ and 10⁷ times the spread, in workgroups of one row and of several. At 10⁶ the
+/// f32 mean the rows are shifted by is off by a few percent of the spread, and the one
+/// reduction of x - s and its squares must still center them exactly; at 10⁷ it is off by
+/// more than the kernel's plain path takes (`CENTER` in norm_family.wgsl), and the rows take
+/// the exact path's two more reductions.
+#[test]
+fn layer_norm_is_exact_where_the_shift_is_off_the_mean() {
+    let ctx = context();
+    let mut rng = Rng(0xFA_0008);
+    for mean in [1e6, 1e7] {
+        for (rows, hidden) in [(3, 4096), (5, 1024), (300, 128)] {
+            let d = Data::new(&mut rng, rows, hidden, mean, 1.0);
+            for (residual, post) in [(true, false), (true, true), (false, false)] {
+                let form = Form {
+                    residual,
+                    post,
+                    beta: residual,
+                    ..Form::of(NormKind::Layer)
+                };
+                let what = format!("mean {mean:e} {rows}x{hidden} {form:?}");
+                check(&ctx, &form.inputs(&d), &what);
+            }
+        }
+    }
+}
+
+/// Rows of one value just below 2²⁴, some with an element one ulp off: the f32 partial sums
+/// of the shift round (3 · (2²⁴ - 1) is not an f32; 4000 and 120 columns leave threads
+/// uneven shares) by far more than the row's spread, which
+/// is none or a fraction of an ulp, so that the plain path's d and var = mean((x - s)²) - d²
+/// would be the rounding's; the exact path must take them (a constant row is beta alone), in
+/// workgroups of one row and of several.
+#[test]
+fn layer_norm_is_exact_where_the_rows_spread_is_below_the_shifts_rounding() {
+    let ctx = context();
+    let mut rng = Rng(0xFA_0009);
+    for (rows, hidden) in [(3, 4000), (300, 120)] {
+        let mut d = Data::new(&mut rng, rows, hidden, 0.0, 1.0);
+        for (at, x) in d.input.iter_mut().enumerate() {
+            let (row, i) = (at / hidden, at % hidden);
+            *x = 16777215.0
+                + if row % 2 == 1 && i == row % hidden {
+                    1.0
+                } else {
+                    0.0
+                };
+        }
+        for beta in [false, true] {
+            let form = Form {
+                beta,
+                ..Form::of(NormKind::Layer)
+            };
+            let what = format!("2^24 - 1 {rows}x{hidden} {form:?}");
+            check(&ctx, &form.inputs(&d), &what);
         }
     }
 }

@@ -21,6 +21,13 @@ const VARIANTS = [
   ["layer sandwich", (t) => ({ residual: t.res, kind: "layer", postGamma: t.post, beta: t.beta }), { arrays: 3 }],
 ];
 
+/** `kernelSource`'s description of the kernel a call with `args` (on tensors) runs for `rows`. */
+function kernelOf(args, rows) {
+  const k = { hidden: args.hidden, rows, residual: !!args.residual, bias: !!args.bias, beta: !!args.beta, postGamma: !!args.postGamma };
+  for (const key of ["kind", "gammaOffset", "outputDtype"]) if (args[key] !== undefined) k[key] = args[key];
+  return k;
+}
+
 export async function sectionFamily(ctx, out, { opt, num }) {
   const { norm, raw } = ctx;
   const shapes = parseShapes(opt.shapes ?? FAMILY_SHAPES);
@@ -29,6 +36,7 @@ export async function sectionFamily(ctx, out, { opt, num }) {
   const reps = num("reps", 5);
   header(ctx, "The normalization family: gpuTime of the package against the a + b chain");
   const results = [];
+  const wgsl = {};
   for (const [rows, hidden] of shapes) {
     const tag = `${rows}×${hidden}`;
     note(`${tag} ...`);
@@ -54,6 +62,9 @@ export async function sectionFamily(ctx, out, { opt, num }) {
       const per = [];
       for (let i = 0; i < reps; i++) per.push(((await norm.gpuTime(args, repeat)) * 1000) / repeat);
       r.variants[name] = { ...spread(per, repeat), bytes: n * (4 * moves.arrays + 2 * (moves.halves ?? 0)) };
+      // `--dump-wgsl 1`: the WGSL the package dispatched for this shape and variant, in the JSON
+      // (family.wgsl["rows×hidden name"]), so that two builds' kernels can be compared.
+      if (opt["dump-wgsl"]) wgsl[`${tag} ${name}`] = norm.kernelSource(kernelOf(args, rows)).code;
     }
     for (const v of Object.values(t)) v.free();
     bufs.destroy();
@@ -79,5 +90,5 @@ export async function sectionFamily(ctx, out, { opt, num }) {
       }),
     ]),
   );
-  out.family = { shapes: results };
+  out.family = { shapes: results, ...(opt["dump-wgsl"] ? { wgsl } : {}) };
 }

@@ -167,14 +167,15 @@ impl Variant {
         };
         if self.is_family() {
             return format!(
-                "{enable}const WG: u32 = {wg}u;\nconst ROW_T: u32 = {row_t}u;\nconst SLOTS: u32 = {slots}u;\n\
+                "{enable}const WG: u32 = {wg}u;\nconst ROW_T: u32 = {row_t}u;\nconst FAN: u32 = {fan}u;\nconst SLOTS: u32 = {slots}u;\n\
                  const HAS_BIAS: bool = {bias};\nconst HAS_BETA: bool = {beta};\nconst HAS_RESIDUAL: bool = {residual};\n\
                  const HAS_POST: bool = {post};\nconst LAYER: bool = {layer};\n\
                  const WRITE_SUM: bool = {sum};\nconst IN_PLACE: bool = {in_place};\n\
                  {helpers}{storage}\n{family}",
                 family = self.family_wgsl(),
                 wg = self.workgroup,
-                row_t = self.workgroup / self.rows_per_group.max(1),
+                row_t = self.row_threads(),
+                fan = self.fan_in().min(self.row_threads()),
                 slots = self.slots,
                 post = self.options.post_gamma,
                 layer = self.options.kind == NormKind::Layer,
@@ -202,24 +203,25 @@ impl Variant {
         )
     }
 
+    /// Threads a row of the family kernel: the workgroup, or its share of it.
+    fn row_threads(&self) -> u32 {
+        self.workgroup / self.rows_per_group.max(1)
+    }
+
     /// `norm_family.wgsl` for this variant: a workgroup of one row reads its totals as
-    /// uniform values, which lets RMSNorm's rows that need no rescaling skip the scaled
-    /// pass (its barriers in uniform control flow); several rows a workgroup cannot branch
-    /// on their totals, and always take it.
+    /// uniform values and branches on them directly (the exact path's barriers in uniform
+    /// control flow); several rows a workgroup read theirs plainly and ask `any_row` whether
+    /// any of them takes the exact path.
     fn family_wgsl(&self) -> String {
-        let (total, plain) = if self.rows_per_group <= 1 {
+        let (total, any) = if self.rows_per_group <= 1 {
             (
                 "workgroupUniformLoad(&partials[0])",
-                "if !LAYER && !(!is_nan(first.x) && (!is_finite(first.x) || first.x < TINY_SUM) \
-                 && is_finite(first.y) && first.y > 0.0) {\n        \
-                 s.post = inverseSqrt(first.x / params.hidden + params.eps);\n        return s;\n    }",
+                "(rescale || off_center)",
             )
         } else {
-            ("partials[lid - t]", "")
+            ("partials[lid - t]", "any_row(lid, rescale || off_center)")
         };
-        FAMILY_WGSL
-            .replace("TOTAL", total)
-            .replace("PLAIN_PATH", plain)
+        FAMILY_WGSL.replace("TOTAL", total).replace("ANY_ROW", any)
     }
 
     /// `fan` as the WGSL's FAN: at most the workgroup, and a power of two, so that it divides
@@ -398,6 +400,61 @@ mod tests {
                             .unwrap_or_else(|e| panic!("{}: {e:?}", v.label()));
                         }
                     }
+                }
+            }
+        }
+    }
+
+    /// The family kernel's tilings (rows a workgroup, tree or fan-in, a CPU adapter's) in every
+    /// storage and output dtype and option, through naga: lavapipe compiles only what runs.
+    #[cfg(not(target_arch = "wasm32"))]
+    #[test]
+    fn family_tilings_validate_in_every_storage() {
+        use crate::gpu::device::Caps;
+        use Storage::{F16Packed, F16, F32};
+        let stores = [
+            (F32, F32),
+            (F32, F16),
+            (F32, F16Packed),
+            (F16, F16),
+            (F16Packed, F16Packed),
+        ];
+        for hidden in [7u32, 64, 128, 768, 4096, 20000] {
+            // f16 data and outputs need whole vec4s (a call's plan rejects others).
+            let stores = &stores[..if hidden % 4 == 0 { 5 } else { 1 }];
+            for bits in 0..128u8 {
+                let options = Options {
+                    residual: bits & 8 != 0,
+                    post_gamma: bits & 16 != 0,
+                    kind: [NormKind::Rms, NormKind::Layer][usize::from(bits & 32 != 0)],
+                    gamma_offset: bits & 64 != 0,
+                    ..Options::with_flags(bits)
+                };
+                for (i, &(storage, out_storage)) in stores.iter().enumerate() {
+                    let caps = Caps {
+                        max_binding: 1 << 30,
+                        max_groups_per_dim: 65535,
+                        max_workgroup: 256,
+                        shader_f16: true,
+                        timestamps: false,
+                        cpu_tiling: i % 2 == 1,
+                    };
+                    let v = Variant {
+                        storage,
+                        out_storage,
+                        in_place: storage == out_storage && bits & 1 == 0,
+                        ..Variant::for_family(hidden, options, &caps)
+                    };
+                    let src = v.wgsl();
+                    let module = naga::front::wgsl::parse_str(&src)
+                        .unwrap_or_else(|e| panic!("{}: {}", v.label(), e.emit_to_string(&src)));
+                    naga::valid::Validator::new(
+                        naga::valid::ValidationFlags::all(),
+                        naga::valid::Capabilities::SHADER_FLOAT16
+                            | naga::valid::Capabilities::SHADER_FLOAT16_IN_FLOAT32,
+                    )
+                    .validate(&module)
+                    .unwrap_or_else(|e| panic!("{}: {e:?}", v.label()));
                 }
             }
         }
