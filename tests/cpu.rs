@@ -3,17 +3,21 @@
 //! without a residual, the sandwich's post-norm, a gamma offset), LayerNorm rows whose mean
 //! dwarfs their spread, QK-norm's shapes, rows that overflow or underflow f32, NaN and Inf,
 //! in place against out of place, f16 storage and f16 output, and the f16 conversions it
-//! uses against `dtype`'s.
+//! uses against `dtype`'s; the browser's path through scratch memory reused across calls.
 #![cfg(not(target_arch = "wasm32"))]
 
 use std::fmt;
 
-use webgpu_rmsnorm::call::dtype::{f16_bits, f16_value};
+use webgpu_rmsnorm::call::dtype::{f16_bits, f16_value, Dtype};
+use webgpu_rmsnorm::call::error::Error;
 use webgpu_rmsnorm::call::shape::{Norm, NormKind};
+use webgpu_rmsnorm::cpu::driver::CpuContext;
+use webgpu_rmsnorm::cpu::scratch::{lay_out, Span};
 use webgpu_rmsnorm::cpu::{half, norm, norm_in_place, Element};
 use webgpu_rmsnorm::reference::{
     from_sum, fused_rms_norm, same_sum, worst_error, worst_error_at, GenericInputs, Inputs,
 };
+use webgpu_rmsnorm::Request;
 
 /// Relative tolerance against the f64 reference (f32 math; see `worst_error`).
 const RTOL: f64 = 1e-5;
@@ -866,5 +870,148 @@ fn f32_to_half_agrees_with_dtype_on_ties_subnormals_overflow_and_nan() {
     ] {
         assert_rounds_like_dtype(f32::from_bits(bits));
         assert_rounds_like_dtype(f32::from_bits(bits | 0x8000_0000));
+    }
+}
+
+/// What the browser's fast path (`js/cpu_call.rs`) does with one scratch region kept across
+/// calls: lays the call out, checks it, copies its arrays in (as JavaScript's `set()` does,
+/// byte for byte), computes there; returns `y` and `v` read back from where the layout says.
+fn staged<T: Element, O: Element>(
+    scratch: &mut Vec<u32>,
+    x: &GenericInputs<&[T]>,
+    output_dtype: Option<Dtype>,
+    sum: bool,
+) -> Result<(Vec<O>, Option<Vec<T>>), Error> {
+    let dtype = if std::mem::size_of::<T>() == 2 {
+        Dtype::F16
+    } else {
+        Dtype::F32
+    };
+    let span = |a: &[T]| Span::of(a.len(), dtype);
+    let mut spans = GenericInputs {
+        input: span(x.input),
+        residual: x.residual.map(span),
+        gamma: span(x.gamma),
+        beta: x.beta.map(span),
+        bias: x.bias.map(span),
+        post_gamma: x.post_gamma.map(span),
+        hidden: x.hidden,
+        eps: x.eps,
+        norm: Norm {
+            output_dtype,
+            ..x.norm
+        },
+    };
+    let at = lay_out(&mut spans, sum);
+    let ctx = CpuContext::default();
+    ctx.check_staged(&spans, sum)?;
+    if scratch.len() < at.words {
+        scratch.resize(at.words, 0);
+    }
+    let bytes = |s: Span| s.len * dtype.bytes();
+    let arrays = [
+        Some(x.input),
+        x.residual,
+        Some(x.gamma),
+        x.beta,
+        x.bias,
+        x.post_gamma,
+    ];
+    let placed = [
+        Some(spans.input),
+        spans.residual,
+        Some(spans.gamma),
+        spans.beta,
+        spans.bias,
+        spans.post_gamma,
+    ];
+    for (a, s) in arrays.into_iter().zip(placed).filter_map(|(a, s)| a.zip(s)) {
+        // SAFETY: plain numbers viewed as bytes, within both allocations.
+        unsafe {
+            let to = scratch.as_mut_ptr().add(s.at).cast::<u8>();
+            std::ptr::copy_nonoverlapping(a.as_ptr().cast::<u8>(), to, bytes(s));
+        }
+    }
+    ctx.compute_staged(&spans, &at, scratch);
+    fn read<E: Element>(scratch: &[u32], s: Span) -> Vec<E> {
+        assert!(s.at * 4 + s.len * std::mem::size_of::<E>() <= scratch.len() * 4);
+        // SAFETY: in bounds (checked above); u32 alignment covers f32 and u16.
+        unsafe { std::slice::from_raw_parts(scratch.as_ptr().add(s.at).cast::<E>(), s.len) }
+            .to_vec()
+    }
+    Ok((read(scratch, at.y), at.sum.map(|v| read(scratch, v))))
+}
+
+/// The scratch path against the kernel's own results (bit for bit) and the f64 reference:
+/// one region reused by calls of growing and shrinking sizes, both dtypes, y in either, with
+/// and without `v`, every option of the family; a call the checks refuse between them is
+/// refused with the driver's own error and leaves the next call right.
+#[test]
+fn calls_in_one_reused_scratch_match_the_kernel_and_the_reference() {
+    let mut rng = Rng(23);
+    let mut scratch = Vec::new();
+    let shapes = [
+        (16, 4096),
+        (1, 4096),
+        (3, 896),
+        (64, 1024),
+        (1, 7),
+        (2, 4099),
+    ];
+    for (k, &shape) in shapes.iter().enumerate() {
+        for (j, family) in Family::all().enumerate() {
+            let (bias, beta) = (j % 3 != 0, j % 2 == 0);
+            let call = Call::random(&mut rng, shape, bias, beta, 1e-6, 1.0, family);
+            let what = format!("{shape:?} {family} bias={bias} beta={beta}");
+            let sum = (j + k) % 2 == 0;
+            let x = call.inputs();
+            let want = check(&x, &what);
+            let (y, v) = staged::<f32, f32>(&mut scratch, &x, None, sum).unwrap();
+            assert_same_bits(&y, &want.y, &format!("{what}: staged y"));
+            assert_y(&y, &y_reference(&x, &want.v), RTOL, &what);
+            if sum {
+                assert_same_bits(&v.unwrap(), &want.v, &format!("{what}: staged v"));
+            } else {
+                assert!(v.is_none(), "{what}: v without sum");
+            }
+            if shape.1 % 4 != 0 {
+                // f16 needs whole 4-element groups per row: refused as the driver refuses it.
+                let got = staged::<f32, u16>(&mut scratch, &x, Some(Dtype::F16), sum).unwrap_err();
+                let f16_out = GenericInputs {
+                    norm: Norm {
+                        output_dtype: Some(Dtype::F16),
+                        ..x.norm
+                    },
+                    ..x
+                };
+                let Err(native) = CpuContext::default().submit(&f16_out, Request::host(sum)) else {
+                    panic!("{what}: the driver took f16 output of hidden {}", shape.1);
+                };
+                assert_eq!(got.message(), native.message(), "{what}: f16 refusal");
+            } else {
+                let (y16, _) = staged::<f32, u16>(&mut scratch, &x, Some(Dtype::F16), sum).unwrap();
+                let want16: Run<f32, u16> = run(&x);
+                assert_eq!(y16, want16.y, "{what}: staged f16 y");
+
+                let halves = call.halves();
+                let h = halves.inputs();
+                let want_h: Run<u16, u16> = run(&h);
+                let (y, v) = staged::<u16, u16>(&mut scratch, &h, None, sum).unwrap();
+                assert_eq!(y, want_h.y, "{what}: staged f16 data");
+                assert_eq!(v, sum.then(|| want_h.v.clone()), "{what}: staged f16 v");
+                let want_hf: Run<u16, f32> = run(&h);
+                let (y, _) = staged::<u16, f32>(&mut scratch, &h, Some(Dtype::F32), sum).unwrap();
+                assert_same_bits(&y, &want_hf.y, &format!("{what}: staged f16 data, f32 y"));
+            }
+
+            // Refused as the driver refuses it, and the next call is unaffected.
+            let short = &call.case.input[..call.case.input.len() - 1];
+            let bad = GenericInputs { input: short, ..x };
+            let got = staged::<f32, f32>(&mut scratch, &bad, None, sum).unwrap_err();
+            let Err(native) = CpuContext::default().submit(&bad, Request::host(sum)) else {
+                panic!("{what}: the driver took a short input");
+            };
+            assert_eq!(got.message(), native.message(), "{what}: refusal");
+        }
     }
 }

@@ -19,7 +19,7 @@ use crate::gpu::device::{next_context_id, Caps, ContextId};
 use crate::gpu::pending::{Finished, GpuOutput, Output};
 
 /// No device limits: a call is one pass over wasm memory, whatever its size.
-const CAPS: Caps = Caps {
+pub(crate) const CAPS: Caps = Caps {
     max_binding: u64::MAX,
     max_groups_per_dim: u32::MAX,
     max_workgroup: u32::MAX,

@@ -1,11 +1,13 @@
 //! The CPU backend, for browsers without a usable WebGPU: its driver (the same calls as the
-//! GPU driver, in wasm memory) over its kernel (the WGSL's contract in Rust, with simd128).
+//! GPU driver, in wasm memory) over its kernel (the WGSL's contract in Rust, with simd128), and
+//! the browser's fast path for host arrays, computed in scratch memory kept across calls.
 
 pub mod driver;
 mod element;
 pub mod half;
 mod kernel;
 mod row;
+pub mod scratch;
 
 pub use element::Element;
 pub use kernel::{norm, norm_in_place};

@@ -31,7 +31,7 @@ const ENCODE_KEYS: [&str; 16] = [
     "gammaOffset", "outputDtype", "output", "inPlace", "dtype", "rows", "sum",
 ];
 /// The fields of a call's argument object: `encode`'s but `sum`.
-const ARGS_KEYS: &[&str] = ENCODE_KEYS.split_at(15).0;
+pub(crate) const ARGS_KEYS: &[&str] = ENCODE_KEYS.split_at(15).0;
 const UPLOAD_OPTIONS_KEYS: [&str; 1] = ["dtype"];
 
 /// Where a call takes its arrays from, and what it does with the app's `GPUBuffer`s.

@@ -134,6 +134,9 @@ impl FusedRmsNorm {
         &self,
         #[wasm_bindgen(unchecked_param_type = "FusedRmsNormArgs")] args: JsValue,
     ) -> Promise {
+        if let Some(done) = self.cpu_call(&args, false) {
+            return done;
+        }
         self.start(parse_args(&args, false), |done| Ok(results(done, false)))
     }
 
@@ -144,6 +147,9 @@ impl FusedRmsNorm {
         &self,
         #[wasm_bindgen(unchecked_param_type = "FusedRmsNormArgs")] args: JsValue,
     ) -> Promise {
+        if let Some(done) = self.cpu_call(&args, true) {
+            return done;
+        }
         self.start(parse_args(&args, true), |done| Ok(results(done, true)))
     }
 
@@ -373,6 +379,15 @@ impl FusedRmsNorm {
 }
 
 impl FusedRmsNorm {
+    /// The CPU backend's common call of typed arrays, in three crossings (`cpu_call.rs`);
+    /// `None` for any other call or backend, and for every call a check refuses.
+    fn cpu_call(&self, args: &JsValue, sum: bool) -> Option<Promise> {
+        match &self.engine {
+            Engine::Cpu(cpu) => crate::js::cpu_call::run(cpu, args, sum),
+            Engine::Gpu(_) => None,
+        }
+    }
+
     /// The live device, for the synchronous GPU entry points. After a loss a new device is
     /// opened in the background (as the next asynchronous call would), and this says so.
     fn live_device(&self, what: &str) -> Result<Rc<GpuContext>, Error> {

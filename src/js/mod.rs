@@ -4,6 +4,7 @@
 
 mod args;
 pub mod array;
+mod cpu_call;
 pub mod facade;
 mod options;
 mod tensor;

@@ -1,0 +1,242 @@
+//! A call computed in one region of scratch memory that the caller keeps across calls: the
+//! browser's fast path for host arrays (`js/cpu_call.rs`) copies every typed array of a call
+//! into it in one crossing, the kernel normalizes there, and the results are copied out from
+//! there. No allocation per array and no free per call; the region grows to the largest call
+//! made and is reused (wasm memory never shrinks anyway).
+//!
+//! Where each array lies is decided here ([`lay_out`]); the caller only copies the arrays to
+//! where their [`Span`]s say and reads the results from where [`Staged`] says.
+
+use std::rc::Rc;
+
+use super::driver::{CpuContext, CAPS};
+use crate::call::dtype::Dtype;
+use crate::call::error::Error;
+use crate::call::host::{Arg, HostArray, OwnedArray};
+use crate::call::numbers::{CpuData, Len, Upload};
+use crate::call::plan::{Plan, Request};
+use crate::call::shape::Inputs;
+use crate::cpu;
+
+/// Where one array lies in the scratch: `len` elements of `dtype` from word `at` (4 bytes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Span {
+    pub at: usize,
+    pub len: usize,
+    pub dtype: Dtype,
+}
+
+impl Span {
+    /// An array of `len` elements of `dtype`, not yet placed.
+    pub fn of(len: usize, dtype: Dtype) -> Span {
+        Span { at: 0, len, dtype }
+    }
+
+    /// Words it takes: whole 16-byte blocks, so that every array starts on a SIMD boundary.
+    fn words(&self) -> usize {
+        (self.len * self.dtype.bytes()).div_ceil(16) * 4
+    }
+
+    fn end(&self) -> usize {
+        self.at + self.words()
+    }
+}
+
+impl Len for Span {
+    fn len(&self) -> usize {
+        self.len
+    }
+}
+
+/// Only for [`Plan::new`]'s checks, which read lengths and dtypes: the numbers themselves are
+/// in the scratch, never uploaded nor copied from here.
+impl HostArray for Span {
+    fn upload(&self, _: Upload) -> Result<(), String> {
+        Err("an array in CPU scratch memory is never uploaded".into())
+    }
+
+    fn dtype(&self) -> Dtype {
+        self.dtype
+    }
+
+    fn detach(&self) -> Arg<OwnedArray> {
+        Arg::Host(Rc::new(*self))
+    }
+
+    fn to_cpu(&self) -> Result<CpuData, String> {
+        Err("an array in CPU scratch memory is read where it lies".into())
+    }
+}
+
+/// Where a call's results lie: `y` over the input's copy where it has the data's dtype (and
+/// `v` over the residual's), else in regions of their own after the inputs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Staged {
+    pub y: Span,
+    pub sum: Option<Span>,
+    /// Words of scratch the call needs.
+    pub words: usize,
+}
+
+impl Staged {
+    fn in_place(&self, x: &Inputs<Span>) -> bool {
+        self.y == x.input
+    }
+}
+
+/// Places the arrays of `x` one after another in the order [`Inputs::named`] lists them, and
+/// the results where [`Staged`] says. `x.input`'s dtype is the data's (a call whose arrays
+/// disagree is refused by [`CpuContext::check_staged`] before anything is computed).
+pub fn lay_out(x: &mut Inputs<Span>, sum: bool) -> Staged {
+    let mut end = 0;
+    let mut place = |s: &mut Span| {
+        s.at = end;
+        end = s.end();
+    };
+    place(&mut x.input);
+    for s in [
+        x.residual.as_mut(),
+        Some(&mut x.gamma),
+        x.beta.as_mut(),
+        x.bias.as_mut(),
+        x.post_gamma.as_mut(),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        place(s);
+    }
+    let dtype = x.input.dtype;
+    let out_dtype = x.norm.output_dtype.unwrap_or(dtype);
+    // In place needs the residual's copy to take v; without a residual, v needs a region.
+    if out_dtype == dtype && (x.residual.is_some() || !sum) {
+        return Staged {
+            y: x.input,
+            sum: x.residual.filter(|_| sum),
+            words: end,
+        };
+    }
+    let mut y = Span::of(x.input.len, out_dtype);
+    place(&mut y);
+    let mut v = sum.then(|| Span::of(x.input.len, dtype));
+    if let Some(v) = v.as_mut() {
+        place(v);
+    }
+    Staged {
+        y,
+        sum: v,
+        words: end,
+    }
+}
+
+/// The element types of scratch memory: any bit pattern is a value, and 4-byte words align them.
+trait Word: cpu::Element + Copy {}
+impl Word for f32 {}
+impl Word for u16 {}
+
+/// `s`'s elements in `words` (the region of scratch from `s.at`).
+fn elements<T: Word>(words: &mut [u32], s: Span) -> &mut [T] {
+    assert!(s.len * std::mem::size_of::<T>() <= words.len() * 4);
+    // In bounds (checked above); u32 alignment covers f32 and u16, every bit pattern of
+    // which is a value.
+    unsafe { std::slice::from_raw_parts_mut(words.as_mut_ptr().cast::<T>(), s.len) }
+}
+
+/// The disjoint regions of `spans` (in ascending order of `at`, `None` for absent ones) in
+/// `scratch`.
+fn regions<const N: usize>(
+    mut scratch: &mut [u32],
+    spans: [Option<Span>; N],
+) -> [Option<&mut [u32]>; N] {
+    let mut start = 0;
+    spans.map(|s| {
+        let s = s?;
+        let rest = std::mem::take(&mut scratch);
+        let (region, tail) = rest[s.at - start..].split_at_mut(s.words());
+        start = s.end();
+        scratch = tail;
+        Some(region)
+    })
+}
+
+impl CpuContext {
+    /// The checks of every call ([`Plan::new`]'s) on a call laid out in scratch.
+    pub fn check_staged(&self, x: &Inputs<Span>, sum: bool) -> Result<Plan, Error> {
+        Plan::new(x, Request::host(sum), &CAPS, self.id())
+    }
+
+    /// Computes a call checked by [`CpuContext::check_staged`] whose arrays were copied to
+    /// where [`lay_out`] placed them in `scratch` (at least `at.words` long); the results are
+    /// then where `at` says.
+    ///
+    /// # Panics
+    /// If `scratch` is shorter than the layout.
+    pub fn compute_staged(&self, x: &Inputs<Span>, at: &Staged, scratch: &mut [u32]) {
+        assert!(
+            scratch.len() >= at.words,
+            "scratch: shorter than the layout"
+        );
+        let out = at.y.dtype;
+        match (x.input.dtype, out) {
+            (Dtype::F32, Dtype::F32) => staged::<f32, f32>(x, at, scratch),
+            (Dtype::F32, Dtype::F16) => staged::<f32, u16>(x, at, scratch),
+            (Dtype::F16, Dtype::F32) => staged::<u16, f32>(x, at, scratch),
+            (Dtype::F16, Dtype::F16) => staged::<u16, u16>(x, at, scratch),
+        }
+    }
+}
+
+/// A per-column array's elements, where the call has it.
+fn column<T: Word>(words: Option<&mut [u32]>, s: Option<Span>) -> Option<&[T]> {
+    Some(elements::<T>(words?, s?))
+}
+
+fn staged<T: Word, O: Word>(x: &Inputs<Span>, at: &Staged, scratch: &mut [u32]) {
+    let in_place = at.in_place(x);
+    let y = (!in_place).then_some(at.y);
+    let v = at.sum.filter(|_| !in_place);
+    let [input, residual, gamma, beta, bias, post_gamma, y_words, v_words] = regions(
+        scratch,
+        [
+            Some(x.input),
+            x.residual,
+            Some(x.gamma),
+            x.beta,
+            x.bias,
+            x.post_gamma,
+            y,
+            v,
+        ],
+    );
+    let (Some(input), Some(gamma)) = (input, column::<T>(gamma, Some(x.gamma))) else {
+        unreachable!("input and gamma are always laid out")
+    };
+    let columns = Inputs {
+        input: &[][..],
+        residual: None,
+        gamma,
+        beta: column(beta, x.beta),
+        bias: column(bias, x.bias),
+        post_gamma: column(post_gamma, x.post_gamma),
+        hidden: x.hidden,
+        eps: x.eps,
+        norm: x.norm,
+    };
+    let input = elements::<T>(input, x.input);
+    let residual = residual.zip(x.residual).map(|(w, s)| elements::<T>(w, s));
+    if in_place {
+        // Bit for bit what the out-of-place kernel writes; the copies are the call's own.
+        cpu::norm_in_place(input, residual, &columns);
+        return;
+    }
+    let (Some(y_words), Some(y)) = (y_words, y) else {
+        unreachable!("y has a region of its own where it is not written over input")
+    };
+    let call = Inputs {
+        input: &*input,
+        residual: residual.as_deref(),
+        ..columns
+    };
+    let v = v_words.zip(v).map(|(w, s)| elements::<T>(w, s));
+    cpu::norm(&call, elements::<O>(y_words, y), v);
+}

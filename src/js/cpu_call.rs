@@ -1,0 +1,302 @@
+//! The CPU backend's common call in three crossings: a plain object of typed arrays, numbers
+//! and known options (`run` or `runWithSum`, results as arrays) is read by one JavaScript
+//! function, its arrays copied by another into scratch memory kept across calls
+//! (`cpu/scratch.rs`), and the results copied out, and their Promise made, by a third.
+//! Read field by field, a 1×4096 call took ~200 crossings (each typed array's slots, flags,
+//! the copies, every value handle dropped), most of its time in Firefox and WebKit.
+//!
+//! Anything else, and every call that any check refuses, returns `None`: the caller then
+//! takes the field-by-field path of `args.rs`, which has every message, so errors are the
+//! same whichever path a call starts on. (A getter of such a call's arguments is then read
+//! twice.)
+
+use std::cell::{Cell, RefCell};
+
+use js_sys::Promise;
+use wasm_bindgen::prelude::*;
+
+use crate::call::checks::{eps_from_number, gamma_offset_from_number, hidden_from_number};
+use crate::call::dtype::Dtype;
+use crate::call::error::Error;
+use crate::call::shape::{Inputs, Norm, NormKind, DEFAULT_EPS};
+use crate::cpu::driver::CpuContext;
+use crate::cpu::scratch::{lay_out, Span, Staged};
+use crate::js::args::ARGS_KEYS;
+
+#[wasm_bindgen(inline_js = r#"
+const { getPrototypeOf } = Object, U16 = Uint16Array;
+const proto = getPrototypeOf(Uint8Array.prototype);
+const getter = (k) => Object.getOwnPropertyDescriptor(proto, k).get;
+// The intrinsics, as array.rs reads them: a subclass's own getters cannot lie about a length.
+const tagOf = getter(Symbol.toStringTag), lengthOf = getter("length");
+const bufferOf = getter("buffer"), offsetOf = getter("byteOffset");
+const { set, slice } = proto;
+// The arrays of the call being made, and how each is held: ABSENT, F32, BITS (a Uint16Array)
+// or HALVES (a Float16Array). Kept in slots, not per-call arrays: at decode size the garbage
+// of a call was a measurable part of its time.
+const ABSENT = 0, F32 = 1, BITS = 2, HALVES = 3;
+const held = [undefined, undefined, undefined, undefined, undefined, undefined];
+const kinds = new Int8Array(6);
+let memory, known, buffer, f32, u16, f64;
+// Views of all of wasm memory, made again once it has grown (the old buffer is detached).
+function views() {
+  if (memory.buffer === buffer) return;
+  buffer = memory.buffer;
+  f32 = new Float32Array(buffer);
+  u16 = new U16(buffer);
+  f64 = new Float64Array(buffer);
+}
+export function cpuInit(m, names) {
+  memory = m;
+  known = new Set(names);
+}
+const dtypeName = (d) => d === undefined || d === "f32" || d === "f16";
+// How `v` is held, or -1 for a value args.rs must read (and maybe refuse).
+function kindOf(v, required) {
+  if (v === undefined) return required ? -1 : ABSENT;
+  const tag = tagOf.call(v);
+  const kind = tag === "Float32Array" ? F32 : tag === "Uint16Array" ? BITS : tag === "Float16Array" ? HALVES : -1;
+  if (kind < 0) return -1;
+  const b = bufferOf.call(v);
+  return b.detached === true || b.resizable === true || b.growable === true ? -1 : kind;
+}
+// Fields read in args.rs's order; header slots as cpu_call.rs reads them.
+export function cpuRead(a, at) {
+  try {
+    // A plain object only (as tensor_call.rs takes): fields inherited from a prototype of
+    // the app's are args.rs's to read and refuse.
+    if (a === null || typeof a !== "object" || getPrototypeOf(a) !== Object.prototype) return false;
+    for (const k in a) if (!known.has(k)) return false;
+    if (!dtypeName(a.dtype)) return false;
+    const input = a.input, kInput = kindOf(input, true);
+    if (kInput < 0) return false;
+    const residual = a.residual, kResidual = kindOf(residual, false);
+    if (kResidual < 0) return false;
+    const gamma = a.gamma, kGamma = kindOf(gamma, true);
+    if (kGamma < 0) return false;
+    const beta = a.beta, kBeta = kindOf(beta, false);
+    if (kBeta < 0) return false;
+    const bias = a.bias, kBias = kindOf(bias, false);
+    if (kBias < 0) return false;
+    const post = a.postGamma, kPost = kindOf(post, false);
+    if (kPost < 0) return false;
+    const kind = a.kind, offset = a.gammaOffset, out = a.outputDtype, hidden = a.hidden, eps = a.eps;
+    if (kind !== undefined && kind !== "rms" && kind !== "layer") return false;
+    if (offset !== undefined && typeof offset !== "number") return false;
+    if (!dtypeName(out) || typeof hidden !== "number") return false;
+    if (eps !== undefined && typeof eps !== "number") return false;
+    if (a.rows !== undefined) return false;
+    const output = a.output;
+    if (output !== undefined && output !== "array") return false;
+    const inPlace = a.inPlace;
+    if (inPlace !== undefined && inPlace !== false) return false;
+    // Written only now, after the caller's last getter: one may have made a call of its own,
+    // through these same slots.
+    held[0] = input; held[1] = residual; held[2] = gamma; held[3] = beta; held[4] = bias; held[5] = post;
+    kinds[0] = kInput; kinds[1] = kResidual; kinds[2] = kGamma; kinds[3] = kBeta; kinds[4] = kBias; kinds[5] = kPost;
+    views();
+    const h = at / 8;
+    for (let i = 0; i < 6; i++) {
+      f64[h + i] = kinds[i] === ABSENT ? -1 : lengthOf.call(held[i]);
+      f64[h + 6 + i] = kinds[i] >= BITS ? 1 : 0;
+    }
+    f64[h + 12] = hidden;
+    f64[h + 13] = eps === undefined ? 0 : 1;
+    f64[h + 14] = eps ?? 0;
+    f64[h + 15] = kind === "layer" ? 1 : 0;
+    f64[h + 16] = offset === undefined ? 0 : 1;
+    f64[h + 17] = offset ?? 0;
+    f64[h + 18] = out === undefined ? -1 : out === "f16" ? 1 : 0;
+    return true;
+  } catch {
+    return false;
+  }
+}
+// Every array of the call read by cpuRead to the byte address in its header slot. An f16
+// array is copied as its bits (set() from a Float16Array would convert values).
+export function cpuCopy(at) {
+  try {
+    views();
+    const h = at / 8;
+    for (let i = 0; i < 6; i++) {
+      const v = held[i], to = f64[h + i];
+      switch (kinds[i]) {
+        case F32: set.call(f32, v, to / 4); break;
+        case BITS: set.call(u16, v, to / 2); break;
+        case HALVES: set.call(u16, new U16(bufferOf.call(v), offsetOf.call(v), lengthOf.call(v)), to / 2); break;
+      }
+    }
+    return true;
+  } catch {
+    return false;
+  } finally {
+    cpuRelease();
+  }
+}
+// The caller's arrays are not kept past their call.
+export function cpuRelease() {
+  held.fill(undefined);
+}
+const result = (at, len, half) => (half ? slice.call(u16, at / 2, at / 2 + len) : slice.call(f32, at / 4, at / 4 + len));
+export function cpuFinish(yAt, yLen, yHalf, vAt, vLen, vHalf) {
+  views();
+  const y = result(yAt, yLen, yHalf);
+  return Promise.resolve(vLen < 0 ? y : { output: y, sum: result(vAt, vLen, vHalf) });
+}
+"#)]
+extern "C" {
+    #[wasm_bindgen(js_name = cpuInit)]
+    fn cpu_init(memory: &JsValue, names: &js_sys::Array);
+    /// The call's fields into the header at byte address `at`; `false` for a call this
+    /// path does not take.
+    #[wasm_bindgen(js_name = cpuRead)]
+    fn cpu_read(args: &JsValue, at: u32) -> bool;
+    /// The arrays `cpu_read` took, to the addresses in the header's first slots.
+    #[wasm_bindgen(js_name = cpuCopy)]
+    fn cpu_copy(at: u32) -> bool;
+    #[wasm_bindgen(js_name = cpuRelease)]
+    fn cpu_release();
+    /// A Promise of `y` (a fresh array of `y_len` elements copied from byte address `y_at`),
+    /// or of `{ output, sum }` where `v_len` is not negative.
+    #[wasm_bindgen(js_name = cpuFinish)]
+    fn cpu_finish(
+        y_at: u32,
+        y_len: u32,
+        y_f16: bool,
+        v_at: u32,
+        v_len: i32,
+        v_f16: bool,
+    ) -> Promise;
+}
+
+/// Slots of the header `cpuRead` fills: per array (in `ARRAYS`' order) its length (-1:
+/// absent), then whether it holds halves; hidden, eps given and eps, layer, gammaOffset
+/// given and gammaOffset, outputDtype (-1: absent, 0: f32, 1: f16). `cpuCopy` reads its
+/// first six as byte addresses.
+const HEADER: usize = 19;
+const ARRAYS: usize = 6;
+
+thread_local! {
+    static READY: Cell<bool> = const { Cell::new(false) };
+    static HEADER_SLOTS: RefCell<Vec<f64>> = RefCell::new(vec![0.0; HEADER]);
+    /// Every call's arrays and results, in words; grown to the largest call made. One for
+    /// all instances (calls never overlap: nothing here awaits), not one each: wasm memory
+    /// never shrinks, so regions of their own would only add up.
+    static SCRATCH: RefCell<Vec<u32>> = const { RefCell::new(Vec::new()) };
+}
+
+fn header() -> u32 {
+    if !READY.get() {
+        let names: js_sys::Array = ARGS_KEYS.iter().map(|k| JsValue::from_str(k)).collect();
+        cpu_init(&wasm_bindgen::memory(), &names);
+        READY.set(true);
+    }
+    HEADER_SLOTS.with(|h| h.borrow_mut().as_mut_ptr() as u32)
+}
+
+/// `run` (`sum: false`) or `runWithSum` on the CPU backend for the common call, or `None`
+/// where `args.rs` must read it.
+pub fn run(ctx: &CpuContext, args: &JsValue, sum: bool) -> Option<Promise> {
+    let at = header();
+    if !cpu_read(args, at) {
+        return None;
+    }
+    let h: [f64; HEADER] = HEADER_SLOTS.with(|s| s.borrow()[..].try_into().unwrap());
+    let laid_out = inputs(&h).and_then(|mut x| {
+        let staged = lay_out(&mut x, sum);
+        ctx.check_staged(&x, sum)?;
+        Ok((x, staged))
+    });
+    let Ok((x, staged)) = laid_out else {
+        cpu_release();
+        return None;
+    };
+    SCRATCH.with(|s| {
+        let Ok(mut scratch) = s.try_borrow_mut() else {
+            cpu_release();
+            return None;
+        };
+        if scratch.len() < staged.words {
+            // Grows wasm memory at most here, before any view of it is made for this call.
+            scratch.resize(staged.words, 0);
+        }
+        let base = scratch.as_ptr() as u32;
+        let address = |s: &Span| base + 4 * s.at as u32;
+        HEADER_SLOTS.with(|slots| {
+            let mut slots = slots.borrow_mut();
+            let spans = [x.input, x.gamma].map(Some);
+            let spans = [spans[0], x.residual, spans[1], x.beta, x.bias, x.post_gamma];
+            for (slot, s) in slots.iter_mut().zip(spans) {
+                *slot = s.map_or(-1.0, |s| f64::from(address(&s)));
+            }
+        });
+        if !cpu_copy(at) {
+            return None;
+        }
+        ctx.compute_staged(&x, &staged, &mut scratch);
+        Some(finish(&staged, x.input.dtype, address))
+    })
+}
+
+fn finish(staged: &Staged, dtype: Dtype, address: impl Fn(&Span) -> u32) -> Promise {
+    let y = staged.y;
+    let (v_at, v_len) = staged.sum.map_or((0, -1), |v| (address(&v), v.len as i32));
+    cpu_finish(
+        address(&y),
+        y.len as u32,
+        y.dtype == Dtype::F16,
+        v_at,
+        v_len,
+        dtype == Dtype::F16,
+    )
+}
+
+/// The call `cpuRead` found, its numbers checked as `args.rs` checks them.
+fn inputs(h: &[f64; HEADER]) -> Result<Inputs<Span>, Error> {
+    let span = |i: usize| {
+        let dtype = if h[ARRAYS + i] == 1.0 {
+            Dtype::F16
+        } else {
+            Dtype::F32
+        };
+        (h[i] >= 0.0).then(|| Span::of(h[i] as usize, dtype))
+    };
+    let (Some(input), Some(gamma)) = (span(0), span(2)) else {
+        return Err(Error::Type("input and gamma: missing".into()));
+    };
+    let gamma_offset = if h[16] == 1.0 {
+        gamma_offset_from_number(h[17])?
+    } else {
+        0.0
+    };
+    let output_dtype = match h[18] {
+        0.0 => Some(Dtype::F32),
+        1.0 => Some(Dtype::F16),
+        _ => None,
+    };
+    let hidden = hidden_from_number(h[12])?;
+    let eps = if h[13] == 1.0 {
+        eps_from_number(h[14])?
+    } else {
+        DEFAULT_EPS
+    };
+    Ok(Inputs {
+        input,
+        residual: span(1),
+        gamma,
+        beta: span(3),
+        bias: span(4),
+        post_gamma: span(5),
+        hidden,
+        eps,
+        norm: Norm {
+            kind: if h[15] == 1.0 {
+                NormKind::Layer
+            } else {
+                NormKind::Rms
+            },
+            gamma_offset,
+            output_dtype,
+        },
+    })
+}
