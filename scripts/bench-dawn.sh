@@ -95,7 +95,7 @@ unpack() {
   if [ -z "${__EGL_VENDOR_LIBRARY_FILENAMES:-}" ] && [ -f /usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json ]; then
     export __EGL_VENDOR_LIBRARY_FILENAMES=/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json
   fi
-  export DAWN_WEBGPU_DIR=$RUN/webgpu DAWN_PKG_DIR=$PWD/$DIR/pkg
+  export DAWN_WEBGPU_DIR=$RUN/webgpu DAWN_PKG_DIR=${DAWN_PKG_DIR:-$PWD/$DIR/pkg} # another build: a pkg/ copy under .gl/dawn
   # dawn.node prints this on machines with no display session; it is noise.
   export XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-$(mktemp -d)}
 }

@@ -231,12 +231,13 @@ impl Variant {
     /// together), up to `FAMILY_SLOTS` vectors a thread in registers; rows of fewer than
     /// `FAMILY_GROUP` such threads share a workgroup of `FAMILY_GROUP`. Each row of a QK-norm
     /// call (heads of 64 or 128) in a workgroup of its own left 8 or 4 threads a workgroup:
-    /// 21-40 % of the `a + b` roofline on an H200 through Dawn (docs/PERFORMANCE.md). Rows of
-    /// at most `SHORT_ROW` vectors take `FAMILY_SLOTS` a thread instead: half the threads a
-    /// row, one level of the row's reduction fewer, each thread's loads still in flight
-    /// together. Rows of 32 threads or more fold their partials in the two-step fan-in, as
-    /// the RMSNorm kernel's browser tiling does. On a CPU adapter (SwiftShader) the small
-    /// workgroups its fused kernel measured best with.
+    /// 21-40 % of the `a + b` roofline on an H200 through Dawn (docs/PERFORMANCE.md). Eight
+    /// vectors a thread on those short rows (half the threads, one reduction level fewer)
+    /// measured worse there, not better: 65536×128 RMSNorm at 82.7 % against 92.6 % with
+    /// four, 131072×64 at 66.6 % against 86.2 % (fewer threads in flight hide less latency).
+    /// Rows of 32 threads or more fold their partials in the two-step fan-in, as the RMSNorm
+    /// kernel's browser tiling does. On a CPU adapter (SwiftShader) the small workgroups its
+    /// fused kernel measured best with.
     pub fn for_family(hidden: u32, options: Options, caps: &Caps) -> Variant {
         let lanes = if hidden.is_multiple_of(4) { 4 } else { 1 };
         let width = hidden / lanes;
@@ -247,12 +248,7 @@ impl Variant {
         };
         let pow2_below = |n: u32| 1u32 << (31 - n.max(1).leading_zeros());
         let most = pow2_below(most);
-        let per_thread = if width <= SHORT_ROW && !caps.cpu_tiling {
-            FAMILY_SLOTS
-        } else {
-            4
-        };
-        let row_threads = pow2_below(width.div_ceil(per_thread).next_power_of_two().min(most));
+        let row_threads = pow2_below(width.div_ceil(4).next_power_of_two().min(most));
         let workgroup = row_threads.max(FAMILY_GROUP.min(most));
         Variant {
             workgroup,
