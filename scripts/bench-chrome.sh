@@ -10,7 +10,7 @@
 #                                            # here: /usr/bin/chromium (or BENCH_CHROME_BROWSER=sparticuz)
 #   bash scripts/bench-chrome.sh             # run, here (npm run bench:chrome)
 #
-# SECTIONS: any of kernel family churn calls layers ort memory (default: all but memory, in that order). kernel and
+# SECTIONS: any of kernel family churn calls layers waits ort memory (default: all but memory, in that order). kernel and
 # family run one fresh browser per shape; the others one browser each. BENCH_CHROME_ARGS go to
 # every page (bench/dawn/bench.mjs's options and bench/chrome's), e.g.
 #   BENCH_CHROME_ARGS="--shapes 1x896,16x4096" bash scripts/bench-chrome.sh run
@@ -113,7 +113,8 @@ unpack_sparticuz() {
     cp "$P2/ort/ort-wasm-simd-threaded.$w.mjs" "$RUN/ort/"
     [ -s "$RUN/ort/ort-wasm-simd-threaded.$w.wasm" ] || unxz_to "$P2/ort/ort-wasm-simd-threaded.$w.wasm.xz" "$RUN/ort/ort-wasm-simd-threaded.$w.wasm"
   done
-  ORT_DIR=$RUN/ort PKG_DIR=$P2/pkg
+  # Another build beside it: a pkg/ snapshot of its own under .gl/chrome-2 (e.g. .gl/chrome-2/pkg-b).
+  ORT_DIR=$RUN/ort PKG_DIR=${BENCH_CHROME_PKG:-$P2/pkg}
 }
 
 choose_browser() {
@@ -149,7 +150,7 @@ page() {
 run() {
   choose_browser
   local sections=("$@")
-  [ ${#sections[@]} -gt 0 ] || sections=(kernel family churn calls layers ort)
+  [ ${#sections[@]} -gt 0 ] || sections=(kernel family churn calls layers waits ort)
   OUTDIR=${OUT:-bench-out/chrome}
   mkdir -p "$OUTDIR"
   # shellcheck disable=SC2206
@@ -175,6 +176,7 @@ run() {
       churn | ort) page "$s" "$s" ${joined:+--shapes "$joined"} "${rest[@]}" ;;
       calls) page calls calls --calls 300 "${rest[@]}" ;;
       layers) page layers layers "${rest[@]}" ;;
+      waits) page waits waits "${rest[@]}" ;;
       memory) page memory memory "${rest[@]}" ;;
       *) say "unknown section $s"; STATUS=64 ;;
     esac
@@ -231,5 +233,5 @@ case "${1:-}" in
   run-part1) run_part1 ;;
   run) shift; run "$@" ;;
   "") run ;;
-  *) echo "usage: bash scripts/bench-chrome.sh [prepare | run-part1 | probe | run [kernel] [family] [churn] [calls] [layers] [ort] [memory]]" >&2; exit 64 ;;
+  *) echo "usage: bash scripts/bench-chrome.sh [prepare | run-part1 | probe | run [kernel] [family] [churn] [calls] [layers] [waits] [ort] [memory]]" >&2; exit 64 ;;
 esac

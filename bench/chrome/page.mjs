@@ -12,6 +12,7 @@ import { classify, newSeen, tap } from "../dawn/tap.mjs";
 import { sectionCallsChrome } from "./section-calls-chrome.mjs";
 import { sectionChurn } from "./section-churn.mjs";
 import { sectionLayers } from "./section-layers.mjs";
+import { sectionWaits } from "./section-waits.mjs";
 
 const q = new URLSearchParams(location.search);
 const section = q.get("section") ?? "calls";
@@ -54,7 +55,7 @@ async function open() {
   return { norm, lib, device, adapter: seen.adapter, kind, modules: seen.modules, seen, provenance };
 }
 
-const SECTIONS = { kernel: sectionKernel, family: sectionFamily, calls: sectionCallsChrome, churn: sectionChurn, layers: sectionLayers, memory: sectionMemory };
+const SECTIONS = { kernel: sectionKernel, family: sectionFamily, calls: sectionCallsChrome, churn: sectionChurn, layers: sectionLayers, memory: sectionMemory, waits: sectionWaits };
 
 async function main() {
   const args = parseArgs(argv);

@@ -1,5 +1,5 @@
 // One shape's buffers for a dependent chain (kernel and sweep sections): the a + b baselines on them and one checked dispatch.
-import { addSubWgsl, addWgsl, gammaFloats, randomFloats } from "./raw.mjs";
+import { addHalfWgsl, addSubWgsl, addWgsl, copyWgsl, gammaFloats, randomFloats } from "./raw.mjs";
 import { chainTime } from "./timing.mjs";
 
 /** Host data for the kernel section: one seeded array long enough for the largest shape, viewed. */
@@ -62,6 +62,31 @@ export class ChainBuffers {
   }
 
   /**
+   * The roofline of a norm without a residual: `out = a`, chained (each copies what the
+   * previous wrote). After addChain.
+   */
+  async copyChain(chainOpts) {
+    const { raw, X, lanesAB } = this;
+    const copy = await raw.pipeline(copyWgsl(lanesAB === 4), `out=a vec${lanesAB}`);
+    const groups = [raw.bind(copy, { a: X[0], out: X[1], p: this.abU }), raw.bind(copy, { a: X[1], out: X[0], p: this.abU })];
+    return await chainTime(raw, (pass, k) => raw.dispatch(pass, copy, groups[k & 1], Math.ceil(this.abN / 256)), chainOpts);
+  }
+
+  /**
+   * The roofline of a norm with a residual and f16 results: `out = f16(a + b)` (vec4 rows
+   * only; undefined otherwise). Its output is another dtype than its inputs, so its
+   * dispatches are independent, as gpuTime's of the package are. After addChain.
+   */
+  async addHalfChain(chainOpts) {
+    const { raw, X, R, lanesAB } = this;
+    if (lanesAB !== 4) return undefined;
+    const half = await raw.pipeline(addHalfWgsl(), "f16(a+b) vec4");
+    this.H ??= raw.buffer(this.n / 2);
+    const group = raw.bind(half, { a: X[0], b: R[0], out: this.H, p: this.abU });
+    return await chainTime(raw, (pass) => raw.dispatch(pass, half, group, Math.ceil(this.abN / 256)), chainOpts);
+  }
+
+  /**
    * `result`, once the initial data is back in every activation and residual. The baselines'
    * chains leave what no model feeds a norm: `a + b` grows the activation by the residual each
    * step, and `a ± b` doubles both every two steps, to infinity within a few hundred steps. A
@@ -108,6 +133,6 @@ export class ChainBuffers {
   }
 
   destroy() {
-    for (const b of [...this.X, ...this.R, this.G, this.BETA, this.BIAS, this.stubR, this.stubW, this.abU]) b.destroy();
+    for (const b of [...this.X, ...this.R, this.G, this.BETA, this.BIAS, this.stubR, this.stubW, this.abU, this.H]) b?.destroy();
   }
 }

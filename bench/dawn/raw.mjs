@@ -11,9 +11,11 @@
  * WGSL of an elementwise kernel, one invocation per element (vec4 when `vec4`), 2-D grid for
  * > 65535 groups: reads `a` and `b`, writes `outs`, runs `body` where `i < p.n`.
  */
-function elementwise(vec4, comment, outs, body) {
+function elementwise(vec4, comment, outs, body, { ins = ["a", "b"], outType } = {}) {
   const T = vec4 ? "vec4<f32>" : "f32";
-  const storage = ["a", "b", ...outs].map((name, k) => `@group(0) @binding(${k}) var<storage, ${k < 2 ? "read" : "read_write"}> ${name}: array<${T}>;\n`);
+  const storage = [...ins, ...outs].map(
+    (name, k) => `@group(0) @binding(${k}) var<storage, ${k < ins.length ? "read" : "read_write"}> ${name}: array<${k < ins.length ? T : (outType ?? T)}>;\n`,
+  );
   return `// ${comment}
 struct P { n: u32, pad0: u32, pad1: u32, pad2: u32 };
 ${storage.join("")}@group(0) @binding(${storage.length}) var<uniform> p: P;
@@ -42,6 +44,26 @@ export function addSubWgsl(vec4) {
     out[i] = x + y;
     out2[i] = x - y;
   }`);
+}
+
+/**
+ * WGSL of `out = a`: one read and one write per element, the bytes of a norm without a
+ * residual (input read, output written).
+ */
+export function copyWgsl(vec4) {
+  return elementwise(vec4, "out = a: the roofline of a kernel that reads one array and writes one.", ["out"], "{ out[i] = a[i]; }", { ins: ["a"] });
+}
+
+/**
+ * WGSL of `out = f16(a + b)` (vec4 only; the halves packed two to a u32, so that no
+ * `shader-f16` is needed): two f32 reads and an f16 write per element, the bytes of a norm
+ * with a residual and `outputDtype: "f16"`.
+ */
+export function addHalfWgsl() {
+  return elementwise(true, "out = f16(a + b): the roofline of two f32 arrays read and one f16 array written.", ["out"], `{
+    let s = a[i] + b[i];
+    out[i] = vec2<u32>(pack2x16float(s.xy), pack2x16float(s.zw));
+  }`, { outType: "vec2<u32>" });
 }
 
 /** The package's grid: `rows` workgroups, folded into a second dimension past the limit. */

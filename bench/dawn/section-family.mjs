@@ -1,4 +1,4 @@
-// The `family` section: the normalization family (LayerNorm, no residual, the sandwich, f16 output) through the package's gpuTime, against the a + b roofline.
+// The `family` section: the normalization family (LayerNorm, no residual, the sandwich, f16 output) through the package's gpuTime, each against the elementwise kernel that moves its bytes.
 import { ChainBuffers } from "./chain-buffers.mjs";
 import { parseShapes } from "./options.mjs";
 import { randomFloats } from "./raw.mjs";
@@ -9,16 +9,22 @@ import { spread } from "./timing.mjs";
 const FAMILY_SHAPES = "1x896,1x4096,16x4096,2048x4096,8192x4096,65536x128,131072x64";
 
 /**
- * Each variant: its extra arguments (on resident tensors `t`) and the bytes it must move per
- * call, as arrays of n f32 (`arrays`) and of n f16 (`halves`).
+ * Each variant: its extra arguments (on resident tensors `t`), the bytes it must move per
+ * call, as arrays of n f32 (`arrays`) and of n f16 (`halves`), and the elementwise kernel that
+ * moves the same bytes (its roofline, issue 21): `a + b`, `out = a`, or `f16(a + b)`.
  */
 const VARIANTS = [
-  ["rms (plain)", (t) => ({ residual: t.res }), { arrays: 3 }],
-  ["rms, no residual", () => ({}), { arrays: 2 }],
-  ["rms, f16 output", (t) => ({ residual: t.res, outputDtype: "f16" }), { arrays: 2, halves: 1 }],
-  ["layer + bias + beta", (t) => ({ residual: t.res, kind: "layer", bias: t.bias, beta: t.beta }), { arrays: 3 }],
-  ["sandwich (Gemma)", (t) => ({ residual: t.res, postGamma: t.post, gammaOffset: 1 }), { arrays: 3 }],
-  ["layer sandwich", (t) => ({ residual: t.res, kind: "layer", postGamma: t.post, beta: t.beta }), { arrays: 3 }],
+  ["rms (plain)", (t) => ({ residual: t.res }), { arrays: 3 }, "ab"],
+  ["rms, no residual", () => ({}), { arrays: 2 }, "copy"],
+  ["rms, f16 output", (t) => ({ residual: t.res, outputDtype: "f16" }), { arrays: 2, halves: 1 }, "half"],
+  ["layer + bias + beta", (t) => ({ residual: t.res, kind: "layer", bias: t.bias, beta: t.beta }), { arrays: 3 }, "ab"],
+  ["sandwich (Gemma)", (t) => ({ residual: t.res, postGamma: t.post, gammaOffset: 1 }), { arrays: 3 }, "ab"],
+  ["layer sandwich", (t) => ({ residual: t.res, kind: "layer", postGamma: t.post, beta: t.beta }), { arrays: 3 }, "ab"],
+];
+const BASELINES = [
+  ["ab", "a+b µs"],
+  ["copy", "out=a µs"],
+  ["half", "f16(a+b) µs"],
 ];
 
 /** `kernelSource`'s description of the kernel a call with `args` (on tensors) runs for `rows`. */
@@ -42,7 +48,12 @@ export async function sectionFamily(ctx, out, { opt, num }) {
     note(`${tag} ...`);
     const n = rows * hidden;
     const bufs = new ChainBuffers(ctx, rows, hidden);
-    const ab = await bufs.addChain({ targetUs: target, maxN, reps });
+    const chain = { targetUs: target, maxN, reps };
+    const ab = await bufs.addChain(chain);
+    const base = { ab: { ...ab, bytes: 3 * n * 4 } };
+    base.copy = { ...(await bufs.copyChain(chain)), bytes: 2 * n * 4 };
+    const half = await bufs.addHalfChain(chain);
+    if (half) base.half = { ...half, bytes: 2 * n * 4 + n * 2 };
     const t = {
       x: norm.upload(bufs.x),
       res: norm.upload(bufs.res),
@@ -51,8 +62,8 @@ export async function sectionFamily(ctx, out, { opt, num }) {
       bias: norm.upload(bufs.bias),
       post: norm.upload(randomFloats(hidden, 6)),
     };
-    const r = { tag, ab: { ...ab, bytes: 3 * n * 4 }, variants: {} };
-    for (const [name, extra, moves] of VARIANTS) {
+    const r = { tag, ab: base.ab, base, variants: {} };
+    for (const [name, extra, moves, baseline] of VARIANTS) {
       const args = { input: t.x, gamma: t.g, hidden, ...extra(t) };
       // As many independent dispatches as the a + b chain needed for its pass length.
       const repeat = Math.max(1, Math.min(10000, ab.n));
@@ -61,7 +72,7 @@ export async function sectionFamily(ctx, out, { opt, num }) {
       if (first === undefined) throw new Error("gpuTime: no timestamp-query on this device");
       const per = [];
       for (let i = 0; i < reps; i++) per.push(((await norm.gpuTime(args, repeat)) * 1000) / repeat);
-      r.variants[name] = { ...spread(per, repeat), bytes: n * (4 * moves.arrays + 2 * (moves.halves ?? 0)) };
+      r.variants[name] = { ...spread(per, repeat), bytes: n * (4 * moves.arrays + 2 * (moves.halves ?? 0)), baseline };
       // `--dump-wgsl 1`: the WGSL the package dispatched for this shape and variant, in the JSON
       // (family.wgsl["rows×hidden name"]), so that two builds' kernels can be compared.
       if (opt["dump-wgsl"]) wgsl[`${tag} ${name}`] = norm.kernelSource(kernelOf(args, rows)).code;
@@ -71,22 +82,22 @@ export async function sectionFamily(ctx, out, { opt, num }) {
     results.push(r);
   }
   const real = ctx.kind.realGpu;
-  const bw = (m) => m.bytes / m.us;
   log(
-    "a+b: `out = a + b` chained (dispatch k reads what k-1 wrote), µs = pass / n, median of " +
-      `${reps}. Each variant: gpuTime(args, repeat) on resident tensors, \`repeat\` INDEPENDENT dispatches in one pass, µs = pass / repeat, median of ${reps}.` +
-      " % roofline = (bytes the variant must move / its µs) ÷ (a+b's 3 arrays / its µs): 3 arrays with a residual (2 read, 1 written), 2 without, an f16 output half an array.",
+    "Baselines, chained (dispatch k reads what k-1 wrote; f16(a+b) independent, its output another dtype), µs = pass / n, median of " +
+      `${reps}: \`out = a + b\` (3 arrays), \`out = a\` (2), \`out = f16(a + b)\` (2 f32 arrays and one f16). Each variant: gpuTime(args, repeat) on resident tensors, \`repeat\` INDEPENDENT dispatches in one pass, µs = pass / repeat, median of ${reps}.` +
+      " % roofline = the µs of the baseline that moves the variant's bytes ÷ the variant's µs (no residual: out = a; f16 output: f16(a + b); the rest a + b).",
   );
   if (!real) log(`NO ROOFLINE CLAIMS: a CPU adapter (${ctx.kind.name}); µs only.`);
   const names = VARIANTS.map(([name]) => name);
   table(
-    ["shape", "a+b µs", ...names.flatMap((name) => [`${name} µs`, "%"])],
+    ["shape", ...BASELINES.map(([, label]) => label), ...names.flatMap((name) => [`${name} µs`, "%"])],
     results.map((r) => [
       r.tag,
-      fmt(r.ab.us, 2),
+      ...BASELINES.map(([key]) => (r.base[key] ? fmt(r.base[key].us, 2) : "—")),
       ...names.flatMap((name) => {
         const m = r.variants[name];
-        return [fmt(m.us, 2), real ? pct(bw(m) / bw(r.ab)) : "—"];
+        const b = r.base[m.baseline];
+        return [fmt(m.us, 2), real && b ? pct(b.us / m.us) : "—"];
       }),
     ]),
   );

@@ -1,0 +1,155 @@
+// How a wait for GPU work should be sent in Chrome: a readback of 1×4096 and a token's 32-layer chain, waited for in several ways, µs per call with their spread.
+// Chrome's GPU process learns that GPU work finished only when it looks: when it handles a
+// wait (mapAsync, onSubmittedWorkDone) whose work is already done, or on its polling timer,
+// which every flush from the page pushes 2 ms into the future and which then fires each 1 ms
+// (gpu/ipc/service/command_buffer_stub.cc: kHandleMoreWorkPeriodMs, kHandleMoreWorkPeriodBusyMs).
+// So the time of a wait depends on whether the GPU is done when the wait arrives. Each row
+// times single calls, so that the fast and the slow case show as the spread.
+import { packageKernel } from "../dawn/package-kernel.mjs";
+import { gammaFloats, median, randomFloats } from "../dawn/raw.mjs";
+import { fmt, header, log, table } from "../dawn/report.mjs";
+
+/** µs of each of `calls` awaited calls of `op`, after 20 untimed ones: median, p10, p90. */
+async function perCall(calls, op) {
+  for (let i = 0; i < 20; i++) await op();
+  const t = [];
+  for (let i = 0; i < calls; i++) {
+    const t0 = performance.now();
+    await op();
+    t.push((performance.now() - t0) * 1000);
+  }
+  t.sort((a, b) => a - b);
+  return { median: median(t), p10: t[Math.floor(calls * 0.1)], p90: t[Math.floor(calls * 0.9)], calls };
+}
+
+/** A promise of the next macrotask (a MessageChannel message: no timer clamping). */
+function nextTask() {
+  return new Promise((resolve) => {
+    const ch = new MessageChannel();
+    ch.port1.onmessage = () => resolve();
+    ch.port2.postMessage(0);
+  });
+}
+
+/** Awaits `p` while sending the GPU process an empty submission every task until it settles. */
+async function nudged(device, p) {
+  let done = false;
+  p.then(() => (done = true), () => (done = true));
+  while (!done) {
+    device.queue.submit([]);
+    await nextTask();
+  }
+  return p;
+}
+
+/** A round trip to the GPU process that waits on no GPU work: an error scope pushed and popped. */
+function roundTrip(device) {
+  device.pushErrorScope("validation");
+  return device.popErrorScope();
+}
+
+export async function sectionWaits(ctx, out, { num }) {
+  const { norm, device, raw } = ctx;
+  const hidden = num("hidden", 4096), rows = 1, n = rows * hidden, calls = num("calls", 200), layers = num("layers", 32);
+  header(ctx, `Waits in Chrome: µs per awaited call, ${rows}×${hidden}, median (p10–p90) of ${calls} single calls`);
+  const x = randomFloats(n, 1), r = randomFloats(n, 2), g = gammaFloats(hidden);
+  const kern = await packageKernel(ctx, rows, hidden, {}, { x, r });
+  const p = await raw.pipeline(kern.code, kern.label);
+  const stub = () => raw.buffer(4);
+  const bufs = { input: raw.buffer(n, x), residual: raw.buffer(n, r), gamma: raw.buffer(hidden, g), output: raw.buffer(n), sum: stub(), beta: stub(), bias: stub(), post_gamma: stub(), params: raw.params(rows, hidden, kern.lanes) };
+  const group = raw.bind(p, bufs);
+  const staging = device.createBuffer({ size: n * 4, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+  const work = () => {
+    device.queue.writeBuffer(bufs.input, 0, x);
+    device.queue.writeBuffer(bufs.residual, 0, r);
+    const enc = device.createCommandEncoder();
+    const pass = enc.beginComputePass();
+    raw.dispatch(pass, p, group, kern.groups(rows));
+    pass.end();
+    enc.copyBufferToBuffer(bufs.output, 0, staging, 0, n * 4);
+    device.queue.submit([enc.finish()]);
+  };
+  const readOut = () => {
+    new Float32Array(staging.getMappedRange()).slice();
+    staging.unmap();
+  };
+  const readback = {
+    "mapAsync at once": async () => {
+      work();
+      await staging.mapAsync(GPUMapMode.READ);
+      readOut();
+    },
+    "mapAsync after one round trip (an error scope)": async () => {
+      work();
+      await roundTrip(device);
+      await staging.mapAsync(GPUMapMode.READ);
+      readOut();
+    },
+    "mapAsync after the next task": async () => {
+      work();
+      await nextTask();
+      await staging.mapAsync(GPUMapMode.READ);
+      readOut();
+    },
+    "mapAsync at once, an empty submit every task until it resolves": async () => {
+      work();
+      await nudged(device, staging.mapAsync(GPUMapMode.READ));
+      readOut();
+    },
+    "onSubmittedWorkDone, then mapAsync": async () => {
+      work();
+      await device.queue.onSubmittedWorkDone();
+      await staging.mapAsync(GPUMapMode.READ);
+      readOut();
+    },
+    "the package's run with Float32Arrays": async () => {
+      await norm.run({ input: x, residual: r, gamma: g, hidden });
+    },
+  };
+  const rowsOut = [];
+  for (const [name, op] of Object.entries(readback)) {
+    await raw.warm(200);
+    rowsOut.push(["readback", name, await perCall(calls, op)]);
+  }
+
+  // A token: `layers` in-place calls recorded with encode into one encoder, one submit.
+  const tx = norm.upload(x), tr = norm.upload(r);
+  const gammas = Array.from({ length: layers }, (_, l) => norm.upload(g.map((v) => v * (1 + l / 1000))));
+  const record = () => {
+    const e = device.createCommandEncoder();
+    for (let l = 0; l < layers; l++) norm.encode(e, { input: tx, residual: tr, gamma: gammas[l], hidden, inPlace: true });
+    device.queue.submit([e.finish()]);
+  };
+  const token = {
+    "onSubmittedWorkDone at once": async () => {
+      record();
+      await device.queue.onSubmittedWorkDone();
+    },
+    "onSubmittedWorkDone after one round trip": async () => {
+      record();
+      await roundTrip(device);
+      await device.queue.onSubmittedWorkDone();
+    },
+    "onSubmittedWorkDone at once, an empty submit every task": async () => {
+      record();
+      await nudged(device, device.queue.onSubmittedWorkDone());
+    },
+    "the last result's read() at once": async () => {
+      record();
+      await tx.read();
+    },
+  };
+  for (const [name, op] of Object.entries(token)) {
+    await raw.warm(200);
+    rowsOut.push([`token (${layers} layers)`, name, await perCall(Math.max(20, calls >> 1), op)]);
+  }
+  for (const t of [tx, tr, ...gammas]) t.free();
+  staging.destroy();
+  for (const b of Object.values(bufs)) b.destroy();
+  table(
+    ["what", "wait", "µs median", "p10–p90"],
+    rowsOut.map(([what, name, t]) => [what, name, fmt(t.median), `${fmt(t.p10)}–${fmt(t.p90)}`]),
+  );
+  if (!ctx.kind.realGpu) log(`NO ROOFLINE CLAIMS: a CPU adapter (${ctx.kind.name}); µs of SwiftShader, not GPU numbers.`);
+  out.waits = rowsOut.map(([what, name, t]) => ({ what, name, ...t }));
+}
