@@ -31,11 +31,12 @@ function nextTask() {
   });
 }
 
-/** Awaits `p` while sending the GPU process an empty submission every task until it settles. */
-async function nudged(device, p) {
+/** Awaits `p` while sending the GPU process an empty submission every task until it settles (for at most `ms`). */
+async function nudged(device, p, ms = Infinity) {
   let done = false;
   p.then(() => (done = true), () => (done = true));
-  while (!done) {
+  const t0 = performance.now();
+  while (!done && performance.now() - t0 < ms) {
     device.queue.submit([]);
     await nextTask();
   }
@@ -91,6 +92,12 @@ export async function sectionWaits(ctx, out, { num }) {
       await staging.mapAsync(GPUMapMode.READ);
       readOut();
     },
+    "mapAsync after the next task, then an empty submit every task for at most 1 ms": async () => {
+      work();
+      await nextTask();
+      await nudged(device, staging.mapAsync(GPUMapMode.READ), 1);
+      readOut();
+    },
     "mapAsync at once, an empty submit every task until it resolves": async () => {
       work();
       await nudged(device, staging.mapAsync(GPUMapMode.READ));
@@ -129,6 +136,16 @@ export async function sectionWaits(ctx, out, { num }) {
       record();
       await roundTrip(device);
       await device.queue.onSubmittedWorkDone();
+    },
+    "onSubmittedWorkDone after the next task": async () => {
+      record();
+      await nextTask();
+      await device.queue.onSubmittedWorkDone();
+    },
+    "onSubmittedWorkDone after the next task, then an empty submit every task for at most 1 ms": async () => {
+      record();
+      await nextTask();
+      await nudged(device, device.queue.onSubmittedWorkDone(), 1);
     },
     "onSubmittedWorkDone at once, an empty submit every task": async () => {
       record();

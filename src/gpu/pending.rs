@@ -67,6 +67,7 @@ pub struct Chunk {
 }
 
 type MapResult = Result<(), wgpu::BufferAsyncError>;
+
 type ScopeFuture = Pin<Box<dyn Future<Output = Option<wgpu::Error>>>>;
 
 /// A submitted call. Owns everything it needs, so the context that made it may be dropped
@@ -81,7 +82,6 @@ pub struct Pending {
     /// `y`'s (outputDtype).
     pub(crate) out_dtype: Dtype,
     pub(crate) lost: LostSlot,
-    #[cfg_attr(target_arch = "wasm32", allow(dead_code))]
     pub(crate) device: wgpu::Device,
     pub(crate) pool: Rc<BufferPool>,
     pub(crate) chunks: Vec<Chunk>,
@@ -189,6 +189,9 @@ impl Pending {
     }
 
     async fn wait_mapped(&mut self) -> Result<(), Error> {
+        #[cfg(target_arch = "wasm32")]
+        self.after_a_round_trip().await;
+        self.request_maps();
         // Natively nothing delivers callbacks unless the device is polled; the browser
         // delivers them from its event loop.
         #[cfg(not(target_arch = "wasm32"))]
@@ -206,6 +209,46 @@ impl Pending {
             }
         }
         Ok(())
+    }
+
+    /// Resolves after one round trip to the browser's GPU process that waits on no GPU work
+    /// (an empty error scope, pushed and popped), so that the maps asked for next arrive
+    /// there once a short call's work is done.
+    ///
+    /// Chrome's GPU process notices finished GPU work when a wait arrives after it, or on a
+    /// timer that each message from the page pushes 2 ms away and that then fires each 1 ms
+    /// (gpu/ipc/service/command_buffer_stub.cc, kHandleMoreWorkPeriodMs). A map sent with
+    /// its submission arrives before the GPU is done and waits for that timer. Measured on
+    /// an H200 in Chromium 153 (bench/chrome/section-waits.mjs, docs/PERFORMANCE.md): a
+    /// 1×4096 readback 0.2–2.7 ms with the map sent at once, 0.27–0.33 ms after a round
+    /// trip; 32 layers' `read()` 3.1 ms at once, 0.9–1.0 ms after it. One task's delay
+    /// instead was too short for the 32 layers (3.0 ms); empty submissions sent to make Dawn
+    /// look were fast in single calls and 2.8 ms a call in a loop of calls, so none are sent.
+    /// Where the work outlasts the round trip, the timer finds it as before.
+    #[cfg(target_arch = "wasm32")]
+    async fn after_a_round_trip(&self) {
+        let Some(device) = crate::gpu::webgpu_raw::device(&self.device) else {
+            return;
+        };
+        if device.push_error_scope("validation").is_ok() {
+            if let Ok(popped) = device.pop_error_scope() {
+                // Its finding is nothing: the scope holds no call.
+                let _ = wasm_bindgen_futures::JsFuture::from(popped).await;
+            }
+        }
+    }
+
+    /// Asks for every staging buffer to be mapped once the GPU is done with it.
+    fn request_maps(&mut self) {
+        if let Some((staging, _)) = &self.timestamps {
+            self.mapped.push(map_read(staging));
+        }
+        for chunk in &self.chunks {
+            self.mapped.push(map_read(&chunk.y));
+            if let Some(s) = &chunk.sum {
+                self.mapped.push(map_read(s));
+            }
+        }
     }
 
     /// Copies the mapped chunks into fresh host arrays and pools every buffer again.

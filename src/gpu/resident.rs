@@ -106,7 +106,6 @@ impl GpuContext {
             sum: None,
         });
         pending.holds.push(t.clone());
-        self.map_results(&mut pending);
         Ok(pending)
     }
 }

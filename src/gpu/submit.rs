@@ -12,7 +12,7 @@ use crate::call::plan::{Destination, Plan, Request};
 use crate::call::shape::{Inputs, Shape};
 use crate::gpu::bindings::{slot, Bound, BINDINGS};
 use crate::gpu::params::Params;
-use crate::gpu::pending::{map_read, Chunk, GpuOutput, Output, Pending, Staged};
+use crate::gpu::pending::{Chunk, GpuOutput, Output, Pending, Staged};
 use crate::gpu::pool::Pooled;
 
 use super::GpuContext;
@@ -271,21 +271,7 @@ impl GpuContext {
         if let Some((_, encoder)) = through_wgpu {
             self.dev.queue.submit([encoder.finish()]);
         }
-        self.map_results(pending);
         Ok(())
-    }
-
-    /// Asks for every staging buffer of `pending` to be mapped once the GPU is done.
-    pub(crate) fn map_results(&self, pending: &mut Pending) {
-        if let Some((staging, _)) = &pending.timestamps {
-            pending.mapped.push(map_read(staging));
-        }
-        for chunk in &pending.chunks {
-            pending.mapped.push(map_read(&chunk.y));
-            if let Some(s) = &chunk.sum {
-                pending.mapped.push(map_read(s));
-            }
-        }
     }
 
     pub(crate) fn pending(
