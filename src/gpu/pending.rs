@@ -95,6 +95,9 @@ pub struct Pending {
     /// Tensors the call reads, kept alive until it is done (their JavaScript owner may
     /// free them meanwhile).
     pub(crate) holds: Vec<Rc<Tensor>>,
+    /// A tensor's `read()`: work of the app's may be queued before its copy.
+    #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+    pub(crate) reads_a_tensor: bool,
     /// Where results stay on the GPU.
     pub(crate) gpu: Option<GpuOutput>,
     /// The timed pass's two timestamps (mapped with the results), and ns per tick.
@@ -190,7 +193,7 @@ impl Pending {
 
     async fn wait_mapped(&mut self) -> Result<(), Error> {
         #[cfg(target_arch = "wasm32")]
-        self.after_a_round_trip().await;
+        self.until_short_work_is_done().await;
         self.request_maps();
         // Natively nothing delivers callbacks unless the device is polled; the browser
         // delivers them from its event loop.
@@ -211,23 +214,31 @@ impl Pending {
         Ok(())
     }
 
-    /// Resolves after one round trip to the browser's GPU process that waits on no GPU work
-    /// (an empty error scope, pushed and popped), so that the maps asked for next arrive
-    /// there once a short call's work is done.
+    /// Resolves once the maps asked for next will reach the browser's GPU process after a
+    /// short call's work is done: one task after a call of the package's own (its work is
+    /// what it just submitted), one round trip that waits on no GPU work (an empty error
+    /// scope, pushed and popped) before reading a tensor back (the app may have queued a
+    /// whole chain before it).
     ///
     /// Chrome's GPU process notices finished GPU work when a wait arrives after it, or on a
     /// timer that each message from the page pushes 2 ms away and that then fires each 1 ms
     /// (gpu/ipc/service/command_buffer_stub.cc, kHandleMoreWorkPeriodMs). A map sent with
     /// its submission arrives before the GPU is done and waits for that timer. Measured on
     /// an H200 in Chromium 153 (bench/chrome/section-waits.mjs, docs/PERFORMANCE.md): a
-    /// 1×4096 readback 0.2–2.7 ms with the map sent at once, 0.27–0.33 ms after a round
-    /// trip; 32 layers' `read()` 3.1 ms at once, 0.9–1.0 ms after it. One task's delay
-    /// instead was too short for the 32 layers (3.0 ms); empty submissions sent to make Dawn
-    /// look were fast in single calls and 2.8 ms a call in a loop of calls, so none are sent.
-    /// Where the work outlasts the round trip, the timer finds it as before.
+    /// 1×4096 `run` with host arrays 0.8–2.8 ms with its map sent at once, 0.50 ms in a loop
+    /// of calls with it one task later (0.80× a raw readback) and 0.39 ms after a round
+    /// trip; 32 layers' `read()` 3.1 ms at once or one task later, 0.9–1.3 ms after a round
+    /// trip. Empty submissions sent to make Dawn look were fast in single calls and 2.8 ms a
+    /// call in a loop of calls, so none are sent. Where the work outlasts the wait, the
+    /// timer finds it as before.
     #[cfg(target_arch = "wasm32")]
-    async fn after_a_round_trip(&self) {
-        let Some(device) = crate::gpu::webgpu_raw::device(&self.device) else {
+    async fn until_short_work_is_done(&self) {
+        use crate::gpu::webgpu_raw;
+        if !self.reads_a_tensor {
+            webgpu_raw::next_task().await;
+            return;
+        }
+        let Some(device) = webgpu_raw::device(&self.device) else {
             return;
         };
         if device.push_error_scope("validation").is_ok() {

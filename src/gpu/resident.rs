@@ -106,6 +106,7 @@ impl GpuContext {
             sum: None,
         });
         pending.holds.push(t.clone());
+        pending.reads_a_tensor = true;
         Ok(pending)
     }
 }

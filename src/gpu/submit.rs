@@ -296,6 +296,7 @@ impl GpuContext {
             mapped: Vec::new(),
             kept: Vec::new(),
             holds: Vec::new(),
+            reads_a_tensor: false,
             gpu: None,
             timestamps: None,
         }

@@ -87,6 +87,35 @@ extern "C" {
     ) -> Result<(), JsValue>;
 }
 
+#[wasm_bindgen(inline_js = r#"
+const waiting = [];
+let port;
+export function nextTask() {
+  return new Promise((resolve) => {
+    if (typeof MessageChannel !== "function") return setTimeout(resolve, 0);
+    if (!port) {
+      const channel = new MessageChannel();
+      channel.port1.onmessage = () => waiting.shift()();
+      port = channel.port2;
+    }
+    waiting.push(resolve);
+    port.postMessage(0);
+  });
+}
+"#)]
+extern "C" {
+    #[wasm_bindgen(catch, js_name = nextTask)]
+    fn next_task_promise() -> Result<Promise, JsValue>;
+}
+
+/// Resolves in the next task of the event loop: a message to a channel of the package's own
+/// (nested `setTimeout(0)`s are clamped to 4 ms).
+pub async fn next_task() {
+    if let Ok(p) = next_task_promise() {
+        let _ = JsFuture::from(p).await;
+    }
+}
+
 /// The `GPUDevice` behind a wgpu device (`None` natively, where there is none).
 pub fn device(device: &wgpu::Device) -> Option<RawDevice> {
     device
