@@ -202,16 +202,16 @@ fn layer_norm_is_exact_where_the_mean_is_ten_thousand_times_the_spread() {
     }
 }
 
-/// Means 10⁶ and 10⁷ times the spread, in workgroups of one row and of several. At 10⁶ the
-/// f32 mean the rows are shifted by is off by a few percent of the spread, and the one
-/// reduction of x - s and its squares must still center them exactly; at 10⁷ it is off by
-/// more than the kernel's plain path takes (`CENTER` in norm_family.wgsl), and the rows take
-/// the exact path's two more reductions.
+/// Means 10⁵, 10⁶ and 10⁷ times the spread, in workgroups of one row and of several. The f32
+/// shift the rows are centered on is off the mean by about a thousandth (10⁵) and a few
+/// percent (10⁶) of the spread, which the plain path's one reduction of x - s must still
+/// center exactly, and at 10⁷ by more than that path takes (`CENTER` in norm_family.wgsl):
+/// the rows take the exact path's two more reductions.
 #[test]
 fn layer_norm_is_exact_where_the_shift_is_off_the_mean() {
     let ctx = context();
     let mut rng = Rng(0xFA_0008);
-    for mean in [1e6, 1e7] {
+    for mean in [1e5, 1e6, 1e7] {
         for (rows, hidden) in [(3, 4096), (5, 1024), (300, 128)] {
             let d = Data::new(&mut rng, rows, hidden, mean, 1.0);
             for (residual, post) in [(true, false), (true, true), (false, false)] {
