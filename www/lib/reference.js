@@ -110,9 +110,8 @@ function halfF16Ulp(x) {
  * formula's own NaN or Inf); `sum`, if given, equal to v bit for bit (either zero for a zero;
  * with a post-norm, within a few f32 ulps of its terms: the kernel forms w in f32). A `Uint16Array` output
  * or sum is f16 bits (`outputDtype: "f16"`, f16 data), held to the same and one f16 rounding
- * more: the sum to exactly v rounded to f16 (with a post-norm, within one f16 rounding of the
- * f32 allowance). `args` are f32 arrays: for f16 data, the halves
- * widened (f16.js's argsToF16). Returns { ok, maxAbs, maxRel, problems } (problems: the first
+ * more: the sum to exactly v rounded to f16 (with a post-norm, within the f32 allowance and
+ * half an f16 ulp of v). `args` are f32 arrays: for f16 data, the halves widened (f16.js's argsToF16). Returns { ok, maxAbs, maxRel, problems } (problems: the first
  * few, for a failure message); a NaN error counts as Infinity, so that it cannot hide behind
  * Math.max.
  */
@@ -150,7 +149,7 @@ export function compare(args, output, { sum, rows, tol = 1e-5 } = {}) {
           const res = args.residual ? Math.abs(args.residual[r * h + i]) : 0;
           const post = Math.abs(args.postGamma[i] + Math.fround(args.gammaOffset ?? 0));
           const allowed = 1e-6 * (Math.abs(v[i]) + 2 * res + 8 * post) + (halfV ? halfF16Ulp(Math.max(Math.abs(v[i]), Math.abs(s))) : 0) + 2 ** -126;
-          if (!(Math.abs(s - v[i]) <= allowed)) fail(`sum${at} = ${s}, want ${halfV ? `${v[i]} rounded to f16` : want} (within ${allowed})`);
+          if (!(Math.abs(s - v[i]) <= allowed)) fail(`sum${at} = ${s}, want ${v[i]}${halfV ? " rounded to f16" : ""} (within ${allowed})`);
         } else if (!Object.is(s, want) && !(s === 0 && want === 0)) fail(`sum${at} = ${s}, want ${want} exactly`);
       }
       const got = value(output, r * h + i);
