@@ -1,8 +1,9 @@
 //! A call computed in one region of scratch memory that the caller keeps across calls: the
-//! browser's fast path for host arrays (`js/cpu_call.rs`) copies every typed array of a call
-//! into it in one crossing, the kernel normalizes there, and the results are copied out from
-//! there. No allocation per array and no free per call; the region grows to the largest call
-//! made and is reused (wasm memory never shrinks anyway).
+//! browser's fast path for host arrays (`js/cpu_call.rs`) copies a call's per-column arrays
+//! into it once and its rows a block at a time (a big call's; a small one is one block), the
+//! kernel normalizes each block there, and its results are copied out from there before the
+//! next block comes in. No allocation per array and no free per call; the region is at most a
+//! block's size, whatever the call's.
 //!
 //! Where each array lies is decided here ([`lay_out`]); the caller only copies the arrays to
 //! where their [`Span`]s say and reads the results from where [`Staged`] says.
@@ -68,7 +69,21 @@ impl HostArray for Span {
     }
 }
 
-/// Where a call's results lie: `y` over the input's copy where it has the data's dtype (and
+/// Elements of the input a block holds at most (whole rows, one at least), for calls of more
+/// than [`WHOLE`] elements. Copied whole, such a call's arrays crossed memory three times (into
+/// scratch, through the kernel, out to the results); a block's input, residual and results
+/// (256 KiB each in f32) stay in a core's cache from the copy in to the copy out, so the call
+/// reads its arrays from memory once and writes its results once. 16 Ki and 64 Ki elements
+/// measured the same; 4 Ki was slower (`docs/PERFORMANCE.md`, "Host arrays a block at a time").
+pub const BLOCK: usize = 64 * 1024;
+
+/// Elements up to which a call is one block: its arrays (6 MiB in f32) stay in the last-level
+/// cache whole, and a result copied out in blocks cost ~10 % more than in one copy (one
+/// `memcpy` into a fresh array, which streams past the cache once it is large): at 128×4096
+/// one block was faster in Chromium, at 256×4096 blocks were.
+pub const WHOLE: usize = 512 * 1024;
+
+/// Where a block's results lie: `y` over the input's copy where it has the data's dtype (and
 /// `v` over the residual's), else in regions of their own after the inputs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Staged {
@@ -76,18 +91,58 @@ pub struct Staged {
     pub sum: Option<Span>,
     /// Words of scratch the call needs.
     pub words: usize,
+    /// Elements of the call's input, and of a (full) block.
+    pub total: usize,
+    pub block: usize,
 }
 
 impl Staged {
     fn in_place(&self, x: &Inputs<Span>) -> bool {
         self.y == x.input
     }
+
+    /// Each block's first element and length, in order (one empty block for an empty call,
+    /// so that every call makes its results).
+    pub fn blocks(&self) -> impl Iterator<Item = (usize, usize)> + use<> {
+        let (total, block) = (self.total, self.block);
+        (0..total.max(1))
+            .step_by(block.max(1))
+            .map(move |from| (from, block.min(total - from)))
+    }
+
+    /// `x` laid out by [`lay_out`], and this layout, for a block of `len` elements.
+    pub fn cut(&self, x: &Inputs<Span>, len: usize) -> (Inputs<Span>, Staged) {
+        let cut = |s: Span| Span { len, ..s };
+        let x = Inputs {
+            input: cut(x.input),
+            residual: x.residual.map(cut),
+            ..*x
+        };
+        let staged = Staged {
+            y: cut(self.y),
+            sum: self.sum.map(cut),
+            ..*self
+        };
+        (x, staged)
+    }
 }
 
-/// Places the arrays of `x` one after another in the order [`Inputs::named`] lists them, and
-/// the results where [`Staged`] says. `x.input`'s dtype is the data's (a call whose arrays
-/// disagree is refused by [`CpuContext::check_staged`] before anything is computed).
+/// Places a block of the input and of the residual, then the arrays of `x` one after another
+/// in the order [`Inputs::named`] lists them, and a block's results where [`Staged`] says;
+/// `x`'s input and residual are left a block long. `x.input`'s dtype is the data's (a call
+/// whose arrays disagree is refused by [`CpuContext::check_staged`] before anything is
+/// computed, and [`Plan::new`]'s checks are of the whole call: made before this).
 pub fn lay_out(x: &mut Inputs<Span>, sum: bool) -> Staged {
+    let total = x.input.len;
+    let block = if total <= WHOLE {
+        total
+    } else {
+        ((BLOCK / x.hidden.max(1)).max(1) * x.hidden).min(total)
+    };
+    x.input.len = block;
+    if let Some(r) = x.residual.as_mut() {
+        r.len = block;
+    }
     let mut end = 0;
     let mut place = |s: &mut Span| {
         s.at = end;
@@ -114,6 +169,8 @@ pub fn lay_out(x: &mut Inputs<Span>, sum: bool) -> Staged {
             y: x.input,
             sum: x.residual.filter(|_| sum),
             words: end,
+            total,
+            block,
         };
     }
     let mut y = Span::of(x.input.len, out_dtype);
@@ -126,6 +183,8 @@ pub fn lay_out(x: &mut Inputs<Span>, sum: bool) -> Staged {
         y,
         sum: v,
         words: end,
+        total,
+        block,
     }
 }
 

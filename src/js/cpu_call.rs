@@ -1,9 +1,11 @@
-//! The CPU backend's common call in three crossings: a plain object of typed arrays, numbers
+//! The CPU backend's common call in a few crossings: a plain object of typed arrays, numbers
 //! and known options (`run` or `runWithSum`, results as arrays) is read by one JavaScript
-//! function, its arrays copied by another into scratch memory kept across calls
-//! (`cpu/scratch.rs`), and the results copied out, and their Promise made, by a third.
-//! Read field by field, a 1×4096 call took ~200 crossings (each typed array's slots, flags,
-//! the copies, every value handle dropped), most of its time in Firefox and WebKit.
+//! function; its arrays are copied by another into scratch memory kept across calls
+//! (`cpu/scratch.rs`), the per-column ones once and the rows a block at a time, each block's
+//! results copied out into the call's fresh arrays by a third, and the Promise made by a
+//! fourth: 3 + 2 per block (one block at decode size). Read field by field, a 1×4096 call took
+//! ~200 crossings (each typed array's slots, flags, the copies, every value handle dropped),
+//! most of its time in Firefox and WebKit.
 //!
 //! Anything else, and every call that any check refuses, returns `None`: the caller then
 //! takes the field-by-field path of `args.rs`, which has every message, so errors are the
@@ -20,7 +22,7 @@ use crate::call::dtype::Dtype;
 use crate::call::error::Error;
 use crate::call::shape::{Inputs, Norm, NormKind, DEFAULT_EPS};
 use crate::cpu::driver::CpuContext;
-use crate::cpu::scratch::{lay_out, Span, Staged};
+use crate::cpu::scratch::{lay_out, Span};
 use crate::js::args::ARGS_KEYS;
 
 #[wasm_bindgen(inline_js = r#"
@@ -30,7 +32,7 @@ const getter = (k) => Object.getOwnPropertyDescriptor(proto, k).get;
 // The intrinsics, as array.rs reads them: a subclass's own getters cannot lie about a length.
 const tagOf = getter(Symbol.toStringTag), lengthOf = getter("length");
 const bufferOf = getter("buffer"), offsetOf = getter("byteOffset");
-const { set, slice } = proto;
+const { set, subarray } = proto;
 // The arrays of the call being made, and how each is held: ABSENT, F32, BITS (a Uint16Array)
 // or HALVES (a Float16Array). Kept in slots, not per-call arrays: at decode size the garbage
 // of a call was a measurable part of its time.
@@ -112,36 +114,55 @@ export function cpuRead(a, at) {
     return false;
   }
 }
-// Every array of the call read by cpuRead to the byte address in its header slot. An f16
-// array is copied as its bits (set() from a Float16Array would convert values).
-export function cpuCopy(at) {
+// The call's per-column arrays (from: -1), or rows' elements [from, from + count) of its input
+// and residual, to the byte addresses in the header's slots. An f16 array is copied as its
+// bits (set() from a Float16Array would convert values).
+export function cpuCopy(at, from, count) {
   try {
     views();
     const h = at / 8;
-    for (let i = 0; i < 6; i++) {
-      const v = held[i], to = f64[h + i];
-      switch (kinds[i]) {
-        case F32: set.call(f32, v, to / 4); break;
-        case BITS: set.call(u16, v, to / 2); break;
-        case HALVES: set.call(u16, new U16(bufferOf.call(v), offsetOf.call(v), lengthOf.call(v)), to / 2); break;
-      }
+    for (let i = from < 0 ? 2 : 0; i < (from < 0 ? 6 : 2); i++) {
+      const v = held[i], to = f64[h + i], kind = kinds[i];
+      if (kind === ABSENT) continue;
+      const [start, len] = from < 0 ? [0, lengthOf.call(v)] : [from, count];
+      if (kind === F32) set.call(f32, subarray.call(v, start, start + len), to / 4);
+      else if (kind === BITS) set.call(u16, subarray.call(v, start, start + len), to / 2);
+      else set.call(u16, new U16(bufferOf.call(v), offsetOf.call(v) + 2 * start, len), to / 2);
     }
     return true;
   } catch {
-    return false;
-  } finally {
     cpuRelease();
+    return false;
   }
 }
-// The caller's arrays are not kept past their call.
+// The results being filled, block by block, and the first failure (the call's rejection).
+let ys, vs, failed;
 export function cpuRelease() {
   held.fill(undefined);
+  ys = vs = failed = undefined;
 }
-const result = (at, len, half) => (half ? slice.call(u16, at / 2, at / 2 + len) : slice.call(f32, at / 4, at / 4 + len));
-export function cpuFinish(yAt, yLen, yHalf, vAt, vLen, vHalf) {
-  views();
-  const y = result(yAt, yLen, yHalf);
-  return Promise.resolve(vLen < 0 ? y : { output: y, sum: result(vAt, vLen, vHalf) });
+// Rows' results [from, from + count) from wasm memory into the call's fresh arrays, made at
+// the first block (a failure to make them is the call's rejection, not an exception).
+export function cpuOut(yAt, yHalf, vAt, vHalf, from, count, total) {
+  try {
+    views();
+    if (from === 0) {
+      ys = yHalf ? new U16(total) : new Float32Array(total);
+      if (vAt >= 0) vs = vHalf ? new U16(total) : new Float32Array(total);
+    }
+    set.call(ys, yHalf ? subarray.call(u16, yAt / 2, yAt / 2 + count) : subarray.call(f32, yAt / 4, yAt / 4 + count), from);
+    if (vAt >= 0) set.call(vs, vHalf ? subarray.call(u16, vAt / 2, vAt / 2 + count) : subarray.call(f32, vAt / 4, vAt / 4 + count), from);
+    return true;
+  } catch (e) {
+    failed = e;
+    return false;
+  }
+}
+export function cpuFinish() {
+  const y = ys, v = vs, error = failed;
+  cpuRelease();
+  if (error !== undefined) return Promise.reject(error);
+  return Promise.resolve(v === undefined ? y : { output: y, sum: v });
 }
 "#)]
 extern "C" {
@@ -151,22 +172,23 @@ extern "C" {
     /// path does not take.
     #[wasm_bindgen(js_name = cpuRead)]
     fn cpu_read(args: &JsValue, at: u32) -> bool;
-    /// The arrays `cpu_read` took, to the addresses in the header's first slots.
+    /// The per-column arrays `cpu_read` took (`from` < 0), or the elements `[from, from +
+    /// count)` of its input and residual, to the addresses in the header's first slots.
+    /// `false` (the call's arrays released) where one could not be copied.
     #[wasm_bindgen(js_name = cpuCopy)]
-    fn cpu_copy(at: u32) -> bool;
+    fn cpu_copy(at: u32, from: f64, count: u32) -> bool;
     #[wasm_bindgen(js_name = cpuRelease)]
     fn cpu_release();
-    /// A Promise of `y` (a fresh array of `y_len` elements copied from byte address `y_at`),
-    /// or of `{ output, sum }` where `v_len` is not negative.
+    /// Elements `[from, from + count)` of the results, from byte addresses `y_at` and `v_at`
+    /// (`v_at` < 0: no sum), into fresh arrays of `total` elements made at `from` == 0.
+    /// `false` where that failed (the Promise of `cpu_finish` then rejects with why).
+    #[wasm_bindgen(js_name = cpuOut)]
+    fn cpu_out(y_at: u32, y_f16: bool, v_at: f64, v_f16: bool, from: u32, count: u32, total: u32)
+        -> bool;
+    /// A Promise of `y`, or of `{ output, sum }` where the call has a sum; the call's arrays
+    /// released.
     #[wasm_bindgen(js_name = cpuFinish)]
-    fn cpu_finish(
-        y_at: u32,
-        y_len: u32,
-        y_f16: bool,
-        v_at: u32,
-        v_len: i32,
-        v_f16: bool,
-    ) -> Promise;
+    fn cpu_finish() -> Promise;
 }
 
 /// Slots of the header `cpuRead` fills: per array (in `ARRAYS`' order) its length (-1:
@@ -203,8 +225,8 @@ pub fn run(ctx: &CpuContext, args: &JsValue, sum: bool) -> Option<Promise> {
     }
     let h: [f64; HEADER] = HEADER_SLOTS.with(|s| s.borrow()[..].try_into().unwrap());
     let laid_out = inputs(&h).and_then(|mut x| {
-        let staged = lay_out(&mut x, sum);
         ctx.check_staged(&x, sum)?;
+        let staged = lay_out(&mut x, sum);
         Ok((x, staged))
     });
     let Ok((x, staged)) = laid_out else {
@@ -230,25 +252,26 @@ pub fn run(ctx: &CpuContext, args: &JsValue, sum: bool) -> Option<Promise> {
                 *slot = s.map_or(-1.0, |s| f64::from(address(&s)));
             }
         });
-        if !cpu_copy(at) {
+        if !cpu_copy(at, -1.0, 0) {
             return None;
         }
-        ctx.compute_staged(&x, &staged, &mut scratch);
-        Some(finish(&staged, x.input.dtype, address))
+        let (y_f16, v_f16) = (staged.y.dtype == Dtype::F16, x.input.dtype == Dtype::F16);
+        let v_at = staged.sum.map_or(-1.0, |v| f64::from(address(&v)));
+        for (from, len) in staged.blocks() {
+            let (block, block_at) = staged.cut(&x, len);
+            if !cpu_copy(at, from as f64, len as u32) {
+                // Only a first block can fail here (nothing the app runs comes between
+                // blocks): the field-by-field path then says why, as for any other refusal.
+                return None;
+            }
+            ctx.compute_staged(&block, &block_at, &mut scratch);
+            let (from, len, total) = (from as u32, len as u32, staged.total as u32);
+            if !cpu_out(address(&staged.y), y_f16, v_at, v_f16, from, len, total) {
+                break;
+            }
+        }
+        Some(cpu_finish())
     })
-}
-
-fn finish(staged: &Staged, dtype: Dtype, address: impl Fn(&Span) -> u32) -> Promise {
-    let y = staged.y;
-    let (v_at, v_len) = staged.sum.map_or((0, -1), |v| (address(&v), v.len as i32));
-    cpu_finish(
-        address(&y),
-        y.len as u32,
-        y.dtype == Dtype::F16,
-        v_at,
-        v_len,
-        dtype == Dtype::F16,
-    )
 }
 
 /// The call `cpuRead` found, its numbers checked as `args.rs` checks them.

@@ -379,7 +379,7 @@ impl FusedRmsNorm {
 }
 
 impl FusedRmsNorm {
-    /// The CPU backend's common call of typed arrays, in three crossings (`cpu_call.rs`);
+    /// The CPU backend's common call of typed arrays, in a few crossings (`cpu_call.rs`);
     /// `None` for any other call or backend, and for every call a check refuses.
     fn cpu_call(&self, args: &JsValue, sum: bool) -> Option<Promise> {
         match &self.engine {

@@ -2,7 +2,7 @@
 // scratch memory kept across calls, the result copied out of it) against the same call read
 // field by field (src/js/args.rs), in headless Chromium: the same bits for every option of the
 // family, f32 and f16 (Uint16Array and Float16Array) data, y in either dtype, with and without
-// the sum, the f64 reference met; scratch grown by a big call and reused by small ones; an
+// the sum, the f64 reference met, rows in one block of scratch or many; an
 // argument getter that makes a call of its own; the same named errors for bad values, the
 // instance working after them; freed instances refused.
 //
@@ -23,8 +23,10 @@ test("the common call of typed arrays and the same call read field by field give
     const same = (x, y) => x.length === y.length && x.every((v, i) => Object.is(v, y[i]));
     const failures = [];
     let cases = 0;
-    // A big call first grows the scratch, which the smaller ones then reuse.
-    const shapes = [[64, 4096], [1, 4096], [3, 64], [2, 12], [1, 8]];
+    // Past WHOLE elements rows go through scratch a block at a time (cpu/scratch.rs: blocks of
+    // whole rows, BLOCK elements or one row): many blocks and a short last one, a row longer
+    // than a block; then calls of one block, and an empty one.
+    const shapes = [[130, 4096], [3, 200000], [64, 4096], [1, 4096], [3, 64], [2, 12], [1, 8], [0, 16]];
     const next = seeded.rng(23);
     const filled = (len) => seeded.filled(len, next, -2, 2);
     for (const [rows, hidden] of shapes) {
