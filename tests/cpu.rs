@@ -906,7 +906,7 @@ fn staged<T: Element, O: Element>(
     ctx.check_staged(&spans, sum)?;
     let at = lay_out(&mut spans, sum);
     assert!(
-        at.block % x.hidden.max(1) == 0
+        at.block.is_multiple_of(x.hidden.max(1))
             && if at.total <= WHOLE {
                 at.block == at.total
             } else {
@@ -927,7 +927,11 @@ fn staged<T: Element, O: Element>(
     };
     let columns = [Some(x.gamma), x.beta, x.bias, x.post_gamma];
     let placed = [Some(spans.gamma), spans.beta, spans.bias, spans.post_gamma];
-    for (a, s) in columns.into_iter().zip(placed).filter_map(|(a, s)| a.zip(s)) {
+    for (a, s) in columns
+        .into_iter()
+        .zip(placed)
+        .filter_map(|(a, s)| a.zip(s))
+    {
         copy(scratch, a, s);
     }
     fn read<E: Element>(scratch: &[u32], s: Span, into: &mut Vec<E>) {

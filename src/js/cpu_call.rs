@@ -183,8 +183,15 @@ extern "C" {
     /// (`v_at` < 0: no sum), into fresh arrays of `total` elements made at `from` == 0.
     /// `false` where that failed (the Promise of `cpu_finish` then rejects with why).
     #[wasm_bindgen(js_name = cpuOut)]
-    fn cpu_out(y_at: u32, y_f16: bool, v_at: f64, v_f16: bool, from: u32, count: u32, total: u32)
-        -> bool;
+    fn cpu_out(
+        y_at: u32,
+        y_f16: bool,
+        v_at: f64,
+        v_f16: bool,
+        from: u32,
+        count: u32,
+        total: u32,
+    ) -> bool;
     /// A Promise of `y`, or of `{ output, sum }` where the call has a sum; the call's arrays
     /// released.
     #[wasm_bindgen(js_name = cpuFinish)]
