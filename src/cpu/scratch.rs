@@ -1,9 +1,9 @@
 //! A call computed in one region of scratch memory that the caller keeps across calls: the
 //! browser's fast path for host arrays (`js/cpu_call.rs`) copies a call's per-column arrays
-//! into it once and its rows a block at a time (a big call's; a small one is one block), the
-//! kernel normalizes each block there, and its results are copied out from there before the
-//! next block comes in. No allocation per array and no free per call; the region is at most a
-//! block's size, whatever the call's.
+//! into it once and its rows a block at a time (up to 64 Ki elements, whole rows), the
+//! kernel normalizes each block there, and the results are copied out from there once all
+//! blocks are done. No allocation per array and no free per call; the region grows to the
+//! largest call's results and blocks, and is reused (wasm memory never shrinks anyway).
 //!
 //! Where each array lies is decided here ([`lay_out`]); the caller only copies the arrays to
 //! where their [`Span`]s say and reads the results from where [`Staged`] says.
@@ -69,22 +69,19 @@ impl HostArray for Span {
     }
 }
 
-/// Elements of the input a block holds at most (whole rows, one at least), for calls of more
-/// than [`WHOLE`] elements. Copied whole, such a call's arrays crossed memory three times (into
-/// scratch, through the kernel, out to the results); a block's input, residual and results
-/// (256 KiB each in f32) stay in a core's cache from the copy in to the copy out, so the call
-/// reads its arrays from memory once and writes its results once. 16 Ki and 64 Ki elements
-/// measured the same; 4 Ki was slower (`docs/PERFORMANCE.md`, "Host arrays a block at a time").
+/// Elements of the input a block holds at most (whole rows, one at least). Copied whole, a
+/// big call's input and residual crossed memory twice (into scratch, then through the
+/// kernel); a block's stay in a core's cache from the copy in to the kernel. The results are
+/// written where they lie for the whole call, and copied out in one `slice()` at its end:
+/// copied out a block at a time into a fresh array, they cost more than the copies saved
+/// (twice as much in WebKit). 16 Ki and 64 Ki elements measured the same, 4 Ki slower; and
+/// blocks were as fast as one from 64×4096 up in Chromium, twice as fast at 128×4096 in
+/// WebKit (`docs/PERFORMANCE.md`, "Host arrays a block at a time").
 pub const BLOCK: usize = 64 * 1024;
 
-/// Elements up to which a call is one block: its arrays (6 MiB in f32) stay in the last-level
-/// cache whole, and a result copied out in blocks cost ~10 % more than in one copy (one
-/// `memcpy` into a fresh array, which streams past the cache once it is large): at 128×4096
-/// one block was faster in Chromium, at 256×4096 blocks were.
-pub const WHOLE: usize = 512 * 1024;
-
-/// Where a block's results lie: `y` over the input's copy where it has the data's dtype (and
-/// `v` over the residual's), else in regions of their own after the inputs.
+/// Where a call's results lie: `y` over the input's copy where the call is one block (a
+/// decode row's is) and `y` has the data's dtype (and `v` over the residual's), else in
+/// regions of their own, the call's length, after the inputs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Staged {
     pub y: Span,
@@ -101,8 +98,7 @@ impl Staged {
         self.y == x.input
     }
 
-    /// Each block's first element and length, in order (one empty block for an empty call,
-    /// so that every call makes its results).
+    /// Each block's first element and length, in order (one empty block for an empty call).
     pub fn blocks(&self) -> impl Iterator<Item = (usize, usize)> + use<> {
         let (total, block) = (self.total, self.block);
         (0..total.max(1))
@@ -110,17 +106,25 @@ impl Staged {
             .map(move |from| (from, block.min(total - from)))
     }
 
-    /// `x` laid out by [`lay_out`], and this layout, for a block of `len` elements.
-    pub fn cut(&self, x: &Inputs<Span>, len: usize) -> (Inputs<Span>, Staged) {
-        let cut = |s: Span| Span { len, ..s };
+    /// `x` laid out by [`lay_out`], and this layout, for the block of `len` elements from
+    /// element `from`: its input and residual where a block's lie, its results where they lie
+    /// in the call's.
+    pub fn cut(&self, x: &Inputs<Span>, from: usize, len: usize) -> (Inputs<Span>, Staged) {
+        let block = |s: Span| Span { len, ..s };
+        // Whole words: f16 rows are whole groups of 4 (`Kernel::check`), so `from` is even.
+        let result = |s: Span| Span {
+            at: s.at + from * s.dtype.bytes() / 4,
+            len,
+            ..s
+        };
         let x = Inputs {
-            input: cut(x.input),
-            residual: x.residual.map(cut),
+            input: block(x.input),
+            residual: x.residual.map(block),
             ..*x
         };
         let staged = Staged {
-            y: cut(self.y),
-            sum: self.sum.map(cut),
+            y: result(self.y),
+            sum: self.sum.map(result),
             ..*self
         };
         (x, staged)
@@ -128,17 +132,13 @@ impl Staged {
 }
 
 /// Places a block of the input and of the residual, then the arrays of `x` one after another
-/// in the order [`Inputs::named`] lists them, and a block's results where [`Staged`] says;
+/// in the order [`Inputs::named`] lists them, and the results where [`Staged`] says;
 /// `x`'s input and residual are left a block long. `x.input`'s dtype is the data's (a call
 /// whose arrays disagree is refused by [`CpuContext::check_staged`] before anything is
 /// computed, and [`Plan::new`]'s checks are of the whole call: made before this).
 pub fn lay_out(x: &mut Inputs<Span>, sum: bool) -> Staged {
     let total = x.input.len;
-    let block = if total <= WHOLE {
-        total
-    } else {
-        ((BLOCK / x.hidden.max(1)).max(1) * x.hidden).min(total)
-    };
+    let block = ((BLOCK / x.hidden.max(1)).max(1) * x.hidden).min(total);
     x.input.len = block;
     if let Some(r) = x.residual.as_mut() {
         r.len = block;
@@ -164,7 +164,7 @@ pub fn lay_out(x: &mut Inputs<Span>, sum: bool) -> Staged {
     let dtype = x.input.dtype;
     let out_dtype = x.norm.output_dtype.unwrap_or(dtype);
     // In place needs the residual's copy to take v; without a residual, v needs a region.
-    if out_dtype == dtype && (x.residual.is_some() || !sum) {
+    if block == total && out_dtype == dtype && (x.residual.is_some() || !sum) {
         return Staged {
             y: x.input,
             sum: x.residual.filter(|_| sum),
@@ -173,9 +173,9 @@ pub fn lay_out(x: &mut Inputs<Span>, sum: bool) -> Staged {
             block,
         };
     }
-    let mut y = Span::of(x.input.len, out_dtype);
+    let mut y = Span::of(total, out_dtype);
     place(&mut y);
-    let mut v = sum.then(|| Span::of(x.input.len, dtype));
+    let mut v = sum.then(|| Span::of(total, dtype));
     if let Some(v) = v.as_mut() {
         place(v);
     }

@@ -1,9 +1,9 @@
 //! The CPU backend's common call in a few crossings: a plain object of typed arrays, numbers
 //! and known options (`run` or `runWithSum`, results as arrays) is read by one JavaScript
 //! function; its arrays are copied by another into scratch memory kept across calls
-//! (`cpu/scratch.rs`), the per-column ones once and the rows a block at a time, each block's
-//! results copied out into the call's fresh arrays by a third, and the Promise made by a
-//! fourth: 3 + 2 per block (one block at decode size). Read field by field, a 1×4096 call took
+//! (`cpu/scratch.rs`), the per-column ones once and the rows a block at a time (one block at
+//! decode size), and the results copied out, and their Promise made, by a third: 3 + 1 per
+//! block. Read field by field, a 1×4096 call took
 //! ~200 crossings (each typed array's slots, flags, the copies, every value handle dropped),
 //! most of its time in Firefox and WebKit.
 //!
@@ -32,7 +32,7 @@ const getter = (k) => Object.getOwnPropertyDescriptor(proto, k).get;
 // The intrinsics, as array.rs reads them: a subclass's own getters cannot lie about a length.
 const tagOf = getter(Symbol.toStringTag), lengthOf = getter("length");
 const bufferOf = getter("buffer"), offsetOf = getter("byteOffset");
-const { set, subarray } = proto;
+const { set, slice, subarray } = proto;
 // The arrays of the call being made, and how each is held: ABSENT, F32, BITS (a Uint16Array)
 // or HALVES (a Float16Array). Kept in slots, not per-call arrays: at decode size the garbage
 // of a call was a measurable part of its time.
@@ -124,9 +124,11 @@ export function cpuCopy(at, from, count) {
     for (let i = from < 0 ? 2 : 0; i < (from < 0 ? 6 : 2); i++) {
       const v = held[i], to = f64[h + i], kind = kinds[i];
       if (kind === ABSENT) continue;
-      const [start, len] = from < 0 ? [0, lengthOf.call(v)] : [from, count];
-      if (kind === F32) set.call(f32, subarray.call(v, start, start + len), to / 4);
-      else if (kind === BITS) set.call(u16, subarray.call(v, start, start + len), to / 2);
+      const whole = lengthOf.call(v), start = from < 0 ? 0 : from, len = from < 0 ? whole : count;
+      // A view only for part of an array (a call of one block needs none).
+      const part = (a) => (len === whole ? a : subarray.call(a, start, start + len));
+      if (kind === F32) set.call(f32, part(v), to / 4);
+      else if (kind === BITS) set.call(u16, part(v), to / 2);
       else set.call(u16, new U16(bufferOf.call(v), offsetOf.call(v) + 2 * start, len), to / 2);
     }
     return true;
@@ -135,34 +137,21 @@ export function cpuCopy(at, from, count) {
     return false;
   }
 }
-// The results being filled, block by block, and the first failure (the call's rejection).
-let ys, vs, failed;
 export function cpuRelease() {
   held.fill(undefined);
-  ys = vs = failed = undefined;
 }
-// Rows' results [from, from + count) from wasm memory into the call's fresh arrays, made at
-// the first block (a failure to make them is the call's rejection, not an exception).
-export function cpuOut(yAt, yHalf, vAt, vHalf, from, count, total) {
+const result = (at, len, half) => (half ? slice.call(u16, at / 2, at / 2 + len) : slice.call(f32, at / 4, at / 4 + len));
+// A Promise of the results, or a rejection where one could not be made (the JavaScript
+// heap's limit: the caller's thrown error would otherwise unwind through wasm).
+export function cpuFinish(yAt, yLen, yHalf, vAt, vLen, vHalf) {
+  cpuRelease();
   try {
     views();
-    if (from === 0) {
-      ys = yHalf ? new U16(total) : new Float32Array(total);
-      if (vAt >= 0) vs = vHalf ? new U16(total) : new Float32Array(total);
-    }
-    set.call(ys, yHalf ? subarray.call(u16, yAt / 2, yAt / 2 + count) : subarray.call(f32, yAt / 4, yAt / 4 + count), from);
-    if (vAt >= 0) set.call(vs, vHalf ? subarray.call(u16, vAt / 2, vAt / 2 + count) : subarray.call(f32, vAt / 4, vAt / 4 + count), from);
-    return true;
+    const y = result(yAt, yLen, yHalf);
+    return Promise.resolve(vLen < 0 ? y : { output: y, sum: result(vAt, vLen, vHalf) });
   } catch (e) {
-    failed = e;
-    return false;
+    return Promise.reject(e);
   }
-}
-export function cpuFinish() {
-  const y = ys, v = vs, error = failed;
-  cpuRelease();
-  if (error !== undefined) return Promise.reject(error);
-  return Promise.resolve(v === undefined ? y : { output: y, sum: v });
 }
 "#)]
 extern "C" {
@@ -179,23 +168,17 @@ extern "C" {
     fn cpu_copy(at: u32, from: f64, count: u32) -> bool;
     #[wasm_bindgen(js_name = cpuRelease)]
     fn cpu_release();
-    /// Elements `[from, from + count)` of the results, from byte addresses `y_at` and `v_at`
-    /// (`v_at` < 0: no sum), into fresh arrays of `total` elements made at `from` == 0.
-    /// `false` where that failed (the Promise of `cpu_finish` then rejects with why).
-    #[wasm_bindgen(js_name = cpuOut)]
-    fn cpu_out(
-        y_at: u32,
-        y_f16: bool,
-        v_at: f64,
-        v_f16: bool,
-        from: u32,
-        count: u32,
-        total: u32,
-    ) -> bool;
-    /// A Promise of `y`, or of `{ output, sum }` where the call has a sum; the call's arrays
-    /// released.
+    /// A Promise of `y` (a fresh array of `y_len` elements copied from byte address `y_at`),
+    /// or of `{ output, sum }` where `v_len` is not negative.
     #[wasm_bindgen(js_name = cpuFinish)]
-    fn cpu_finish() -> Promise;
+    fn cpu_finish(
+        y_at: u32,
+        y_len: u32,
+        y_f16: bool,
+        v_at: u32,
+        v_len: i32,
+        v_f16: bool,
+    ) -> Promise;
 }
 
 /// Slots of the header `cpuRead` fills: per array (in `ARRAYS`' order) its length (-1:
@@ -262,22 +245,25 @@ pub fn run(ctx: &CpuContext, args: &JsValue, sum: bool) -> Option<Promise> {
         if !cpu_copy(at, -1.0, 0) {
             return None;
         }
-        let (y_f16, v_f16) = (staged.y.dtype == Dtype::F16, x.input.dtype == Dtype::F16);
-        let v_at = staged.sum.map_or(-1.0, |v| f64::from(address(&v)));
         for (from, len) in staged.blocks() {
-            let (block, block_at) = staged.cut(&x, len);
+            let (block, block_at) = staged.cut(&x, from, len);
             if !cpu_copy(at, from as f64, len as u32) {
                 // Only a first block can fail here (nothing the app runs comes between
                 // blocks): the field-by-field path then says why, as for any other refusal.
                 return None;
             }
             ctx.compute_staged(&block, &block_at, &mut scratch);
-            let (from, len, total) = (from as u32, len as u32, staged.total as u32);
-            if !cpu_out(address(&staged.y), y_f16, v_at, v_f16, from, len, total) {
-                break;
-            }
         }
-        Some(cpu_finish())
+        let (y, v) = (staged.y, staged.sum);
+        let (v_at, v_len) = v.map_or((0, -1), |v| (address(&v), v.len as i32));
+        Some(cpu_finish(
+            address(&y),
+            y.len as u32,
+            y.dtype == Dtype::F16,
+            v_at,
+            v_len,
+            x.input.dtype == Dtype::F16,
+        ))
     })
 }
 
