@@ -16,6 +16,9 @@ pub enum Error {
     Shape(String),
     /// An argument of the wrong type.
     Type(String),
+    /// The CPU backend's wasm memory cannot hold a call's or a tensor's arrays: JavaScript's
+    /// own name for a failed allocation, and worth a retry once tensors are freed.
+    Memory(String),
 }
 
 impl Error {
@@ -26,6 +29,7 @@ impl Error {
             Error::InvalidState(_) => "InvalidStateError",
             Error::Shape(_) => "ShapeError",
             Error::Type(_) => "TypeError",
+            Error::Memory(_) => "RangeError",
         }
     }
 
@@ -35,7 +39,8 @@ impl Error {
             | Error::GpuDevice(m)
             | Error::InvalidState(m)
             | Error::Shape(m)
-            | Error::Type(m) => m,
+            | Error::Type(m)
+            | Error::Memory(m) => m,
         }
     }
 }

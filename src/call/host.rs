@@ -9,6 +9,7 @@
 use std::rc::Rc;
 
 use crate::call::dtype::Dtype;
+use crate::call::error::Error;
 use crate::call::numbers::{CpuData, Len, Upload};
 use crate::call::tensor::Tensor;
 use crate::gpu::app_buffer::AppBuffer;
@@ -40,9 +41,10 @@ pub trait HostArray: Len {
     /// This argument with any host data copied (tensors stay as they are).
     fn detach(&self) -> Arg<OwnedArray>;
 
-    /// The numbers copied into wasm memory, for the CPU backend; the error says why the
-    /// browser refused the array.
-    fn to_cpu(&self) -> Result<CpuData, String>;
+    /// The numbers copied into wasm memory, for the CPU backend (`name`: the argument, for
+    /// the error): a `TypeError` where the browser refused the array, a `RangeError` where wasm
+    /// memory cannot hold it.
+    fn to_cpu(&self, name: &str) -> Result<CpuData, Error>;
 }
 
 impl Len for OwnedArray {
@@ -64,8 +66,8 @@ impl HostArray for OwnedArray {
         Arg::Host(self.clone())
     }
 
-    fn to_cpu(&self) -> Result<CpuData, String> {
-        (**self).to_cpu()
+    fn to_cpu(&self, name: &str) -> Result<CpuData, Error> {
+        (**self).to_cpu(name)
     }
 }
 
@@ -137,11 +139,12 @@ impl<H: HostArray> HostArray for Arg<H> {
         }
     }
 
-    fn to_cpu(&self) -> Result<CpuData, String> {
+    fn to_cpu(&self, name: &str) -> Result<CpuData, Error> {
+        let never = |why: &str| Err(Error::Type(format!("{name}: {why}")));
         match self {
-            Arg::Host(h) => h.to_cpu(),
-            Arg::Gpu(_) => Err("a GpuTensor is used as it is, never copied".into()),
-            Arg::Buffer(_) => Err("a GPUBuffer is copied on the GPU, never to the host".into()),
+            Arg::Host(h) => h.to_cpu(name),
+            Arg::Gpu(_) => never("a GpuTensor is used as it is, never copied"),
+            Arg::Buffer(_) => never("a GPUBuffer is copied on the GPU, never to the host"),
         }
     }
 }

@@ -6,6 +6,7 @@ use std::rc::Rc;
 use super::host::{Arg, HostArray, OwnedArray};
 use super::numbers::{CpuData, Upload};
 use crate::call::dtype::Dtype;
+use crate::call::error::Error;
 use crate::call::numbers::Len;
 
 /// Numbers whose little-endian bytes are uploaded as they are: f32, or f16 as its bits.
@@ -125,7 +126,7 @@ macro_rules! host_array {
                 Arg::Host(Rc::new(self.to_vec()))
             }
 
-            fn to_cpu(&self) -> Result<CpuData, String> {
+            fn to_cpu(&self, _: &str) -> Result<CpuData, Error> {
                 Ok(<$e as Element>::cpu(self.to_vec()))
             }
         }

@@ -15,6 +15,7 @@ use crate::call::plan::{Destination, Plan, Request};
 use crate::call::shape::Inputs;
 use crate::call::tensor::Tensor;
 use crate::cpu;
+use crate::cpu::memory::room;
 use crate::gpu::device::{next_context_id, Caps, ContextId};
 use crate::gpu::pending::{Finished, GpuOutput, Output};
 
@@ -170,8 +171,12 @@ impl CpuContext {
             }
             (input, residual) => {
                 let n = plan.shape.len();
-                let mut y = vec![O::default(); n];
-                let mut v = sum.then(|| vec![T::default(); n]);
+                let mut y = room(n, "output")?;
+                y.resize(n, O::default());
+                let mut v = sum.then(|| room(n, "sum")).transpose()?;
+                if let Some(v) = v.as_mut() {
+                    v.resize(n, T::default());
+                }
                 let call = Inputs {
                     input: T::of(&input),
                     residual: residual.as_deref().map(T::of),
@@ -204,9 +209,7 @@ impl CpuContext {
     /// Copies `data` into a tensor of this context.
     pub fn upload<A: HostArray>(&self, data: &A) -> Result<Rc<Tensor>, Error> {
         check_upload(data.len(), data.dtype(), &CAPS)?;
-        let copied = data
-            .to_cpu()
-            .map_err(|e| Error::Type(format!("data: the browser refused the array ({e})")))?;
+        let copied = data.to_cpu("data")?;
         Ok(Rc::new(Tensor::on_cpu(copied, self.id)))
     }
 
@@ -230,10 +233,7 @@ impl CpuContext {
 fn data<'a, A: HostArray>(name: &str, a: &'a A) -> Result<Data<'a>, Error> {
     match a.resident().and_then(|t| t.cpu_data()) {
         Some(d) => d.try_borrow().map(Data::Tensor).map_err(|_| busy(name)),
-        None => a
-            .to_cpu()
-            .map(Data::Copied)
-            .map_err(|e| Error::Type(format!("{name}: the browser refused the array ({e})"))),
+        None => a.to_cpu(name).map(Data::Copied),
     }
 }
 

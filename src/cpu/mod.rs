@@ -6,6 +6,7 @@ pub mod driver;
 mod element;
 pub mod half;
 mod kernel;
+pub mod memory;
 mod row;
 pub mod scratch;
 

@@ -64,8 +64,10 @@ impl HostArray for Span {
         Arg::Host(Rc::new(*self))
     }
 
-    fn to_cpu(&self) -> Result<CpuData, String> {
-        Err("an array in CPU scratch memory is read where it lies".into())
+    fn to_cpu(&self, name: &str) -> Result<CpuData, Error> {
+        Err(Error::Type(format!(
+            "{name}: an array in CPU scratch memory is read where it lies"
+        )))
     }
 }
 

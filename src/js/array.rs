@@ -5,10 +5,12 @@
 use std::rc::Rc;
 
 use crate::call::dtype::Dtype;
+use crate::call::error::Error;
 use crate::call::host::{Arg, HostArray, OwnedArray};
 use crate::call::numbers::Len;
 use crate::call::numbers::{CpuData, Upload};
 use crate::call::shape::Inputs;
+use crate::cpu::memory::room;
 use js_sys::{ArrayBuffer, Float32Array, Function, Object, Reflect, Uint16Array};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
@@ -185,7 +187,7 @@ impl HostArray for JsArray {
         Arg::Host(Rc::new(self.copy()))
     }
 
-    fn to_cpu(&self) -> Result<CpuData, String> {
+    fn to_cpu(&self, name: &str) -> Result<CpuData, Error> {
         // `%TypedArray%.prototype.set` on a view of wasm memory: one copy, sized by the
         // source's internal length (never a getter's), and a throw comes back as an Err.
         // f16 goes through a Uint16Array of the same bits, so a Float16Array is not
@@ -201,6 +203,7 @@ impl HostArray for JsArray {
                         .and_then(|m| m.as_string())
                         .unwrap_or_else(|| "the copy failed".into())
                 })
+                .map_err(|e| Error::Type(format!("{name}: the browser refused the array ({e})")))
         };
         // Into the vector's spare capacity, then its length set: zero-filling first
         // writes every byte twice (measured: ~14 % of a 1024×4096 call). The view lives
@@ -208,7 +211,7 @@ impl HostArray for JsArray {
         // detach it.
         match self.dtype {
             Dtype::F32 => {
-                let mut v: Vec<f32> = Vec::with_capacity(self.len);
+                let mut v: Vec<f32> = room(self.len, name)?;
                 let view = unsafe { Float32Array::view_mut_raw(v.as_mut_ptr(), self.len) };
                 copy(&view, &self.array)?;
                 // The copy wrote all `len` elements (a failure returned above).
@@ -216,10 +219,12 @@ impl HostArray for JsArray {
                 Ok(CpuData::F32(v))
             }
             Dtype::F16 => {
-                let bits = self
-                    .bits()
-                    .map_err(|_| "a typed array whose bits can be read".to_string())?;
-                let mut v: Vec<u16> = Vec::with_capacity(self.len);
+                let bits = self.bits().map_err(|_| {
+                    Error::Type(format!(
+                        "{name}: the browser refused the array (a typed array whose bits can be read)"
+                    ))
+                })?;
+                let mut v: Vec<u16> = room(self.len, name)?;
                 let view = unsafe { Uint16Array::view_mut_raw(v.as_mut_ptr(), self.len) };
                 copy(&view, &bits)?;
                 // As above: all `len` elements were written.

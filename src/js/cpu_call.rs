@@ -22,8 +22,10 @@ use crate::call::dtype::Dtype;
 use crate::call::error::Error;
 use crate::call::shape::{Inputs, Norm, NormKind, DEFAULT_EPS};
 use crate::cpu::driver::CpuContext;
+use crate::cpu::memory::reserve;
 use crate::cpu::scratch::{lay_out, Span};
 use crate::js::args::ARGS_KEYS;
+use crate::js::value::to_js;
 
 #[wasm_bindgen(inline_js = r#"
 const { getPrototypeOf } = Object, U16 = Uint16Array;
@@ -230,6 +232,10 @@ pub fn run(ctx: &CpuContext, args: &JsValue, sum: bool) -> Option<Promise> {
         };
         if scratch.len() < staged.words {
             // Grows wasm memory at most here, before any view of it is made for this call.
+            if let Err(e) = reserve(&mut scratch, staged.words, "input") {
+                cpu_release();
+                return Some(Promise::reject(&to_js(e)));
+            }
             scratch.resize(staged.words, 0);
         }
         let base = scratch.as_ptr() as u32;

@@ -128,7 +128,7 @@ impl FusedRmsNorm {
 
     /// Normalizes `args.input + args.residual (+ args.bias)` row by row. Resolves with a
     /// fresh `Float32Array` of `input.length`; rejects with `TypeError`, `ShapeError` or
-    /// `GpuDeviceError`.
+    /// `GpuDeviceError` (on the CPU backend, `RangeError` where its wasm memory is full).
     #[wasm_bindgen(unchecked_return_type = "Promise<Float32Array>")]
     pub fn run(
         &self,

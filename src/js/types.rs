@@ -337,7 +337,8 @@ export interface FusedRmsNormDeviceLostEvent {
  * `output` is in `outputDtype` (default: the data's), `sum` in the data's dtype.
  * Create with `await FusedRmsNorm.create()`; release with `free()`.
  * Every failure is a Promise rejection with a named `Error` (`WebGpuUnavailableError`,
- * `GpuDeviceError`, `InvalidStateError`, `ShapeError`, `TypeError`).
+ * `GpuDeviceError`, `InvalidStateError`, `ShapeError`, `TypeError`; on the CPU backend
+ * `RangeError` where its wasm memory cannot hold a call).
  */
 export class FusedRmsNorm {
   private constructor();
@@ -371,7 +372,8 @@ export class FusedRmsNorm {
   runWithSum(args: FusedRmsNormInPlaceArgs<"f32"> | FusedRmsNormInPlaceArgs<"f16">): Promise<void>;
   /**
    * Uploads `data` as a tensor calls accept in place of an array. Synchronous; throws
-   * `TypeError`, `ShapeError` (too large for one binding) or `InvalidStateError`.
+   * `TypeError`, `ShapeError` (too large for one binding), `RangeError` (the CPU backend's
+   * wasm memory full) or `InvalidStateError`.
    */
   upload(data: Float32Array, options?: GpuTensorOptions<"f32">): GpuTensor<"f32">;
   upload(data: F16Array, options?: GpuTensorOptions<"f16">): GpuTensor<"f16">;

@@ -127,6 +127,10 @@ pub fn to_js(e: Error) -> JsValue {
     if let Error::Type(message) = &e {
         return js_sys::TypeError::new(message).into();
     }
+    // Likewise a failed allocation is JavaScript's RangeError.
+    if let Error::Memory(message) = &e {
+        return js_sys::RangeError::new(message).into();
+    }
     let err = js_sys::Error::new(e.message());
     err.set_name(e.name());
     err.into()

@@ -1,13 +1,14 @@
 // Long runs and big inputs in headless Chromium's WebGPU: 10,000 calls with memory, live
 // buffers and per-call time flat, arrays of more than 128 MiB, and a row larger than the
-// device can bind. The harness page and its servers: reliability-harness.mjs.
+// device can bind; the CPU backend past its 4 GiB of wasm memory. The harness page and its
+// servers: reliability-harness.mjs.
 //
 //   bash scripts/build.sh && node --test --test-reporter=spec tests/e2e/long-runs-and-big-inputs.test.mjs
 import assert from "node:assert/strict";
 
 import { reliabilitySuite, test } from "./reliability-harness.mjs";
 
-const { inPage } = reliabilitySuite("webgpu-rmsnorm-long-and-big-");
+const { inPage, harnessPage, servers } = reliabilitySuite("webgpu-rmsnorm-long-and-big-");
 
 // ---------------------------------------------------------------------------------------
 // Long runs
@@ -137,4 +138,75 @@ test("big input: one row larger than the device can bind rejects with ShapeError
   assert.equal(r.hugeHiddenSmallArrays?.name, "ShapeError");
   assert.match(r.hugeHiddenSmallArrays.message, /^input:/);
   assert.ok(r.afterOk, "a good call after the rejections");
+});
+
+test("CPU backend: past the 4 GiB of wasm memory, uploads throw and calls reject with RangeError; the instance keeps working, and works in full once tensors are freed", { timeout: 120_000 }, async (t) => {
+  // A page of its own: wasm memory never shrinks, so the suite's page keeps its own size.
+  const page = await harnessPage(servers.plain);
+  try {
+    const r = await page.evaluate(async () => {
+      const h = await window.harness;
+      const n = await h.FusedRmsNorm.create({ backend: "cpu" });
+      const hidden = 4096;
+      const a = h.makeArgs({ rows: 4096, hidden, bias: true, seed: 3 }); // 64 MiB arrays
+      const failures = [];
+      const kept = [n.upload(a.input), n.upload(a.residual)];
+      const [tx, tr] = kept;
+      // Fill wasm memory: 256 MiB tensors until one is refused, then 16 MiB ones.
+      const refusals = [];
+      for (const size of [64 << 20, 4 << 20]) {
+        const data = new Float32Array(size);
+        for (let i = 0; i < 4096; i++) {
+          try {
+            kept.push(n.upload(data));
+          } catch (e) {
+            refusals.push({ name: e.name, message: e.message, range: e instanceof RangeError });
+            break;
+          }
+        }
+      }
+      const slow = (args) => Object.create({ inherited: 1 }, Object.getOwnPropertyDescriptors(args));
+      const full = {};
+      for (const [what, call] of [
+        ["run, arrays", () => n.run(a)],
+        ["runWithSum, arrays", () => n.runWithSum(a)],
+        ["run, arrays read field by field", () => n.run(slow(a))],
+        ["run, tensors", () => n.run({ ...a, input: tx, residual: tr })],
+        ["runWithSum, tensors to tensors", () => n.runWithSum({ ...a, input: tx, residual: tr, output: "gpu" })],
+      ]) {
+        let sync;
+        try {
+          full[what] = (await h.settle(call())).err ?? { name: "resolved" };
+        } catch (e) {
+          sync = e;
+        }
+        if (sync) failures.push(`${what}: threw ${sync.name}: ${sync.message}`);
+      }
+      // Small calls still fit while memory is full.
+      const small = h.makeArgs({ rows: 2, hidden: 64, bias: true, seed: 4 });
+      const whileFull = h.check(small, await n.run(small)).ok;
+      for (const k of kept) k.free();
+      const y = await n.runWithSum(a);
+      const afterFree = h.check(a, y.output, y.sum).ok;
+      const again = n.upload(new Float32Array(64 << 20));
+      again.free();
+      return { refusals, full, whileFull, afterFree, failures };
+    });
+    t.diagnostic(JSON.stringify(r.refusals));
+    assert.deepEqual(r.failures, []);
+    assert.equal(r.refusals.length, 2, "a 256 MiB and then a 16 MiB upload refused");
+    for (const e of r.refusals) {
+      assert.equal(e.name, "RangeError");
+      assert.ok(e.range, "an instance of RangeError");
+      assert.match(e.message, /^data: \d+ MiB more than the CPU backend's wasm memory can hold now/);
+    }
+    for (const [what, e] of Object.entries(r.full)) {
+      assert.equal(e.name, "RangeError", `${what}: ${JSON.stringify(e)}`);
+      assert.match(e.message, /wasm memory can hold now/, what);
+    }
+    assert.ok(r.whileFull, "a small call while wasm memory is full");
+    assert.ok(r.afterFree, "the 4096×4096 call once the tensors are freed, against the f64 reference");
+  } finally {
+    await page.close();
+  }
 });

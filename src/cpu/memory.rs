@@ -1,0 +1,39 @@
+//! Room in wasm memory for the CPU backend's arrays, asked for so that running out of it is an
+//! error the caller can act on (free tensors, split the call) and not an abort: wasm32 memory
+//! ends at 4 GiB, and a failed allocation would end the instance (`panic = abort`), its trap
+//! escaping to JavaScript as `RuntimeError: unreachable` (measured: the sixteenth `upload()` of
+//! a 256 MiB array did that).
+
+use crate::call::error::Error;
+
+/// An empty vector with room for `len` elements.
+pub fn room<T>(len: usize, what: &str) -> Result<Vec<T>, Error> {
+    let mut v = Vec::new();
+    reserve(&mut v, len, what)?;
+    Ok(v)
+}
+
+/// Room in `v` for `len` elements in all.
+pub fn reserve<T>(v: &mut Vec<T>, len: usize, what: &str) -> Result<(), Error> {
+    let more = len.saturating_sub(v.len());
+    v.try_reserve_exact(more).map_err(|_| {
+        let mib = |bytes: f64| bytes / f64::from(1u32 << 20);
+        let asked = mib((more * std::mem::size_of::<T>()) as f64);
+        Error::Memory(format!(
+            "{what}: {asked:.0} MiB more than the CPU backend's wasm memory can hold now \
+             ({:.0} MiB of it in use, 4096 at most); free tensors, or split the call",
+            mib(in_use() as f64)
+        ))
+    })
+}
+
+/// Bytes of wasm memory the module has grown to (never given back).
+#[cfg(target_arch = "wasm32")]
+fn in_use() -> usize {
+    core::arch::wasm32::memory_size(0) * 65536
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+fn in_use() -> usize {
+    0
+}
