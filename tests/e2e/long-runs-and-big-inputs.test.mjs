@@ -166,6 +166,7 @@ test("CPU backend: past the 4 GiB of wasm memory, uploads throw and calls reject
         }
       }
       const slow = (args) => Object.create({ inherited: 1 }, Object.getOwnPropertyDescriptors(args));
+      const halves = new Uint16Array(a.input.length); // 32 MiB
       const full = {};
       for (const [what, call] of [
         ["run, arrays", () => n.run(a)],
@@ -173,6 +174,9 @@ test("CPU backend: past the 4 GiB of wasm memory, uploads throw and calls reject
         ["run, arrays read field by field", () => n.run(slow(a))],
         ["run, tensors", () => n.run({ ...a, input: tx, residual: tr })],
         ["runWithSum, tensors to tensors", () => n.runWithSum({ ...a, input: tx, residual: tr, output: "gpu" })],
+        ["run, f16 arrays", () => n.run({ ...a, input: halves, residual: halves, gamma: new Uint16Array(hidden), bias: undefined })],
+        ["timeDispatches, arrays", () => n.timeDispatches(a, 1)],
+        ["gpuTime, arrays", () => n.gpuTime(a, 1)],
       ]) {
         let sync;
         try {
