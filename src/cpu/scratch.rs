@@ -38,6 +38,13 @@ impl Span {
         (self.len * self.dtype.bytes()).div_ceil(16) * 4
     }
 
+    /// Words its elements cover. A block's results start mid-region where a row is not whole
+    /// 16-byte blocks, so their region ends where their elements do: rounded up to whole
+    /// blocks, the last block's would run past the call's region (and past the scratch).
+    fn covered(&self) -> usize {
+        (self.len * self.dtype.bytes()).div_ceil(4)
+    }
+
     fn end(&self) -> usize {
         self.at + self.words()
     }
@@ -213,8 +220,8 @@ fn regions<const N: usize>(
     spans.map(|s| {
         let s = s?;
         let rest = std::mem::take(&mut scratch);
-        let (region, tail) = rest[s.at - start..].split_at_mut(s.words());
-        start = s.end();
+        let (region, tail) = rest[s.at - start..].split_at_mut(s.covered());
+        start = s.at + s.covered();
         scratch = tail;
         Some(region)
     })

@@ -88,6 +88,27 @@ test("the common call of typed arrays and the same call read field by field give
   assert.ok(r.cases >= 5 * 12 * 2 * 2, `${r.cases} cases`);
 });
 
+test("rows whose length is not whole 16-byte blocks, over several blocks, as the first call of a page (scratch no larger than the call): the f64 reference and the field-by-field bits (cpu)", async () => {
+  const r = await inPage(async () => {
+    const { pkg, seeded, ref } = window.lib;
+    const n = await pkg.FusedRmsNorm.create({ backend: "cpu" });
+    const slow = (args) => Object.create({ inherited: 1 }, Object.getOwnPropertyDescriptors(args));
+    const same = (x, y) => x.length === y.length && x.every((v, i) => Object.is(v, y[i]));
+    const failures = [];
+    // 20 rows of 4099: blocks of 15 rows, the last block's results ending mid-16-byte block.
+    const a = seeded.caseArgs({ rows: 20, hidden: 4099, bias: true, beta: true, seed: 9 });
+    const y = await n.run(a);
+    const rep = ref.compare(a, y, { tol: 1e-5 });
+    if (!rep.ok) failures.push(`run: ${rep.problems.join("; ")}`);
+    if (!same(y, await n.run(slow(a)))) failures.push("run: one step and field by field differ");
+    const both = await n.runWithSum({ ...a, kind: "layer" });
+    const rep2 = ref.compare({ ...a, kind: "layer" }, both.output, { sum: both.sum, tol: 1e-5 });
+    if (!rep2.ok) failures.push(`runWithSum, layer: ${rep2.problems.join("; ")}`);
+    return failures;
+  });
+  assert.deepEqual(r, []);
+});
+
 test("bad values reject with the same named error on both readings, the instance keeps working; a freed instance rejects (cpu)", async () => {
   const r = await inPage(async () => {
     const { pkg, seeded, ref } = window.lib;
