@@ -166,9 +166,9 @@ struct Run<T = f32, O = T> {
 fn run<T: Element + Default, O: Element + Default>(x: &GenericInputs<&[T]>) -> Run<T, O> {
     let n = x.input.len();
     let (mut y, mut v) = (vec![O::default(); n], vec![T::default(); n]);
-    norm(x, &mut y, Some(&mut v));
+    norm(x, &mut y, Some(&mut v)).unwrap();
     let mut y_alone = vec![O::default(); n];
-    norm(x, &mut y_alone, None);
+    norm(x, &mut y_alone, None).unwrap();
     let bits = |y: &[O]| y.iter().map(|&y| y.widen().to_bits()).collect::<Vec<_>>();
     assert!(bits(&y_alone) == bits(&y), "y without v differs");
     Run { y, v }
@@ -179,7 +179,7 @@ fn run<T: Element + Default, O: Element + Default>(x: &GenericInputs<&[T]>) -> R
 fn run_in_place<T: Element>(x: &GenericInputs<&[T]>) -> (Vec<T>, Vec<T>) {
     let mut y = x.input.to_vec();
     let mut v = x.residual.map(<[T]>::to_vec);
-    norm_in_place(&mut y, v.as_deref_mut(), x);
+    norm_in_place(&mut y, v.as_deref_mut(), x).unwrap();
     (y, v.unwrap_or_default())
 }
 
@@ -728,16 +728,16 @@ fn zero_rows_write_nothing_and_do_not_panic() {
         };
         let x = call.inputs();
         let (mut y, mut v) = (Vec::<f32>::new(), Vec::<f32>::new());
-        norm(&x, &mut y, Some(&mut v));
-        norm(&x, &mut y, None);
-        norm_in_place(&mut y, Some(&mut v), &x);
-        norm_in_place(&mut y, None, &x);
+        norm(&x, &mut y, Some(&mut v)).unwrap();
+        norm(&x, &mut y, None).unwrap();
+        norm_in_place(&mut y, Some(&mut v), &x).unwrap();
+        norm_in_place(&mut y, None, &x).unwrap();
         let halves = call.halves();
         let h = halves.inputs();
         let (mut hy, mut hv) = (Vec::<u16>::new(), Vec::<u16>::new());
-        norm(&h, &mut hy, Some(&mut hv));
-        norm(&h, &mut y, Some(&mut hv));
-        norm_in_place(&mut hy, Some(&mut hv), &h);
+        norm(&h, &mut hy, Some(&mut hv)).unwrap();
+        norm(&h, &mut y, Some(&mut hv)).unwrap();
+        norm_in_place(&mut hy, Some(&mut hv), &h).unwrap();
         assert!(y.is_empty() && v.is_empty() && hy.is_empty() && hv.is_empty());
     }
 }
@@ -904,7 +904,7 @@ fn staged<T: Element, O: Element>(
     };
     let ctx = CpuContext::default();
     ctx.check_staged(&spans, sum)?;
-    let at = lay_out(&mut spans, sum);
+    let at = lay_out(&mut spans, sum)?;
     assert!(
         at.block.is_multiple_of(x.hidden.max(1)) && at.block <= BLOCK.max(x.hidden),
         "a block of whole rows, BLOCK elements or one row"
@@ -937,7 +937,7 @@ fn staged<T: Element, O: Element>(
         }
         // Only as much scratch as the layout asks for: the region may be longer, from calls
         // before.
-        ctx.compute_staged(&block, &block_at, &mut scratch[..at.words]);
+        ctx.compute_staged(&block, &block_at, &mut scratch[..at.words])?;
     }
     fn read<E: Element>(scratch: &[u32], s: Span) -> Vec<E> {
         assert!(s.at * 4 + s.len * std::mem::size_of::<E>() <= scratch.len() * 4);

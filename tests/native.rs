@@ -830,7 +830,7 @@ where
     ) -> (Vec<f32>, Vec<f32>) {
         let n = x.input.len();
         let (mut y, mut v) = (vec![O::default(); n], vec![T::default(); n]);
-        norm(x, &mut y, Some(&mut v));
+        norm(x, &mut y, Some(&mut v)).unwrap();
         fn widen<E: Element>(a: &[E]) -> Vec<f32> {
             a.iter().map(|e| e.widen()).collect()
         }

@@ -150,7 +150,7 @@ impl CpuContext {
                 T::of_mut(&mut input),
                 residual.as_deref_mut().map(T::of_mut),
                 &columns,
-            );
+            )?;
             return Ok(done);
         }
         let input = data("input", &x.input)?;
@@ -162,11 +162,11 @@ impl CpuContext {
         let (y, v) = match (input, residual) {
             (Data::Copied(mut input), Some(Data::Copied(mut residual))) if reuse => {
                 let residual_rows = Some(T::of_mut(&mut residual));
-                cpu::norm_in_place(T::of_mut(&mut input), residual_rows, &columns);
+                cpu::norm_in_place(T::of_mut(&mut input), residual_rows, &columns)?;
                 (input, sum.then_some(residual))
             }
             (Data::Copied(mut input), None) if reuse && !sum => {
-                cpu::norm_in_place(T::of_mut(&mut input), None, &columns);
+                cpu::norm_in_place(T::of_mut(&mut input), None, &columns)?;
                 (input, None)
             }
             (input, residual) => {
@@ -183,7 +183,7 @@ impl CpuContext {
                     ..columns
                 };
                 for _ in 0..repeat {
-                    cpu::norm(&call, &mut y, v.as_deref_mut());
+                    cpu::norm(&call, &mut y, v.as_deref_mut())?;
                 }
                 (O::wrap(y), v.map(T::wrap))
             }

@@ -19,7 +19,9 @@
 use std::borrow::Cow;
 
 use super::element::Element;
+use super::memory::room;
 use super::row;
+use crate::call::error::Error;
 use crate::call::shape::{Inputs, NormKind};
 
 /// `y` (and `v`, the `sum` output, when given) of every row of `x`: `T` is the data's
@@ -27,9 +29,16 @@ use crate::call::shape::{Inputs, NormKind};
 /// is not read, `O` says it. Every input is widened exactly, the math is f32, and each result
 /// is rounded once to its storage.
 ///
+/// Fails only where wasm memory has no room for the row's scratch and the widened per-column
+/// arrays (a few times `hidden` in f32), before anything is written.
+///
 /// # Panics
 /// If `y` or `v` is not as long as `x.input`.
-pub fn norm<T: Element, O: Element>(x: &Inputs<&[T]>, y: &mut [O], mut v: Option<&mut [T]>) {
+pub fn norm<T: Element, O: Element>(
+    x: &Inputs<&[T]>,
+    y: &mut [O],
+    mut v: Option<&mut [T]>,
+) -> Result<(), Error> {
     let n = x.input.len();
     assert_eq!(y.len(), n, "y: expected the length of input");
     if let Some(v) = &v {
@@ -37,23 +46,29 @@ pub fn norm<T: Element, O: Element>(x: &Inputs<&[T]>, y: &mut [O], mut v: Option
     }
     let hidden = x.hidden;
     if hidden == 0 {
-        return;
+        return Ok(());
     }
-    let mut rows = Rows::new(x);
+    let mut rows = Rows::new(x)?;
     for (r, y) in y.chunks_exact_mut(hidden).enumerate() {
         let at = r * hidden..(r + 1) * hidden;
         rows.read(&x.input[at.clone()], x.residual.map(|res| &res[at.clone()]));
         rows.write(v.as_deref_mut().map(|v| &mut v[at]), y);
     }
+    Ok(())
 }
 
 /// [`norm`] over `input` and `residual`: `residual ← v` (where there is one), `input ← y`, bit
 /// for bit what [`norm`] returns (both are computed from the original values). `x` gives the
-/// call's per-column arrays and options; its `input` and `residual` are not read.
+/// call's per-column arrays and options; its `input` and `residual` are not read. Fails as
+/// [`norm`] does, before anything is written.
 ///
 /// # Panics
 /// If `residual` is not as long as `input`.
-pub fn norm_in_place<T: Element>(input: &mut [T], residual: Option<&mut [T]>, x: &Inputs<&[T]>) {
+pub fn norm_in_place<T: Element>(
+    input: &mut [T],
+    residual: Option<&mut [T]>,
+    x: &Inputs<&[T]>,
+) -> Result<(), Error> {
     let hidden = x.hidden;
     if let Some(residual) = &residual {
         assert_eq!(
@@ -63,9 +78,9 @@ pub fn norm_in_place<T: Element>(input: &mut [T], residual: Option<&mut [T]>, x:
         );
     }
     if hidden == 0 {
-        return;
+        return Ok(());
     }
-    let mut rows = Rows::new(x);
+    let mut rows = Rows::new(x)?;
     let inputs = input.chunks_exact_mut(hidden);
     // The row is read whole before either of its arrays is written.
     match residual {
@@ -82,6 +97,7 @@ pub fn norm_in_place<T: Element>(input: &mut [T], residual: Option<&mut [T]>, x:
             }
         }
     }
+    Ok(())
 }
 
 /// One row at a time, through a row of f32 scratch; the per-column arrays in f32, widened
@@ -97,26 +113,29 @@ struct Rows<'a> {
 }
 
 impl<'a> Rows<'a> {
-    fn new<T: Element>(x: &Inputs<&'a [T]>) -> Self {
+    fn new<T: Element>(x: &Inputs<&'a [T]>) -> Result<Self, Error> {
         let offset = x.norm.gamma_offset;
-        let gamma = |g: &'a [T]| {
-            let g = T::widen_all(g);
+        let gamma = |g: &'a [T], what: &str| -> Result<Cow<'a, [f32]>, Error> {
+            let g = T::widen_all(g, what)?;
             // No offset is no addition: adding 0 would turn a gamma of -0 into +0.
             if offset == 0.0 {
-                g
-            } else {
-                g.iter().map(|&g| g + offset).collect()
+                return Ok(g);
             }
+            let mut shifted = room(g.len(), what)?;
+            shifted.extend(g.iter().map(|&g| g + offset));
+            Ok(Cow::Owned(shifted))
         };
-        Rows {
+        let mut v = room(x.hidden, "input")?;
+        v.resize(x.hidden, 0.0);
+        Ok(Rows {
             kind: x.norm.kind,
-            gamma: gamma(x.gamma),
-            post_gamma: x.post_gamma.map(gamma),
-            beta: x.beta.map(T::widen_all),
-            bias: x.bias.map(T::widen_all),
+            gamma: gamma(x.gamma, "gamma")?,
+            post_gamma: x.post_gamma.map(|g| gamma(g, "postGamma")).transpose()?,
+            beta: x.beta.map(|b| T::widen_all(b, "beta")).transpose()?,
+            bias: x.bias.map(|b| T::widen_all(b, "bias")).transpose()?,
             eps: x.eps,
-            v: vec![0.0; x.hidden],
-        }
+            v,
+        })
     }
 
     /// Forms the row's `v` into scratch.

@@ -17,23 +17,24 @@ pub fn room<T>(len: usize, what: &str) -> Result<Vec<T>, Error> {
 pub fn reserve<T>(v: &mut Vec<T>, len: usize, what: &str) -> Result<(), Error> {
     let more = len.saturating_sub(v.len());
     v.try_reserve_exact(more).map_err(|_| {
+        // In f64: in wasm32's usize a request of 4 GiB, or memory grown to all of it, wraps.
         let mib = |bytes: f64| bytes / f64::from(1u32 << 20);
-        let asked = mib((more * std::mem::size_of::<T>()) as f64);
+        let asked = mib(more as f64 * std::mem::size_of::<T>() as f64);
         Error::Memory(format!(
             "{what}: {asked:.0} MiB more than the CPU backend's wasm memory can hold now \
              ({:.0} MiB of it in use, 4096 at most); free tensors, or split the call",
-            mib(in_use() as f64)
+            mib(in_use())
         ))
     })
 }
 
 /// Bytes of wasm memory the module has grown to (never given back).
 #[cfg(target_arch = "wasm32")]
-fn in_use() -> usize {
-    core::arch::wasm32::memory_size(0) * 65536
+fn in_use() -> f64 {
+    core::arch::wasm32::memory_size(0) as f64 * 65536.0
 }
 
 #[cfg(not(target_arch = "wasm32"))]
-fn in_use() -> usize {
-    0
+fn in_use() -> f64 {
+    0.0
 }

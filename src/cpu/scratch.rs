@@ -145,8 +145,9 @@ impl Staged {
 /// `x`'s input and residual are left a block long. `x.input`'s dtype is the data's (a call
 /// whose arrays disagree is refused by [`CpuContext::check_staged`] before anything is
 /// computed, and [`Plan::new`]'s checks are of the whole call: made before this).
-pub fn lay_out(x: &mut Inputs<Span>, sum: bool) -> Staged {
+pub fn lay_out(x: &mut Inputs<Span>, sum: bool) -> Result<Staged, Error> {
     let total = x.input.len;
+    fits(x, sum)?;
     let block = ((BLOCK / x.hidden.max(1)).max(1) * x.hidden).min(total);
     x.input.len = block;
     if let Some(r) = x.residual.as_mut() {
@@ -174,13 +175,13 @@ pub fn lay_out(x: &mut Inputs<Span>, sum: bool) -> Staged {
     let out_dtype = x.norm.output_dtype.unwrap_or(dtype);
     // In place needs the residual's copy to take v; without a residual, v needs a region.
     if block == total && out_dtype == dtype && (x.residual.is_some() || !sum) {
-        return Staged {
+        return Ok(Staged {
             y: x.input,
             sum: x.residual.filter(|_| sum),
             words: end,
             total,
             block,
-        };
+        });
     }
     let mut y = Span::of(total, out_dtype);
     place(&mut y);
@@ -188,13 +189,44 @@ pub fn lay_out(x: &mut Inputs<Span>, sum: bool) -> Staged {
     if let Some(v) = v.as_mut() {
         place(v);
     }
-    Staged {
+    Ok(Staged {
         y,
         sum: v,
         words: end,
         total,
         block,
+    })
+}
+
+/// Refuses a call whose scratch could not be one allocation: wasm32's `usize` is 32 bits and
+/// a `Vec` holds at most `isize::MAX` bytes, so past that the sizes computed here in `usize`
+/// (words, offsets) would wrap first. Counted in `u64`, as [`lay_out`] places them: a block
+/// of the input and of the residual, the per-column arrays and the results whole, each
+/// rounded up to 16 bytes.
+fn fits(x: &Inputs<Span>, sum: bool) -> Result<(), Error> {
+    let bytes = |len: usize, d: Dtype| (len as u64 * d.bytes() as u64).div_ceil(16) * 16;
+    let total = x.input.len;
+    let block = total.min(BLOCK.max(x.hidden));
+    let out = x.norm.output_dtype.unwrap_or(x.input.dtype);
+    let need: u64 = x
+        .named()
+        .map(|(name, s)| match name {
+            "input" | "residual" => bytes(block, s.dtype),
+            _ => bytes(s.len, s.dtype),
+        })
+        .sum::<u64>()
+        + bytes(total, out)
+        + if sum { bytes(total, x.input.dtype) } else { 0 };
+    let most = isize::MAX as u64;
+    if need <= most && bytes(total, Dtype::F32) <= most {
+        return Ok(());
     }
+    Err(Error::Memory(format!(
+        "input: the call needs {} MiB of the CPU backend's wasm memory in one piece, more than \
+         it can hold ({} MiB at most); split the call",
+        need >> 20,
+        most >> 20
+    )))
 }
 
 /// The element types of scratch memory: any bit pattern is a value, and 4-byte words align them.
@@ -235,11 +267,16 @@ impl CpuContext {
 
     /// Computes a call checked by [`CpuContext::check_staged`] whose arrays were copied to
     /// where [`lay_out`] placed them in `scratch` (at least `at.words` long); the results are
-    /// then where `at` says.
+    /// then where `at` says. Fails as [`cpu::norm`] does, before anything is written.
     ///
     /// # Panics
     /// If `scratch` is shorter than the layout.
-    pub fn compute_staged(&self, x: &Inputs<Span>, at: &Staged, scratch: &mut [u32]) {
+    pub fn compute_staged(
+        &self,
+        x: &Inputs<Span>,
+        at: &Staged,
+        scratch: &mut [u32],
+    ) -> Result<(), Error> {
         assert!(
             scratch.len() >= at.words,
             "scratch: shorter than the layout"
@@ -259,7 +296,11 @@ fn column<T: Word>(words: Option<&mut [u32]>, s: Option<Span>) -> Option<&[T]> {
     Some(elements::<T>(words?, s?))
 }
 
-fn staged<T: Word, O: Word>(x: &Inputs<Span>, at: &Staged, scratch: &mut [u32]) {
+fn staged<T: Word, O: Word>(
+    x: &Inputs<Span>,
+    at: &Staged,
+    scratch: &mut [u32],
+) -> Result<(), Error> {
     let in_place = at.in_place(x);
     let y = (!in_place).then_some(at.y);
     let v = at.sum.filter(|_| !in_place);
@@ -294,8 +335,7 @@ fn staged<T: Word, O: Word>(x: &Inputs<Span>, at: &Staged, scratch: &mut [u32]) 
     let residual = residual.zip(x.residual).map(|(w, s)| elements::<T>(w, s));
     if in_place {
         // Bit for bit what the out-of-place kernel writes; the copies are the call's own.
-        cpu::norm_in_place(input, residual, &columns);
-        return;
+        return cpu::norm_in_place(input, residual, &columns);
     }
     let (Some(y_words), Some(y)) = (y_words, y) else {
         unreachable!("y has a region of its own where it is not written over input")
@@ -306,5 +346,5 @@ fn staged<T: Word, O: Word>(x: &Inputs<Span>, at: &Staged, scratch: &mut [u32]) 
         ..columns
     };
     let v = v_words.zip(v).map(|(w, s)| elements::<T>(w, s));
-    cpu::norm(&call, elements::<O>(y_words, y), v);
+    cpu::norm(&call, elements::<O>(y_words, y), v)
 }

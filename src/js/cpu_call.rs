@@ -218,12 +218,20 @@ pub fn run(ctx: &CpuContext, args: &JsValue, sum: bool) -> Option<Promise> {
     let h: [f64; HEADER] = HEADER_SLOTS.with(|s| s.borrow()[..].try_into().unwrap());
     let laid_out = inputs(&h).and_then(|mut x| {
         ctx.check_staged(&x, sum)?;
-        let staged = lay_out(&mut x, sum);
+        let staged = lay_out(&mut x, sum)?;
         Ok((x, staged))
     });
-    let Ok((x, staged)) = laid_out else {
-        cpu_release();
-        return None;
+    let (x, staged) = match laid_out {
+        Ok(laid_out) => laid_out,
+        Err(e) => {
+            // Too big for wasm memory is said at once: the field-by-field path would copy
+            // the arrays before finding out.
+            if matches!(e, Error::Memory(_)) {
+                return Some(rejected(e));
+            }
+            cpu_release();
+            return None;
+        }
     };
     SCRATCH.with(|s| {
         let Ok(mut scratch) = s.try_borrow_mut() else {
@@ -233,8 +241,7 @@ pub fn run(ctx: &CpuContext, args: &JsValue, sum: bool) -> Option<Promise> {
         if scratch.len() < staged.words {
             // Grows wasm memory at most here, before any view of it is made for this call.
             if let Err(e) = reserve(&mut scratch, staged.words, "input") {
-                cpu_release();
-                return Some(Promise::reject(&to_js(e)));
+                return Some(rejected(e));
             }
             scratch.resize(staged.words, 0);
         }
@@ -258,7 +265,9 @@ pub fn run(ctx: &CpuContext, args: &JsValue, sum: bool) -> Option<Promise> {
                 // blocks): the field-by-field path then says why, as for any other refusal.
                 return None;
             }
-            ctx.compute_staged(&block, &block_at, &mut scratch);
+            if let Err(e) = ctx.compute_staged(&block, &block_at, &mut scratch) {
+                return Some(rejected(e));
+            }
         }
         let (y, v) = (staged.y, staged.sum);
         let (v_at, v_len) = v.map_or((0, -1), |v| (address(&v), v.len as i32));
@@ -271,6 +280,12 @@ pub fn run(ctx: &CpuContext, args: &JsValue, sum: bool) -> Option<Promise> {
             x.input.dtype == Dtype::F16,
         ))
     })
+}
+
+/// A call that could not be made, its arrays released.
+fn rejected(e: Error) -> Promise {
+    cpu_release();
+    Promise::reject(&to_js(e))
 }
 
 /// The call `cpuRead` found, its numbers checked as `args.rs` checks them.

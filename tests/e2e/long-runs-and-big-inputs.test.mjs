@@ -177,6 +177,8 @@ test("CPU backend: past the 4 GiB of wasm memory, uploads throw and calls reject
         ["run, f16 arrays", () => n.run({ ...a, input: halves, residual: halves, gamma: new Uint16Array(hidden), bias: undefined })],
         ["timeDispatches, arrays", () => n.timeDispatches(a, 1)],
         ["gpuTime, arrays", () => n.gpuTime(a, 1)],
+        // Its scratch is small; the kernel's own f32 copies of a row and of gamma are not.
+        ["run, f16 data, one row of 2**20", () => n.run({ input: new Uint16Array(2 ** 20), gamma: new Uint16Array(2 ** 20), hidden: 2 ** 20, outputDtype: "f32" })],
       ]) {
         let sync;
         try {
@@ -210,6 +212,37 @@ test("CPU backend: past the 4 GiB of wasm memory, uploads throw and calls reject
     }
     assert.ok(r.whileFull, "a small call while wasm memory is full");
     assert.ok(r.afterFree, "the 4096×4096 call once the tensors are freed, against the f64 reference");
+  } finally {
+    await page.close();
+  }
+});
+
+test("CPU backend: a call whose results alone pass what one wasm allocation can hold rejects with RangeError at once; the instance keeps working", { timeout: 120_000 }, async (t) => {
+  const page = await harnessPage(servers.plain);
+  try {
+    const r = await page.evaluate(async () => {
+      const h = await window.harness;
+      const n = await h.FusedRmsNorm.create({ backend: "cpu" });
+      const out = {};
+      // 2 GiB of halves with f32 results (4 GiB), and 2 GiB of f32 with y and sum (4 GiB):
+      // never written, so the OS commits no pages for them.
+      const halves = new Uint16Array(2 ** 30);
+      const t0 = performance.now();
+      out.f16ToF32 = (await h.settle(n.run({ input: halves, gamma: new Uint16Array(4096), hidden: 4096, outputDtype: "f32" }))).err;
+      out.ms = performance.now() - t0;
+      const floats = new Float32Array(2 ** 29);
+      out.withSum = (await h.settle(n.runWithSum({ input: floats, gamma: new Float32Array(4096), hidden: 4096 }))).err;
+      const small = h.makeArgs({ rows: 3, hidden: 96, bias: true, seed: 5 });
+      out.afterOk = h.check(small, await n.run(small)).ok;
+      return out;
+    });
+    t.diagnostic(`${JSON.stringify(r.f16ToF32)} in ${Math.round(r.ms)} ms; ${JSON.stringify(r.withSum)}`);
+    for (const e of [r.f16ToF32, r.withSum]) {
+      assert.equal(e?.name, "RangeError", JSON.stringify(e));
+      assert.match(e.message, /^input: the call needs \d+ MiB of the CPU backend's wasm memory in one piece/);
+    }
+    assert.ok(r.ms < 1000, `refused at once, not after copying 2 GiB (${r.ms} ms)`);
+    assert.ok(r.afterOk, "a good call after the rejections");
   } finally {
     await page.close();
   }
