@@ -147,8 +147,8 @@ impl Staged {
 /// computed, and [`Plan::new`]'s checks are of the whole call: made before this).
 pub fn lay_out(x: &mut Inputs<Span>, sum: bool) -> Result<Staged, Error> {
     let total = x.input.len;
-    fits(x, sum)?;
     let block = ((BLOCK / x.hidden.max(1)).max(1) * x.hidden).min(total);
+    fits(x, block, sum)?;
     x.input.len = block;
     if let Some(r) = x.residual.as_mut() {
         r.len = block;
@@ -200,21 +200,19 @@ pub fn lay_out(x: &mut Inputs<Span>, sum: bool) -> Result<Staged, Error> {
 
 /// Refuses a call whose scratch could not be one allocation: wasm32's `usize` is 32 bits and
 /// a `Vec` holds at most `isize::MAX` bytes, so past that the sizes computed here in `usize`
-/// (words, offsets) would wrap first. Counted in `u64`, as [`lay_out`] places them: a block
-/// of the input and of the residual, the per-column arrays and the results whole, each
-/// rounded up to 16 bytes.
-fn fits(x: &Inputs<Span>, sum: bool) -> Result<(), Error> {
+/// (words, offsets) would wrap first. Counted in `u64`, as [`lay_out`] places them: `block`
+/// elements of the input and of the residual, the per-column arrays and the results whole,
+/// each rounded up to 16 bytes.
+fn fits(x: &Inputs<Span>, block: usize, sum: bool) -> Result<(), Error> {
     let bytes = |len: usize, d: Dtype| (len as u64 * d.bytes() as u64).div_ceil(16) * 16;
     let total = x.input.len;
-    let block = total.min(BLOCK.max(x.hidden));
+    let rows = [Some(x.input), x.residual].into_iter().flatten();
+    let columns = [Some(x.gamma), x.beta, x.bias, x.post_gamma]
+        .into_iter()
+        .flatten();
     let out = x.norm.output_dtype.unwrap_or(x.input.dtype);
-    let need: u64 = x
-        .named()
-        .map(|(name, s)| match name {
-            "input" | "residual" => bytes(block, s.dtype),
-            _ => bytes(s.len, s.dtype),
-        })
-        .sum::<u64>()
+    let need: u64 = rows.map(|s| bytes(block, s.dtype)).sum::<u64>()
+        + columns.map(|s| bytes(s.len, s.dtype)).sum::<u64>()
         + bytes(total, out)
         + if sum { bytes(total, x.input.dtype) } else { 0 };
     let most = isize::MAX as u64;

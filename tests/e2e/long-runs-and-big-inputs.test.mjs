@@ -140,110 +140,110 @@ test("big input: one row larger than the device can bind rejects with ShapeError
   assert.ok(r.afterOk, "a good call after the rejections");
 });
 
-test("CPU backend: past the 4 GiB of wasm memory, uploads throw and calls reject with RangeError; the instance keeps working, and works in full once tensors are freed", { timeout: 120_000 }, async (t) => {
-  // A page of its own: wasm memory never shrinks, so the suite's page keeps its own size.
+// A page of its own for the CPU backend's memory tests: wasm memory never shrinks, so the
+// suite's page keeps its own size.
+async function inOwnPage(fn) {
   const page = await harnessPage(servers.plain);
   try {
-    const r = await page.evaluate(async () => {
-      const h = await window.harness;
-      const n = await h.FusedRmsNorm.create({ backend: "cpu" });
-      const hidden = 4096;
-      const a = h.makeArgs({ rows: 4096, hidden, bias: true, seed: 3 }); // 64 MiB arrays
-      const failures = [];
-      const kept = [n.upload(a.input), n.upload(a.residual)];
-      const [tx, tr] = kept;
-      // Fill wasm memory: 256 MiB tensors until one is refused, then 16 MiB ones.
-      const refusals = [];
-      for (const size of [64 << 20, 4 << 20]) {
-        const data = new Float32Array(size);
-        for (let i = 0; i < 4096; i++) {
-          try {
-            kept.push(n.upload(data));
-          } catch (e) {
-            refusals.push({ name: e.name, message: e.message, range: e instanceof RangeError });
-            break;
-          }
-        }
-      }
-      const slow = (args) => Object.create({ inherited: 1 }, Object.getOwnPropertyDescriptors(args));
-      const halves = new Uint16Array(a.input.length); // 32 MiB
-      const full = {};
-      for (const [what, call] of [
-        ["run, arrays", () => n.run(a)],
-        ["runWithSum, arrays", () => n.runWithSum(a)],
-        ["run, arrays read field by field", () => n.run(slow(a))],
-        ["run, tensors", () => n.run({ ...a, input: tx, residual: tr })],
-        ["runWithSum, tensors to tensors", () => n.runWithSum({ ...a, input: tx, residual: tr, output: "gpu" })],
-        ["run, f16 arrays", () => n.run({ ...a, input: halves, residual: halves, gamma: new Uint16Array(hidden), bias: undefined })],
-        ["timeDispatches, arrays", () => n.timeDispatches(a, 1)],
-        ["gpuTime, arrays", () => n.gpuTime(a, 1)],
-        // Its scratch is small; the kernel's own f32 copies of a row and of gamma are not.
-        ["run, f16 data, one row of 2**20", () => n.run({ input: new Uint16Array(2 ** 20), gamma: new Uint16Array(2 ** 20), hidden: 2 ** 20, outputDtype: "f32" })],
-      ]) {
-        let sync;
-        try {
-          full[what] = (await h.settle(call())).err ?? { name: "resolved" };
-        } catch (e) {
-          sync = e;
-        }
-        if (sync) failures.push(`${what}: threw ${sync.name}: ${sync.message}`);
-      }
-      // Small calls still fit while memory is full.
-      const small = h.makeArgs({ rows: 2, hidden: 64, bias: true, seed: 4 });
-      const whileFull = h.check(small, await n.run(small)).ok;
-      for (const k of kept) k.free();
-      const y = await n.runWithSum(a);
-      const afterFree = h.check(a, y.output, y.sum).ok;
-      const again = n.upload(new Float32Array(64 << 20));
-      again.free();
-      return { refusals, full, whileFull, afterFree, failures };
-    });
-    t.diagnostic(JSON.stringify(r.refusals));
-    assert.deepEqual(r.failures, []);
-    assert.equal(r.refusals.length, 2, "a 256 MiB and then a 16 MiB upload refused");
-    for (const e of r.refusals) {
-      assert.equal(e.name, "RangeError");
-      assert.ok(e.range, "an instance of RangeError");
-      assert.match(e.message, /^data: \d+ MiB more than the CPU backend's wasm memory can hold now/);
-    }
-    for (const [what, e] of Object.entries(r.full)) {
-      assert.equal(e.name, "RangeError", `${what}: ${JSON.stringify(e)}`);
-      assert.match(e.message, /wasm memory can hold now/, what);
-    }
-    assert.ok(r.whileFull, "a small call while wasm memory is full");
-    assert.ok(r.afterFree, "the 4096×4096 call once the tensors are freed, against the f64 reference");
+    return await page.evaluate(fn);
   } finally {
     await page.close();
   }
+}
+
+test("CPU backend: past the 4 GiB of wasm memory, uploads throw and calls reject with RangeError; the instance keeps working, and works in full once tensors are freed", { timeout: 120_000 }, async (t) => {
+  const r = await inOwnPage(async () => {
+    const h = await window.harness;
+    const n = await h.FusedRmsNorm.create({ backend: "cpu" });
+    const hidden = 4096;
+    const a = h.makeArgs({ rows: 4096, hidden, bias: true, seed: 3 }); // 64 MiB arrays
+    const failures = [];
+    const kept = [n.upload(a.input), n.upload(a.residual)];
+    const [tx, tr] = kept;
+    // Fill wasm memory: 256 MiB tensors until one is refused, then 16 MiB ones.
+    const refusals = [];
+    for (const size of [64 << 20, 4 << 20]) {
+      const data = new Float32Array(size);
+      for (let i = 0; i < 4096; i++) {
+        try {
+          kept.push(n.upload(data));
+        } catch (e) {
+          refusals.push({ name: e.name, message: e.message, range: e instanceof RangeError });
+          break;
+        }
+      }
+    }
+    const slow = (args) => Object.create({ inherited: 1 }, Object.getOwnPropertyDescriptors(args));
+    const halves = new Uint16Array(a.input.length); // 32 MiB
+    const full = {};
+    for (const [what, call] of [
+      ["run, arrays", () => n.run(a)],
+      ["runWithSum, arrays", () => n.runWithSum(a)],
+      ["run, arrays read field by field", () => n.run(slow(a))],
+      ["run, tensors", () => n.run({ ...a, input: tx, residual: tr })],
+      ["runWithSum, tensors to tensors", () => n.runWithSum({ ...a, input: tx, residual: tr, output: "gpu" })],
+      ["run, f16 arrays", () => n.run({ ...a, input: halves, residual: halves, gamma: new Uint16Array(hidden), bias: undefined })],
+      ["timeDispatches, arrays", () => n.timeDispatches(a, 1)],
+      ["gpuTime, arrays", () => n.gpuTime(a, 1)],
+      // Its scratch is small; the kernel's own f32 copies of a row and of gamma are not.
+      ["run, f16 data, one row of 2**20", () => n.run({ input: new Uint16Array(2 ** 20), gamma: new Uint16Array(2 ** 20), hidden: 2 ** 20, outputDtype: "f32" })],
+    ]) {
+      let sync;
+      try {
+        full[what] = (await h.settle(call())).err ?? { name: "resolved" };
+      } catch (e) {
+        sync = e;
+      }
+      if (sync) failures.push(`${what}: threw ${sync.name}: ${sync.message}`);
+    }
+    // Small calls still fit while memory is full.
+    const small = h.makeArgs({ rows: 2, hidden: 64, bias: true, seed: 4 });
+    const whileFull = h.check(small, await n.run(small)).ok;
+    for (const k of kept) k.free();
+    const y = await n.runWithSum(a);
+    const afterFree = h.check(a, y.output, y.sum).ok;
+    const again = n.upload(new Float32Array(64 << 20));
+    again.free();
+    return { refusals, full, whileFull, afterFree, failures };
+  });
+  t.diagnostic(JSON.stringify(r.refusals));
+  assert.deepEqual(r.failures, []);
+  assert.equal(r.refusals.length, 2, "a 256 MiB and then a 16 MiB upload refused");
+  for (const e of r.refusals) {
+    assert.equal(e.name, "RangeError");
+    assert.ok(e.range, "an instance of RangeError");
+    assert.match(e.message, /^data: \d+ MiB more than the CPU backend's wasm memory can hold now/);
+  }
+  for (const [what, e] of Object.entries(r.full)) {
+    assert.equal(e.name, "RangeError", `${what}: ${JSON.stringify(e)}`);
+    assert.match(e.message, /wasm memory can hold now/, what);
+  }
+  assert.ok(r.whileFull, "a small call while wasm memory is full");
+  assert.ok(r.afterFree, "the 4096×4096 call once the tensors are freed, against the f64 reference");
 });
 
 test("CPU backend: a call whose results alone pass what one wasm allocation can hold rejects with RangeError at once; the instance keeps working", { timeout: 120_000 }, async (t) => {
-  const page = await harnessPage(servers.plain);
-  try {
-    const r = await page.evaluate(async () => {
-      const h = await window.harness;
-      const n = await h.FusedRmsNorm.create({ backend: "cpu" });
-      const out = {};
-      // 2 GiB of halves with f32 results (4 GiB), and 2 GiB of f32 with y and sum (4 GiB):
-      // never written, so the OS commits no pages for them.
-      const halves = new Uint16Array(2 ** 30);
-      const t0 = performance.now();
-      out.f16ToF32 = (await h.settle(n.run({ input: halves, gamma: new Uint16Array(4096), hidden: 4096, outputDtype: "f32" }))).err;
-      out.ms = performance.now() - t0;
-      const floats = new Float32Array(2 ** 29);
-      out.withSum = (await h.settle(n.runWithSum({ input: floats, gamma: new Float32Array(4096), hidden: 4096 }))).err;
-      const small = h.makeArgs({ rows: 3, hidden: 96, bias: true, seed: 5 });
-      out.afterOk = h.check(small, await n.run(small)).ok;
-      return out;
-    });
-    t.diagnostic(`${JSON.stringify(r.f16ToF32)} in ${Math.round(r.ms)} ms; ${JSON.stringify(r.withSum)}`);
-    for (const e of [r.f16ToF32, r.withSum]) {
-      assert.equal(e?.name, "RangeError", JSON.stringify(e));
-      assert.match(e.message, /^input: the call needs \d+ MiB of the CPU backend's wasm memory in one piece/);
-    }
-    assert.ok(r.ms < 1000, `refused at once, not after copying 2 GiB (${r.ms} ms)`);
-    assert.ok(r.afterOk, "a good call after the rejections");
-  } finally {
-    await page.close();
+  const r = await inOwnPage(async () => {
+    const h = await window.harness;
+    const n = await h.FusedRmsNorm.create({ backend: "cpu" });
+    const out = {};
+    // 2 GiB of halves with f32 results (4 GiB), and 2 GiB of f32 with y and sum (4 GiB):
+    // never written, so the OS commits no pages for them.
+    const halves = new Uint16Array(2 ** 30);
+    const t0 = performance.now();
+    out.f16ToF32 = (await h.settle(n.run({ input: halves, gamma: new Uint16Array(4096), hidden: 4096, outputDtype: "f32" }))).err;
+    out.ms = performance.now() - t0;
+    const floats = new Float32Array(2 ** 29);
+    out.withSum = (await h.settle(n.runWithSum({ input: floats, gamma: new Float32Array(4096), hidden: 4096 }))).err;
+    const small = h.makeArgs({ rows: 3, hidden: 96, bias: true, seed: 5 });
+    out.afterOk = h.check(small, await n.run(small)).ok;
+    return out;
+  });
+  t.diagnostic(`${JSON.stringify(r.f16ToF32)} in ${Math.round(r.ms)} ms; ${JSON.stringify(r.withSum)}`);
+  for (const e of [r.f16ToF32, r.withSum]) {
+    assert.equal(e?.name, "RangeError", JSON.stringify(e));
+    assert.match(e.message, /^input: the call needs \d+ MiB of the CPU backend's wasm memory in one piece/);
   }
+  assert.ok(r.ms < 1000, `refused at once, not after copying 2 GiB (${r.ms} ms)`);
+  assert.ok(r.afterOk, "a good call after the rejections");
 });
