@@ -40,9 +40,9 @@
 // one more barrier with the fan-in); `any_row` is three.
 //
 // The driver (src/gpu/kernel.rs) prepends WG, ROW_T, FAN, SLOTS, HAS_BIAS, HAS_BETA,
-// HAS_RESIDUAL, HAS_POST, LAYER, WRITE_SUM, IN_PLACE, V with square_sum, max_abs and lane_sum, the
-// bindings (from the binding table), ld / st / st_out and put_y / put_v, and fills in TOTAL
-// and ANY_ROW.
+// HAS_RESIDUAL, HAS_POST, LAYER, WRITE_SUM, IN_PLACE, PRELOAD, V with square_sum, max_abs and
+// lane_sum, the bindings (from the binding table), ld / st / st_out and put_y / put_v, and
+// fills in TOTAL and ANY_ROW.
 
 struct Params {
     rows: u32,
@@ -59,6 +59,8 @@ const EXP_MASK: u32 = 0x7f800000u;
 // Below this a sum of squares takes the rescaled path (squares of ~1e-19 are subnormal).
 const TINY_SUM: f32 = 8.673617e-19;
 const N_CACHE: u32 = max(SLOTS, 1u);
+// The cached columns' weights, where PRELOAD loads them with the row.
+const N_WEIGHTS: u32 = select(1u, N_CACHE, PRELOAD);
 
 fn is_finite(x: f32) -> bool {
     return (bitcast<u32>(x) & EXP_MASK) != EXP_MASK;
@@ -170,9 +172,27 @@ fn normalized(x: V, s: Stat) -> V {
     return centered(x, s) * (s.scale * s.post);
 }
 
-// v from the post-norm's input u at column i.
-fn v_from_u(base: u32, i: u32, u: V, s: Stat) -> V {
-    var v = normalized(u, s) * (ld(post_gamma[i]) + params.gamma_offset);
+fn gamma_at(i: u32) -> V {
+    return ld(gamma[i]) + params.gamma_offset;
+}
+
+fn beta_at(i: u32) -> V {
+    if HAS_BETA {
+        return ld(beta[i]);
+    }
+    return V(0.0);
+}
+
+fn post_at(i: u32) -> V {
+    if HAS_POST {
+        return ld(post_gamma[i]) + params.gamma_offset;
+    }
+    return V(0.0);
+}
+
+// v from the post-norm's input u at column i, `post` its post-norm weight.
+fn v_from_u(base: u32, i: u32, u: V, s: Stat, post: V) -> V {
+    var v = normalized(u, s) * post;
     if HAS_RESIDUAL {
         v += ld(residual[base + i]);
     }
@@ -183,7 +203,7 @@ fn v_from_u(base: u32, i: u32, u: V, s: Stat) -> V {
 fn column(base: u32, i: u32, which: u32, s1: Stat) -> V {
     let x = first_at(base, i);
     if which == 1u {
-        return v_from_u(base, i, x, s1);
+        return v_from_u(base, i, x, s1, post_at(i));
     }
     return x;
 }
@@ -270,13 +290,14 @@ fn stats(lid: u32, t: u32, base: u32, width: u32, cache: ptr<function, array<V, 
     return s;
 }
 
-fn store(base: u32, i: u32, v: V, s: Stat) {
+// `g` and `b` the column's weights (gamma with the offset, beta or 0).
+fn store(base: u32, i: u32, v: V, s: Stat, g: V, b: V) {
     if WRITE_SUM {
         put_v(base + i, v);
     }
-    var y = normalized(v, s) * (ld(gamma[i]) + params.gamma_offset);
+    var y = normalized(v, s) * g;
     if HAS_BETA {
-        y += ld(beta[i]);
+        y += b;
     }
     put_y(base + i, y);
 }
@@ -298,10 +319,21 @@ fn main(
     let width = select(0u, params.width, row < params.rows);
     let base = row * params.width;
     var cache: array<V, N_CACHE>;
+    // With PRELOAD the weights' loads are in flight with the row's, instead of a round trip
+    // to memory after the reductions that a decode row would wait on (where it pays:
+    // Variant::for_family_rows).
+    var gammas: array<V, N_WEIGHTS>;
+    var betas: array<V, N_WEIGHTS>;
+    var posts: array<V, N_WEIGHTS>;
     for (var k = 0u; k < N_CACHE; k++) {
         let i = t + k * ROW_T;
         if k < SLOTS && i < width {
             cache[k] = first_at(base, i);
+            if PRELOAD {
+                gammas[k] = gamma_at(i);
+                betas[k] = beta_at(i);
+                posts[k] = post_at(i);
+            }
         }
     }
     let s1 = stats(lid, t, base, width, &cache, 0u, Stat(0.0, 0.0, 0.0, 1.0, 0.0));
@@ -310,7 +342,11 @@ fn main(
         for (var k = 0u; k < N_CACHE; k++) {
             let i = t + k * ROW_T;
             if k < SLOTS && i < width {
-                cache[k] = v_from_u(base, i, cache[k], s1);
+                if PRELOAD {
+                    cache[k] = v_from_u(base, i, cache[k], s1, posts[k]);
+                } else {
+                    cache[k] = v_from_u(base, i, cache[k], s1, post_at(i));
+                }
             }
         }
         s = stats(lid, t, base, width, &cache, 1u, s1);
@@ -320,10 +356,14 @@ fn main(
     for (var k = 0u; k < N_CACHE; k++) {
         let i = t + k * ROW_T;
         if k < SLOTS && i < width {
-            store(base, i, cache[k], s);
+            if PRELOAD {
+                store(base, i, cache[k], s, gammas[k], betas[k]);
+            } else {
+                store(base, i, cache[k], s, gamma_at(i), beta_at(i));
+            }
         }
     }
     for (var i = t + SLOTS * ROW_T; i < width; i += ROW_T) {
-        store(base, i, column(base, i, select(0u, 1u, HAS_POST), s1), s);
+        store(base, i, column(base, i, select(0u, 1u, HAS_POST), s1), s, gamma_at(i), beta_at(i));
     }
 }

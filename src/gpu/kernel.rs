@@ -170,7 +170,7 @@ impl Variant {
                 "{enable}const WG: u32 = {wg}u;\nconst ROW_T: u32 = {row_t}u;\nconst FAN: u32 = {fan}u;\nconst SLOTS: u32 = {slots}u;\n\
                  const HAS_BIAS: bool = {bias};\nconst HAS_BETA: bool = {beta};\nconst HAS_RESIDUAL: bool = {residual};\n\
                  const HAS_POST: bool = {post};\nconst LAYER: bool = {layer};\n\
-                 const WRITE_SUM: bool = {sum};\nconst IN_PLACE: bool = {in_place};\n\
+                 const WRITE_SUM: bool = {sum};\nconst IN_PLACE: bool = {in_place};\nconst PRELOAD: bool = {preload};\n\
                  {helpers}{storage}\n{family}",
                 family = self.family_wgsl(),
                 wg = self.workgroup,
@@ -181,6 +181,7 @@ impl Variant {
                 layer = self.options.kind == NormKind::Layer,
                 sum = sum || (self.in_place && residual),
                 in_place = self.in_place,
+                preload = self.preload,
             );
         }
         format!(
@@ -422,7 +423,7 @@ mod tests {
         for hidden in [7u32, 64, 128, 768, 4096, 20000] {
             // f16 data and outputs need whole vec4s (a call's plan rejects others).
             let stores = &stores[..if hidden % 4 == 0 { 5 } else { 1 }];
-            for bits in 0..128u8 {
+            for bits in 0..=255u8 {
                 let options = Options {
                     residual: bits & 8 != 0,
                     post_gamma: bits & 16 != 0,
@@ -443,6 +444,7 @@ mod tests {
                         storage,
                         out_storage,
                         in_place: storage == out_storage && bits & 1 == 0,
+                        preload: bits & 128 != 0,
                         ..Variant::for_family(hidden, options, &caps)
                     };
                     let src = v.wgsl();

@@ -10,6 +10,7 @@ pub mod app_buffer;
 pub mod bindings;
 pub mod context;
 pub mod device;
+pub mod family_tiling;
 pub mod kernel;
 pub mod options;
 pub mod params;

@@ -2,7 +2,7 @@
 //! spread over workgroups, per stack (the browser's Dawn, or wgpu/Vulkan natively), per row
 //! length and per number of rows. Every choice here was measured on an H200, and each one
 //! says what it was measured against (docs/PERFORMANCE.md); [`crate::gpu::kernel`] turns a
-//! choice into WGSL.
+//! choice into WGSL. The family kernel's own tiling is in [`crate::gpu::family_tiling`].
 
 use crate::call::dtype::Dtype;
 use crate::call::plan::Kernel;
@@ -28,7 +28,7 @@ pub fn max_slots(lanes: u32) -> u32 {
 }
 
 /// Invocations per workgroup on CPU adapters: one SwiftShader SIMD group.
-const CPU_WORKGROUP: u32 = 4;
+pub(super) const CPU_WORKGROUP: u32 = 4;
 /// Columns per thread held in registers there.
 const CPU_SLOTS: u32 = 4;
 
@@ -221,57 +221,6 @@ impl Variant {
     }
 }
 
-/// Columns (of `V`) per thread that the family kernel keeps in registers at most; longer
-/// rows are formed again from memory in each of its passes.
-const FAMILY_SLOTS: u32 = 8;
-
-impl Variant {
-    /// The family kernel (`norm_family.wgsl`): LayerNorm, the sandwich, and RMSNorm's short
-    /// rows. A row gets a thread per four vectors (so that a thread's loads are in flight
-    /// together), up to `FAMILY_SLOTS` vectors a thread in registers; rows of fewer than
-    /// `FAMILY_GROUP` such threads share a workgroup of `FAMILY_GROUP`. Each row of a QK-norm
-    /// call (heads of 64 or 128) in a workgroup of its own left 8 or 4 threads a workgroup:
-    /// 21-40 % of the `a + b` roofline on an H200 through Dawn (docs/PERFORMANCE.md). Eight
-    /// vectors a thread on those short rows (half the threads, one reduction level fewer)
-    /// measured worse there, not better: 65536×128 RMSNorm at 82.7 % against 92.6 % with
-    /// four, 131072×64 at 66.6 % against 86.2 % (fewer threads in flight hide less latency).
-    /// Rows of 32 threads or more fold their partials in the two-step fan-in, as the RMSNorm
-    /// kernel's browser tiling does. On a CPU adapter (SwiftShader) the small workgroups its
-    /// fused kernel measured best with.
-    pub fn for_family(hidden: u32, options: Options, caps: &Caps) -> Variant {
-        let lanes = if hidden.is_multiple_of(4) { 4 } else { 1 };
-        let width = hidden / lanes;
-        let most = if caps.cpu_tiling {
-            CPU_WORKGROUP
-        } else {
-            256.min(caps.max_workgroup)
-        };
-        let pow2_below = |n: u32| 1u32 << (31 - n.max(1).leading_zeros());
-        let most = pow2_below(most);
-        let row_threads = pow2_below(width.div_ceil(4).next_power_of_two().min(most));
-        let workgroup = row_threads.max(FAMILY_GROUP.min(most));
-        Variant {
-            workgroup,
-            rows_per_group: workgroup / row_threads,
-            slots: width.div_ceil(row_threads).clamp(1, FAMILY_SLOTS),
-            fan: if row_threads >= 32 && !caps.cpu_tiling {
-                Self::balanced_fan(row_threads)
-            } else {
-                0
-            },
-            flat: false,
-            preload: false,
-            unroll: false,
-            exact: false,
-            split: 1,
-            ..Variant::for_stack(hidden, options, false)
-        }
-    }
-}
-
-/// The workgroup that rows too short for one of their own share (see `Variant::for_family`).
-const FAMILY_GROUP: u32 = 128;
-
 /// RMSNorm calls of at least this many rows of at most `SHORT_ROW` vectors take the family
 /// kernel, several rows a workgroup: QK-norm's heads.
 const SHORT_ROWS: usize = 256;
@@ -296,7 +245,7 @@ impl Kernel {
                 storage,
                 out_storage,
                 in_place: self.in_place,
-                ..Variant::for_family(hidden, self.options, caps)
+                ..Variant::for_family(hidden, self.options, caps).for_family_rows(rows, caps)
             };
         }
         let mut tiled = Variant::for_shape(hidden, self.options);
