@@ -42,7 +42,8 @@
 // The driver (src/gpu/kernel.rs) prepends WG, ROW_T, FAN, SLOTS, HAS_BIAS, HAS_BETA,
 // HAS_RESIDUAL, HAS_POST, LAYER, WRITE_SUM, IN_PLACE, PRELOAD, V with square_sum, max_abs and
 // lane_sum, the bindings (from the binding table), ld / st / st_out and put_y / put_v, and
-// fills in TOTAL and ANY_ROW.
+// fills in the two placeholders: how a row reads its totals, and whether any row of the
+// workgroup takes the exact path (see `Variant::family_wgsl`).
 
 struct Params {
     rows: u32,
@@ -114,7 +115,7 @@ fn reduce(lid: u32, t: u32, value: vec3<f32>) -> vec3<f32> {
             workgroupBarrier();
         }
     }
-    return TOTAL;
+    return __TOTAL__;
 }
 
 // Whether any row of this workgroup has `flag`, as a uniform value (several rows a
@@ -261,7 +262,7 @@ fn stats(lid: u32, t: u32, base: u32, width: u32, cache: ptr<function, array<V, 
         && is_finite(first.z) && first.z > 0.0;
     let off_center = LAYER && d * d > CENTER * CENTER * (var_plain + params.eps);
     s.d = d;
-    if !ANY_ROW {
+    if !__ANY_ROW__ {
         s.post = inverseSqrt(var_plain + params.eps);
         return s;
     }

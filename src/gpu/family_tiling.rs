@@ -5,7 +5,7 @@
 
 use crate::call::shape::NormKind;
 use crate::gpu::device::Caps;
-use crate::gpu::kernel::Variant;
+use crate::gpu::kernel::{Storage, Variant};
 use crate::gpu::options::Options;
 use crate::gpu::tiling::{CPU_WORKGROUP, FEW_ROWS};
 
@@ -38,7 +38,14 @@ impl Variant {
         let most = pow2_below(most);
         let row_threads = pow2_below(width.div_ceil(4).next_power_of_two().min(most));
         let workgroup = row_threads.max(FAMILY_GROUP.min(most));
+        // Storage and in place are the call's (`Kernel::variant`); the fused kernel's knobs
+        // (flat reduction, struct cache, split rows, exact widths) do not exist here.
         Variant {
+            options,
+            storage: Storage::F32,
+            out_storage: Storage::F32,
+            in_place: false,
+            lanes,
             workgroup,
             rows_per_group: workgroup / row_threads,
             slots: width.div_ceil(row_threads).clamp(1, FAMILY_SLOTS),
@@ -52,7 +59,6 @@ impl Variant {
             unroll: false,
             exact: false,
             split: 1,
-            ..Variant::for_stack(hidden, options, false)
         }
     }
 }
@@ -68,9 +74,9 @@ impl Variant {
     /// cost more than the round trip, which other workgroups' loads hide. Measured through
     /// Dawn (docs/PERFORMANCE.md, "The family's weights with the row"): on an H100 at 1×4096
     /// LayerNorm with bias and beta 4.81 → 4.20 µs, the sandwich 5.00 → 4.45, LayerNorm's
-    /// sandwich 5.75 → 5.73; at 65536×128 the sandwich 89.0 → 92.6 % of `a + b` (on an H200
-    /// 77.7 → 86.2 %); but at 8192×4096 LayerNorm 95.8 → 88.8 % and its sandwich 86.5 →
-    /// 63.3 %, at 65536×128 RMSNorm 96.4 → 94.0 % and LayerNorm's sandwich 80.8 → 65.6 %.
+    /// sandwich 5.75 → 5.73; at 65536×128 the sandwich 89.0 → 92.6 % of `a + b`; but at
+    /// 8192×4096 LayerNorm 95.8 → 88.8 % and its sandwich 86.5 → 63.3 %, at 65536×128
+    /// RMSNorm 96.4 → 94.0 % and LayerNorm's sandwich 80.8 → 65.6 %.
     pub fn for_family_rows(self, rows: usize, caps: &Caps) -> Variant {
         let short_sandwich = self.rows_per_group > 1
             && self.options.post_gamma

@@ -209,10 +209,10 @@ impl Variant {
         self.workgroup / self.rows_per_group.max(1)
     }
 
-    /// `norm_family.wgsl` for this variant: a workgroup of one row reads its totals as
-    /// uniform values and branches on them directly (the exact path's barriers in uniform
-    /// control flow); several rows a workgroup read theirs plainly and ask `any_row` whether
-    /// any of them takes the exact path.
+    /// `norm_family.wgsl` for this variant: one row a workgroup branches on its totals as
+    /// uniform values; several read theirs plainly and ask `any_row`. As text: WGSL's
+    /// uniformity analysis prunes no branch on a constant, so a function choosing between the
+    /// two returns a non-uniform total. `__` names are WGSL-reserved: nothing else matches.
     fn family_wgsl(&self) -> String {
         let (total, any) = if self.rows_per_group <= 1 {
             (
@@ -222,7 +222,8 @@ impl Variant {
         } else {
             ("partials[lid - t]", "any_row(lid, rescale || off_center)")
         };
-        FAMILY_WGSL.replace("TOTAL", total).replace("ANY_ROW", any)
+        let wgsl = FAMILY_WGSL.replace("__TOTAL__", total);
+        wgsl.replace("__ANY_ROW__", any)
     }
 
     /// `fan` as the WGSL's FAN: at most the workgroup, and a power of two, so that it divides
