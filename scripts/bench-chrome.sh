@@ -14,7 +14,9 @@
 # family run one fresh browser per shape; the others one browser each. BENCH_CHROME_ARGS go to
 # every page (bench/dawn/bench.mjs's options and bench/chrome's), e.g.
 #   BENCH_CHROME_ARGS="--shapes 1x896,16x4096" bash scripts/bench-chrome.sh run
-# Tables on stdout (markdown), JSON and .md per page in $OUT (device) or bench-out/chrome/ (here).
+# Tables on stdout (markdown), JSON and .md per page in bench-out/chrome/ (here); on the device
+# $OUT/tables.md and $OUT/pages.tar (see fold_page). There, leave stdout unpiped: a pipe through
+# `tail` prints nothing when the call's time limit ends the run.
 # bench/ and www/lib travel with the working tree; only the two .gl folders are carried.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -125,7 +127,7 @@ choose_browser() {
   [ -x "$BIN" ] || { say "no $BIN: set CHROMIUM_PATH, or BENCH_CHROME_BROWSER=sparticuz after prepare"; exit 1; }
   # As tests/e2e/browser.mjs launches it: the SwiftShader adapter needs --enable-unsafe-webgpu.
   FLAGS=(--headless=new --no-sandbox --enable-unsafe-webgpu --enable-webgpu-developer-features --disable-background-networking --disable-component-update --no-first-run)
-  ORT_DIR=node_modules/onnxruntime-web/dist PKG_DIR=pkg
+  ORT_DIR=node_modules/onnxruntime-web/dist PKG_DIR=${BENCH_CHROME_PKG:-pkg}
   [ -f "$PKG_DIR/webgpu_rmsnorm_bg.wasm" ] || bash scripts/build.sh
 }
 
@@ -145,6 +147,17 @@ page() {
   if [ "$(cat "$OUTDIR/$name.done" 2>/dev/null)" != ok ]; then
     say "$name: no result (see $OUTDIR/$name.browser.log)"; tail -5 "$OUTDIR/$name.browser.log" >&2; STATUS=1
   fi
+  fold_page "$name"
+}
+
+# The device brings back at most 8 files from $OUT (kernel and family alone write 4 a shape):
+# there each page's files go into pages.tar and its table onto tables.md as soon as the page
+# ends, so that a run cut off by its time limit still brings back every page it finished.
+fold_page() {
+  [ -n "${OUT:-}" ] || return 0
+  local name=$1
+  [ ! -f "$OUTDIR/$name.md" ] || cat "$OUTDIR/$name.md" >>"$OUTDIR/tables.md"
+  (cd "$OUTDIR" && tar -rf pages.tar "$name".* && rm -f "$name".*)
 }
 
 run() {

@@ -1,13 +1,11 @@
 // How a wait for GPU work should be sent in Chrome: a readback of 1×4096 and a token's 32-layer chain, waited for in several ways, µs per call with their spread.
-// Chrome's GPU process learns that GPU work finished only when it looks: when it handles a
-// wait (mapAsync, onSubmittedWorkDone) whose work is already done, or on its polling timer,
-// which every flush from the page pushes 2 ms into the future and which then fires each 1 ms
-// (gpu/ipc/service/command_buffer_stub.cc: kHandleMoreWorkPeriodMs, kHandleMoreWorkPeriodBusyMs).
-// So the time of a wait depends on whether the GPU is done when the wait arrives. Each row
-// times single calls, so that the fast and the slow case show as the spread.
+// The time of a wait depends on whether the GPU is done when the wait reaches Chrome's GPU
+// process (wait-strategies.mjs says why). Each row times single calls, so that the fast and
+// the slow case show as the spread.
 import { packageKernel } from "../dawn/package-kernel.mjs";
 import { gammaFloats, median, randomFloats } from "../dawn/raw.mjs";
 import { fmt, header, log, table } from "../dawn/report.mjs";
+import { mapReasked, nextTask, nudged, roundTrip } from "./wait-strategies.mjs";
 
 /** µs of each of `calls` awaited calls of `op`, after 20 untimed ones: median, p10, p90. */
 async function perCall(calls, op) {
@@ -20,33 +18,6 @@ async function perCall(calls, op) {
   }
   t.sort((a, b) => a - b);
   return { median: median(t), p10: t[Math.floor(calls * 0.1)], p90: t[Math.floor(calls * 0.9)], calls };
-}
-
-/** A promise of the next macrotask (a MessageChannel message: no timer clamping). */
-function nextTask() {
-  return new Promise((resolve) => {
-    const ch = new MessageChannel();
-    ch.port1.onmessage = () => resolve();
-    ch.port2.postMessage(0);
-  });
-}
-
-/** Awaits `p` while sending the GPU process an empty submission every task until it settles (for at most `ms`). */
-async function nudged(device, p, ms = Infinity) {
-  let done = false;
-  p.then(() => (done = true), () => (done = true));
-  const t0 = performance.now();
-  while (!done && performance.now() - t0 < ms) {
-    device.queue.submit([]);
-    await nextTask();
-  }
-  return p;
-}
-
-/** A round trip to the GPU process that waits on no GPU work: an error scope pushed and popped. */
-function roundTrip(device) {
-  device.pushErrorScope("validation");
-  return device.popErrorScope();
 }
 
 export async function sectionWaits(ctx, out, { num }) {
@@ -90,6 +61,11 @@ export async function sectionWaits(ctx, out, { num }) {
       work();
       await nextTask();
       await staging.mapAsync(GPUMapMode.READ);
+      readOut();
+    },
+    "mapAsync at once, unmapped and asked again one task later if still pending": async () => {
+      work();
+      await mapReasked(staging);
       readOut();
     },
     "mapAsync after the next task, then an empty submit every task for at most 1 ms": async () => {

@@ -89,7 +89,8 @@ pub struct Pending {
     /// The copies from the app's buffers, checked before the call's own scopes: their
     /// errors name the argument.
     pub(crate) copies: Vec<crate::gpu::app_buffer::Check>,
-    pub(crate) mapped: Vec<oneshot::Receiver<MapResult>>,
+    /// Each buffer asked to be mapped, and where its callback's result arrives.
+    pub(crate) mapped: Vec<(wgpu::Buffer, oneshot::Receiver<MapResult>)>,
     /// The call's other buffers, returned to the pool once the GPU is done with them.
     pub(crate) kept: Vec<Staged>,
     /// Tensors the call reads, kept alive until it is done (their JavaScript owner may
@@ -193,13 +194,15 @@ impl Pending {
 
     async fn wait_mapped(&mut self) -> Result<(), Error> {
         #[cfg(target_arch = "wasm32")]
-        self.until_short_work_is_done().await;
-        self.request_maps();
+        self.map_when_short_work_is_done().await;
         // Natively nothing delivers callbacks unless the device is polled; the browser
         // delivers them from its event loop.
         #[cfg(not(target_arch = "wasm32"))]
-        let _ = self.device.poll(wgpu::PollType::wait_indefinitely());
-        for ready in std::mem::take(&mut self.mapped) {
+        {
+            self.request_maps();
+            let _ = self.device.poll(wgpu::PollType::wait_indefinitely());
+        }
+        for (_, ready) in std::mem::take(&mut self.mapped) {
             if !matches!(ready.await, Ok(Ok(()))) {
                 return Err(self.lost.reason().map_or_else(
                     || {
@@ -214,52 +217,75 @@ impl Pending {
         Ok(())
     }
 
-    /// Resolves once the maps asked for next will reach the browser's GPU process after a
-    /// short call's work is done: one task after a call of the package's own (its work is
-    /// what it just submitted), one round trip that waits on no GPU work (an empty error
-    /// scope, pushed and popped) before reading a tensor back (the app may have queued a
-    /// whole chain before it).
+    /// Asks for the maps so that they reach the browser's GPU process after a short call's
+    /// work is done. A call of the package's own (its work is what it just submitted): at
+    /// once and, for each map still pending one task later, unmapped and asked again. A
+    /// tensor's `read()` (the app may have queued a whole chain before it): after one round
+    /// trip that waits on no GPU work (an empty error scope, pushed and popped).
     ///
     /// Chrome's GPU process notices finished GPU work when a wait arrives after it, or on a
     /// timer that each message from the page pushes 2 ms away and that then fires each 1 ms
     /// (gpu/ipc/service/command_buffer_stub.cc, kHandleMoreWorkPeriodMs). A map sent with
-    /// its submission arrives before the GPU is done and waits for that timer. Measured on
-    /// an H200 in Chromium 153 (bench/chrome/section-waits.mjs, docs/PERFORMANCE.md): a
-    /// 1×4096 `run` with host arrays 0.8–2.8 ms with its map sent at once, 0.50 ms in a loop
-    /// of calls with it one task later (0.80× a raw readback) and 0.39 ms after a round
-    /// trip; 32 layers' `read()` 3.1 ms at once or one task later, 0.9–1.3 ms after a round
-    /// trip. Empty submissions sent to make Dawn look were fast in single calls and 2.8 ms a
-    /// call in a loop of calls, so none are sent. Where the work outlasts the wait, the
-    /// timer finds it as before.
+    /// its submission arrives before the GPU is done and waits for that timer, unless asked
+    /// again. Measured (bench/chrome/section-calls-chrome.mjs, docs/PERFORMANCE.md): in
+    /// Chromium on SwiftShader, a 1×4096 readback loop 0.82–0.91 ms a call re-asked against
+    /// 2.2–2.6 ms with the map sent at once or one task later; on an H200 in Chromium 153 the
+    /// package's `run` with host arrays, its map one task later, 0.38–0.50 ms a call in a
+    /// loop, 1.36× and 0.80× a raw readback with its map at once in two runs; 32 layers'
+    /// `read()` 3.1 ms at once or one task later, 0.9–1.3 ms after a round trip. Asking
+    /// again on every task until mapped hung the page (SwiftShader): each request pushes
+    /// the timer away, so the package asks again once.
+    /// Where the work outlasts the wait, the timer finds it as before.
     #[cfg(target_arch = "wasm32")]
-    async fn until_short_work_is_done(&self) {
+    async fn map_when_short_work_is_done(&mut self) {
         use crate::gpu::webgpu_raw;
         if !self.reads_a_tensor {
+            self.request_maps();
             webgpu_raw::next_task().await;
+            for (buffer, ready) in &mut self.mapped {
+                match ready.try_recv() {
+                    Ok(None) => {
+                        // Aborts the pending map: its callback reports into a channel
+                        // nobody reads any more.
+                        buffer.unmap();
+                        *ready = map_read(buffer);
+                    }
+                    Ok(Some(r)) => {
+                        let (tx, rx) = oneshot::channel();
+                        let _ = tx.send(r);
+                        *ready = rx;
+                    }
+                    // Awaited below, as no result.
+                    Err(_) => {}
+                }
+            }
             return;
         }
-        let Some(device) = webgpu_raw::device(&self.device) else {
-            return;
-        };
-        if device.push_error_scope("validation").is_ok() {
-            if let Ok(popped) = device.pop_error_scope() {
-                // Its finding is nothing: the scope holds no call.
-                let _ = wasm_bindgen_futures::JsFuture::from(popped).await;
+        if let Some(device) = webgpu_raw::device(&self.device) {
+            if device.push_error_scope("validation").is_ok() {
+                if let Ok(popped) = device.pop_error_scope() {
+                    // Its finding is nothing: the scope holds no call.
+                    let _ = wasm_bindgen_futures::JsFuture::from(popped).await;
+                }
             }
         }
+        self.request_maps();
     }
 
     /// Asks for every staging buffer to be mapped once the GPU is done with it.
     fn request_maps(&mut self) {
-        if let Some((staging, _)) = &self.timestamps {
-            self.mapped.push(map_read(staging));
-        }
-        for chunk in &self.chunks {
-            self.mapped.push(map_read(&chunk.y));
-            if let Some(s) = &chunk.sum {
-                self.mapped.push(map_read(s));
-            }
-        }
+        let buffers = self.timestamps.iter().map(|(staging, _)| staging).chain(
+            self.chunks
+                .iter()
+                .flat_map(|c| std::iter::once(&c.y).chain(&c.sum)),
+        );
+        self.mapped = buffers
+            .map(|b| {
+                let b: wgpu::Buffer = (**b).clone();
+                let ready = map_read(&b);
+                (b, ready)
+            })
+            .collect();
     }
 
     /// Copies the mapped chunks into fresh host arrays and pools every buffer again.

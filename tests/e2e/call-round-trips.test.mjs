@@ -48,7 +48,7 @@ const COUNTING = () => {
 // Every counted method, zero unless a row says otherwise.
 const METHODS = ["createBuffer", "createBindGroup", "createComputePipeline", "createComputePipelineAsync", "pushErrorScope", "popErrorScope", "onSubmittedWorkDone", "mapAsync", "writeBuffer", "submit"];
 
-test("round trips: once warm, each kind of call makes one submission and creates nothing; a call's readback awaits only its maps, a tensor's read() one empty error scope first", async () => {
+test("round trips: once warm, each kind of call makes one submission and creates nothing; a call's readback awaits only its maps (each asked again at most once), a tensor's read() one empty error scope first", async () => {
   const r = await inPage(async (methods) => {
     const { pkg, seeded, ref } = window.lib;
     const n = await pkg.FusedRmsNorm.create();
@@ -111,9 +111,16 @@ test("round trips: once warm, each kind of call makes one submission and creates
   }, METHODS, { init: COUNTING });
   assert.deepEqual(r.wrong, []);
   const only = (row) => Object.fromEntries(METHODS.map((m) => [m, (row[m] ?? 0) * r.CALLS]));
-  // One writeBuffer per host array (input, residual, gamma), one mapAsync per result read back.
-  assert.deepEqual(r.per["run, host arrays"], only({ writeBuffer: 3, mapAsync: 1, submit: 1 }));
-  assert.deepEqual(r.per["runWithSum, host arrays"], only({ writeBuffer: 3, mapAsync: 2, submit: 1 }));
+  // One writeBuffer per host array (input, residual, gamma); per result read back, one mapAsync
+  // sent at once and a second one task later where the first is still pending (the package
+  // asks again: src/gpu/pending.rs says why), never more.
+  for (const [kind, results] of [["run, host arrays", 1], ["runWithSum, host arrays", 2]]) {
+    const { mapAsync, ...rest } = r.per[kind];
+    const want = only({ writeBuffer: 3, submit: 1 });
+    delete want.mapAsync;
+    assert.deepEqual(rest, want, kind);
+    assert.ok(mapAsync >= results * r.CALLS && mapAsync <= 2 * results * r.CALLS, `${kind}: ${mapAsync} mapAsync in ${r.CALLS} calls`);
+  }
   // A tensor's read() asks for its map after one empty error scope's round trip (the app's
   // work may be queued before it: src/gpu/pending.rs says why).
   assert.deepEqual(r.per["read() of a tensor"], only({ submit: 1, mapAsync: 1, pushErrorScope: 1, popErrorScope: 1 }));
