@@ -1,23 +1,15 @@
 // Call costs at 1×4096 in real Chrome (issue 22's table): the rows bench/dawn's calls section lacks, then the table beside raw WebGPU.
 // Runs after sectionCalls (same page, same device), whose numbers it reuses from `out.calls`.
-import { packageKernel } from "../dawn/package-kernel.mjs";
-import { gammaFloats, randomFloats } from "../dawn/raw.mjs";
 import { fmt, log, table } from "../dawn/report.mjs";
 import { timeLoops } from "../dawn/timing.mjs";
-import { mapReasked, nextTask } from "./wait-strategies.mjs";
+import { mapReasked, nextTask, rawReadback } from "./wait-strategies.mjs";
 
 export async function sectionCallsChrome(ctx, out, { num }) {
   const { norm, device, raw } = ctx;
   const c = out.calls;
   const { hidden, rows, calls, loops } = c;
-  const n = rows * hidden;
-  const x = randomFloats(n, 1), r = randomFloats(n, 2), g = gammaFloats(hidden);
-  const kern = await packageKernel(ctx, rows, hidden, {}, { x, r });
-  const p = await raw.pipeline(kern.code, kern.label);
-  const stub = () => raw.buffer(4);
-  const bufs = { input: raw.buffer(n, x), residual: raw.buffer(n, r), gamma: raw.buffer(hidden, g), output: raw.buffer(n), sum: stub(), beta: stub(), bias: stub(), post_gamma: stub(), params: raw.params(rows, hidden, kern.lanes) };
-  const group = raw.bind(p, bufs);
-  const staging = device.createBuffer({ size: n * 4, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+  const job = await rawReadback(ctx, rows, hidden);
+  const { x, r, g, staging } = job;
   // What `run` with host arrays has to do at the least: upload both, one dispatch, copy, map,
   // read; with its map sent at once (as a plain page would), one task after the submission,
   // and either of them asked again one task later if still pending (as the package does the
@@ -33,17 +25,9 @@ export async function sectionCallsChrome(ctx, out, { num }) {
     await raw.warm(200);
     readbacks[name] = await timeLoops(loops, Math.min(calls, num("readback-calls", 300)), async (k) => {
       for (let i = 0; i < k; i++) {
-        device.queue.writeBuffer(bufs.input, 0, x);
-        device.queue.writeBuffer(bufs.residual, 0, r);
-        const enc = device.createCommandEncoder();
-        const pass = enc.beginComputePass();
-        raw.dispatch(pass, p, group, kern.groups(rows));
-        pass.end();
-        enc.copyBufferToBuffer(bufs.output, 0, staging, 0, n * 4);
-        device.queue.submit([enc.finish()]);
+        job.submit();
         await wait();
-        new Float32Array(staging.getMappedRange()).slice();
-        staging.unmap();
+        job.readOut();
       }
     });
   }
@@ -54,8 +38,7 @@ export async function sectionCallsChrome(ctx, out, { num }) {
     for (let i = 0; i < k; i++) await norm.run({ input: x, residual: r, gamma: g, hidden });
   });
   const readback = readbacks["at once"];
-  staging.destroy();
-  for (const b of Object.values(bufs)) b.destroy();
+  job.free();
   // The package's `encode` into an encoder of the app's, submitted (in place on resident tensors).
   const tx = norm.upload(x), tr = norm.upload(r), tg = norm.upload(g);
   await raw.warm(200);

@@ -2,10 +2,9 @@
 // The time of a wait depends on whether the GPU is done when the wait reaches Chrome's GPU
 // process (wait-strategies.mjs says why). Each row times single calls, so that the fast and
 // the slow case show as the spread.
-import { packageKernel } from "../dawn/package-kernel.mjs";
-import { gammaFloats, median, randomFloats } from "../dawn/raw.mjs";
+import { median } from "../dawn/raw.mjs";
 import { fmt, header, log, table } from "../dawn/report.mjs";
-import { mapReasked, nextTask, nudged, roundTrip } from "./wait-strategies.mjs";
+import { mapReasked, nextTask, nudged, rawReadback, roundTrip } from "./wait-strategies.mjs";
 
 /** µs of each of `calls` awaited calls of `op`, after 20 untimed ones: median, p10, p90. */
 async function perCall(calls, op) {
@@ -22,68 +21,49 @@ async function perCall(calls, op) {
 
 export async function sectionWaits(ctx, out, { num }) {
   const { norm, device, raw } = ctx;
-  const hidden = num("hidden", 4096), rows = 1, n = rows * hidden, calls = num("calls", 200), layers = num("layers", 32);
+  const hidden = num("hidden", 4096), rows = 1, calls = num("calls", 200), layers = num("layers", 32);
   header(ctx, `Waits in Chrome: µs per awaited call, ${rows}×${hidden}, median (p10–p90) of ${calls} single calls`);
-  const x = randomFloats(n, 1), r = randomFloats(n, 2), g = gammaFloats(hidden);
-  const kern = await packageKernel(ctx, rows, hidden, {}, { x, r });
-  const p = await raw.pipeline(kern.code, kern.label);
-  const stub = () => raw.buffer(4);
-  const bufs = { input: raw.buffer(n, x), residual: raw.buffer(n, r), gamma: raw.buffer(hidden, g), output: raw.buffer(n), sum: stub(), beta: stub(), bias: stub(), post_gamma: stub(), params: raw.params(rows, hidden, kern.lanes) };
-  const group = raw.bind(p, bufs);
-  const staging = device.createBuffer({ size: n * 4, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
-  const work = () => {
-    device.queue.writeBuffer(bufs.input, 0, x);
-    device.queue.writeBuffer(bufs.residual, 0, r);
-    const enc = device.createCommandEncoder();
-    const pass = enc.beginComputePass();
-    raw.dispatch(pass, p, group, kern.groups(rows));
-    pass.end();
-    enc.copyBufferToBuffer(bufs.output, 0, staging, 0, n * 4);
-    device.queue.submit([enc.finish()]);
-  };
-  const readOut = () => {
-    new Float32Array(staging.getMappedRange()).slice();
-    staging.unmap();
-  };
+  const job = await rawReadback(ctx, rows, hidden);
+  const { x, r, g, staging } = job;
   const readback = {
     "mapAsync at once": async () => {
-      work();
+      job.submit();
       await staging.mapAsync(GPUMapMode.READ);
-      readOut();
+      job.readOut();
     },
     "mapAsync after one round trip (an error scope)": async () => {
-      work();
+      job.submit();
       await roundTrip(device);
       await staging.mapAsync(GPUMapMode.READ);
-      readOut();
+      job.readOut();
     },
     "mapAsync after the next task": async () => {
-      work();
+      job.submit();
       await nextTask();
       await staging.mapAsync(GPUMapMode.READ);
-      readOut();
+      job.readOut();
     },
     "mapAsync at once, unmapped and asked again one task later if still pending": async () => {
-      work();
+      job.submit();
       await mapReasked(staging);
-      readOut();
+      job.readOut();
     },
     "mapAsync after the next task, then an empty submit every task for at most 1 ms": async () => {
-      work();
+      job.submit();
       await nextTask();
       await nudged(device, staging.mapAsync(GPUMapMode.READ), 1);
-      readOut();
+      job.readOut();
     },
     "mapAsync at once, an empty submit every task until it resolves": async () => {
-      work();
+      job.submit();
       await nudged(device, staging.mapAsync(GPUMapMode.READ));
-      readOut();
+      job.readOut();
     },
     "onSubmittedWorkDone, then mapAsync": async () => {
-      work();
+      job.submit();
       await device.queue.onSubmittedWorkDone();
       await staging.mapAsync(GPUMapMode.READ);
-      readOut();
+      job.readOut();
     },
     "the package's run with Float32Arrays": async () => {
       await norm.run({ input: x, residual: r, gamma: g, hidden });
@@ -137,8 +117,7 @@ export async function sectionWaits(ctx, out, { num }) {
     rowsOut.push([`token (${layers} layers)`, name, await perCall(Math.max(20, calls >> 1), op)]);
   }
   for (const t of [tx, tr, ...gammas]) t.free();
-  staging.destroy();
-  for (const b of Object.values(bufs)) b.destroy();
+  job.free();
   table(
     ["what", "wait", "µs median", "p10–p90"],
     rowsOut.map(([what, name, t]) => [what, name, fmt(t.median), `${fmt(t.p10)}–${fmt(t.p90)}`]),
