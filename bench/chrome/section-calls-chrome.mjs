@@ -2,7 +2,8 @@
 // Runs after sectionCalls (same page, same device), whose numbers it reuses from `out.calls`.
 import { fmt, log, table } from "../dawn/report.mjs";
 import { timeLoops } from "../dawn/timing.mjs";
-import { mapReasked, nextTask, rawReadback } from "./wait-strategies.mjs";
+import { rawReadback } from "./raw-readback.mjs";
+import { mapReasked, nextTask } from "./wait-strategies.mjs";
 
 export async function sectionCallsChrome(ctx, out, { num }) {
   const { norm, device, raw } = ctx;

@@ -4,7 +4,8 @@
 // the slow case show as the spread.
 import { median } from "../dawn/raw.mjs";
 import { fmt, header, log, table } from "../dawn/report.mjs";
-import { mapReasked, nextTask, nudged, rawReadback, roundTrip } from "./wait-strategies.mjs";
+import { rawReadback } from "./raw-readback.mjs";
+import { mapReasked, nextTask, nudged, roundTrip } from "./wait-strategies.mjs";
 
 /** µs of each of `calls` awaited calls of `op`, after 20 untimed ones: median, p10, p90. */
 async function perCall(calls, op) {
@@ -25,50 +26,23 @@ export async function sectionWaits(ctx, out, { num }) {
   header(ctx, `Waits in Chrome: µs per awaited call, ${rows}×${hidden}, median (p10–p90) of ${calls} single calls`);
   const job = await rawReadback(ctx, rows, hidden);
   const { x, r, g, staging } = job;
-  const readback = {
-    "mapAsync at once": async () => {
-      job.submit();
-      await staging.mapAsync(GPUMapMode.READ);
-      job.readOut();
-    },
-    "mapAsync after one round trip (an error scope)": async () => {
-      job.submit();
-      await roundTrip(device);
-      await staging.mapAsync(GPUMapMode.READ);
-      job.readOut();
-    },
-    "mapAsync after the next task": async () => {
-      job.submit();
-      await nextTask();
-      await staging.mapAsync(GPUMapMode.READ);
-      job.readOut();
-    },
-    "mapAsync at once, unmapped and asked again one task later if still pending": async () => {
-      job.submit();
-      await mapReasked(staging);
-      job.readOut();
-    },
-    "mapAsync after the next task, then an empty submit every task for at most 1 ms": async () => {
-      job.submit();
-      await nextTask();
-      await nudged(device, staging.mapAsync(GPUMapMode.READ), 1);
-      job.readOut();
-    },
-    "mapAsync at once, an empty submit every task until it resolves": async () => {
-      job.submit();
-      await nudged(device, staging.mapAsync(GPUMapMode.READ));
-      job.readOut();
-    },
-    "onSubmittedWorkDone, then mapAsync": async () => {
-      job.submit();
-      await device.queue.onSubmittedWorkDone();
-      await staging.mapAsync(GPUMapMode.READ);
-      job.readOut();
-    },
-    "the package's run with Float32Arrays": async () => {
-      await norm.run({ input: x, residual: r, gamma: g, hidden });
-    },
+  const map = () => staging.mapAsync(GPUMapMode.READ);
+  // How the raw readback waits for its map, each between the same submit and read-out.
+  const waits = {
+    "mapAsync at once": map,
+    "mapAsync after one round trip (an error scope)": async () => { await roundTrip(device); await map(); },
+    "mapAsync after the next task": async () => { await nextTask(); await map(); },
+    "mapAsync at once, unmapped and asked again one task later if still pending": () => mapReasked(staging),
+    "mapAsync after the next task, then an empty submit every task for at most 1 ms": async () => { await nextTask(); await nudged(device, map(), 1); },
+    "mapAsync at once, an empty submit every task until it resolves": () => nudged(device, map()),
+    "onSubmittedWorkDone, then mapAsync": async () => { await device.queue.onSubmittedWorkDone(); await map(); },
   };
+  const readback = Object.fromEntries(Object.entries(waits).map(([name, wait]) => [name, async () => {
+    job.submit();
+    await wait();
+    job.readOut();
+  }]));
+  readback["the package's run with Float32Arrays"] = () => norm.run({ input: x, residual: r, gamma: g, hidden });
   const rowsOut = [];
   for (const [name, op] of Object.entries(readback)) {
     await raw.warm(200);
