@@ -178,7 +178,7 @@ run() {
   say "browser $BIN ($("$BIN" --version 2>/dev/null || echo '?')) · $(tail -1 "$PKG_DIR/SNAPSHOT.txt" 2>/dev/null || echo "pkg/ of the checkout") · VK_DRIVER_FILES=${VK_DRIVER_FILES:-(default)}"
   command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader >&2 || true
   STATUS=0
-  local big=(2048x4096 8192x4096 12288x4096 16384x2048 16384x4096 8192x8192) fam=(1x4096 2048x4096 8192x4096 16384x4096 65536x128)
+  local big=(2048x4096 8192x4096 12288x4096 16384x2048 16384x4096 8192x8192) fam=(1x4096 2048x4096 8192x4096 16384x4096 65536x128 131072x64)
   [ ${#shapes[@]} -eq 0 ] || { big=("${shapes[@]}"); fam=("${shapes[@]}"); }
   local joined; joined=$(IFS=,; echo "${shapes[*]:-}")
   for s in "${sections[@]}"; do

@@ -712,6 +712,75 @@ async fn gpu_tilings_with_split_rows_match_the_reference_on_both_dispatch_paths(
     assert_eq!(split, 2, "split kernels among the calls");
 }
 
+/// The family kernel's tilings on a real GPU, forced on this adapter (whose own tiling is the
+/// CPU adapter's), so that the browser's own WGSL compiler builds them: QK-norm's short rows
+/// several a workgroup; rows with the fan-in; decode rows with their weights loaded with the
+/// row. Each kind, with and without residual, postGamma and
+/// offset, against the f64 reference.
+#[wasm_bindgen_test]
+async fn the_family_gpu_tilings_match_the_reference() {
+    use webgpu_rmsnorm::call::plan::Kernel;
+    use webgpu_rmsnorm::gpu::options::Options;
+    use webgpu_rmsnorm::js::array::{host_f32_bits, HostVec, JsArray};
+    use webgpu_rmsnorm::{GpuContext, Inputs};
+
+    let mut ctx = GpuContext::new(wgpu::PowerPreference::default())
+        .await
+        .unwrap();
+    ctx.set_cpu_tiling(false);
+    let array = |v: &[f32]| {
+        JsArray::from_value(&Float32Array::from(v).into())
+            .unwrap()
+            .unwrap()
+    };
+    let floats =
+        |v: HostVec| -> Vec<f32> { host_f32_bits(v).into_iter().map(f32::from_bits).collect() };
+    for (rows, hidden) in [(300usize, 64usize), (260, 128), (2, 1024), (9, 1024)] {
+        for f in Family::some(rows, hidden, 0xFA_5000 + hidden as u64) {
+            let what = f.what();
+            let c = &f.case;
+            let host = Inputs {
+                input: array(&c.input),
+                residual: f.residual.then(|| array(&c.residual)),
+                gamma: array(&c.gamma),
+                beta: c.beta.as_deref().map(array),
+                bias: c.bias.as_deref().map(array),
+                post_gamma: f.post.as_deref().map(array),
+                hidden,
+                eps: c.eps,
+                norm: f.norm,
+            };
+            let v = Kernel {
+                hidden,
+                options: Options::of(&host, true),
+                dtype: webgpu_rmsnorm::call::dtype::Dtype::F32,
+                out_dtype: webgpu_rmsnorm::call::dtype::Dtype::F32,
+                in_place: false,
+            }
+            .variant(ctx.caps(), rows);
+            // The tiling each shape is here for (plain RMSNorm of long rows is the fused
+            // kernel's, tested above).
+            let row_threads = v.workgroup / v.rows_per_group;
+            match (rows, hidden) {
+                (_, 64 | 128) => {
+                    assert!(v.rows_per_group > 1 && row_threads <= 16, "{what}: {v:?}")
+                }
+                (9, _) if v.is_family() => assert!(v.fan > 0, "{what}: {v:?}"),
+                (2, _) if v.is_family() => assert!(v.preload, "{what}: {v:?}"),
+                _ => assert!(!v.is_family() && f.norm.kind == NormKind::Rms && f.post.is_none()),
+            }
+            let out = ctx
+                .run(&host, true)
+                .await
+                .unwrap_or_else(|e| panic!("{what}: {e:?}"));
+            let x = f.inputs(c, f.post.as_deref());
+            let sum = floats(out.sum.unwrap());
+            let (want_y, v) = want_from_sum(&x, &sum, &what);
+            assert_within(&floats(out.y), &want_y, &from_sum(&x, &v), RTOL, &what);
+        }
+    }
+}
+
 /// A call of the normalization family through the JavaScript API: a case's arrays, with or
 /// without its residual, a postGamma, and the normalization's fields.
 struct Family {
