@@ -739,10 +739,9 @@ async fn gpu_tilings_with_split_rows_match_the_reference_on_both_dispatch_paths(
 
 /// The family kernel's tilings on a real GPU, forced on this adapter (whose own tiling is the
 /// CPU adapter's), so that the browser's own WGSL compiler builds them (its uniformity rules
-/// are stricter than naga's): QK-norm's short rows several a workgroup; rows
-/// with the fan-in, two a workgroup and one; decode rows with their weights loaded with the
-/// row. Each kind, with and without residual, postGamma and offset, against the f64
-/// reference.
+/// are stricter than naga's): QK-norm's short rows several a workgroup; rows with the
+/// fan-in, two a workgroup and one; decode rows with their weights loaded with the row. Each
+/// kind, with and without residual, postGamma and offset, against the f64 reference.
 #[wasm_bindgen_test]
 async fn the_family_gpu_tilings_match_the_reference() {
     use webgpu_rmsnorm::gpu::options::Options;
