@@ -7,7 +7,8 @@ import { gammaFloats, randomFloats } from "../dawn/raw.mjs";
  * What `run` with host arrays has to do at the least, in raw WebGPU on the package's device with
  * its kernel: `submit()` uploads both arrays, dispatches once and copies the result into
  * `staging`; the caller maps `staging` however it waits, then `readOut()` copies it out and
- * unmaps. `free()` destroys the buffers.
+ * unmaps; `once(wait)` is the three in turn, `wait()` mapping `staging`. `free()` destroys the
+ * buffers.
  */
 export async function rawReadback(ctx, rows, hidden) {
   const { device, raw } = ctx;
@@ -34,6 +35,11 @@ export async function rawReadback(ctx, rows, hidden) {
     readOut() {
       new Float32Array(staging.getMappedRange()).slice();
       staging.unmap();
+    },
+    async once(wait) {
+      this.submit();
+      await wait();
+      this.readOut();
     },
     free() {
       staging.destroy();

@@ -25,11 +25,7 @@ export async function sectionCallsChrome(ctx, out, { num }) {
   for (const [name, wait] of Object.entries(waits)) {
     await raw.warm(200);
     readbacks[name] = await timeLoops(loops, Math.min(calls, num("readback-calls", 300)), async (k) => {
-      for (let i = 0; i < k; i++) {
-        job.submit();
-        await wait();
-        job.readOut();
-      }
+      for (let i = 0; i < k; i++) await job.once(wait);
     });
   }
   // The package again, right after the raw loops (the first figure is from sectionCalls,

@@ -37,11 +37,7 @@ export async function sectionWaits(ctx, out, { num }) {
     "mapAsync at once, an empty submit every task until it resolves": () => nudged(device, map()),
     "onSubmittedWorkDone, then mapAsync": async () => { await device.queue.onSubmittedWorkDone(); await map(); },
   };
-  const readback = Object.fromEntries(Object.entries(waits).map(([name, wait]) => [name, async () => {
-    job.submit();
-    await wait();
-    job.readOut();
-  }]));
+  const readback = Object.fromEntries(Object.entries(waits).map(([name, wait]) => [name, () => job.once(wait)]));
   readback["the package's run with Float32Arrays"] = () => norm.run({ input: x, residual: r, gamma: g, hidden });
   const rowsOut = [];
   for (const [name, op] of Object.entries(readback)) {
