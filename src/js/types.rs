@@ -62,26 +62,26 @@ export type OutputDtypeField<D extends Dtype, O extends Dtype> = [O] extends [D]
   : { /** The dtype of `output` only (default: the data's); `sum` stays the data's. */ outputDtype: O };
 
 /**
- * What every call takes. For each row, with `N` the normalization `kind` names and
- * `g = gammaOffset`: `u = input + bias`, `w = postGamma ? N(u)·(postGamma + g) : u`,
- * `v = residual + w` (the `sum`), `y = N(v)·(gamma + g) + beta` (the `output`).
+ * What every call takes, its arrays of type `A`. For each row, with `N` the normalization
+ * `kind` names and `g = gammaOffset`: `u = input + bias`, `w = postGamma ? N(u)·(postGamma + g)
+ * : u`, `v = residual + w` (the `sum`), `y = N(v)·(gamma + g) + beta` (the `output`).
  */
-interface FusedRmsNormArgsBase<D extends Dtype> {
+interface FusedRmsNormFields<D extends Dtype, A> {
   /** rows × hidden, row-major. */
-  input: FusedRmsNormArray<D>;
+  input: A;
   /** rows × hidden, added after `input` (and its post-norm). Omitted: none (QK-norm, a model's final norm). */
-  residual?: FusedRmsNormArray<D>;
+  residual?: A;
   /** hidden; the scale applied after normalizing (plus `gammaOffset`). */
-  gamma: FusedRmsNormArray<D>;
+  gamma: A;
   /** hidden; the shift applied last. Omitted: zeros. */
-  beta?: FusedRmsNormArray<D>;
+  beta?: A;
   /** hidden; added to `input` before anything else. Omitted: none. */
-  bias?: FusedRmsNormArray<D>;
+  bias?: A;
   /**
    * hidden; the sandwich's post-norm (Gemma 2/3, OLMo 2): `input (+ bias)` is normalized and
    * scaled by `postGamma + gammaOffset` before the residual is added. Omitted: none.
    */
-  postGamma?: FusedRmsNormArray<D>;
+  postGamma?: A;
   /** Row length: an integer ≥ 1 (a multiple of 4 for f16 data or an f16 output). */
   hidden: number;
   /** Added to the mean square (the variance for LayerNorm): finite and ≥ 0. Default 1e-6. */
@@ -90,11 +90,17 @@ interface FusedRmsNormArgsBase<D extends Dtype> {
   kind?: NormKind;
   /** Added to every gamma and postGamma: finite, default 0. Gemma's `1 + weight` is 1. */
   gammaOffset?: number;
-  /** What `GPUBuffer` arguments hold (default "f32"); typed arrays and tensors carry their own. */
+  /**
+   * What `GPUBuffer` arguments hold (default "f32"); typed arrays and tensors carry their own.
+   * An `encode` destination holds `outputDtype`'s.
+   */
   dtype?: D;
   /** How many rows of `GPUBuffer` arguments larger than their data are data (default: all of `input`). */
   rows?: number;
 }
+
+/** `run`'s and `prepare`'s inputs: host arrays, tensors or buffers. */
+type FusedRmsNormArgsBase<D extends Dtype> = FusedRmsNormFields<D, FusedRmsNormArray<D>>;
 
 /**
  * Arguments of `run` and `runWithSum` whose results are read back. Lengths: `input` and
@@ -145,21 +151,7 @@ export interface FusedRmsNormGpuWithSum<D extends Dtype = "f32", O extends Dtype
 }
 
 /** `encode`'s inputs: `run`'s, on the GPU. */
-interface FusedRmsNormEncodeBase<D extends Dtype> {
-  input: FusedRmsNormGpuData<D>;
-  residual?: FusedRmsNormGpuData<D>;
-  gamma: FusedRmsNormGpuData<D>;
-  beta?: FusedRmsNormGpuData<D>;
-  bias?: FusedRmsNormGpuData<D>;
-  postGamma?: FusedRmsNormGpuData<D>;
-  hidden: number;
-  eps?: number;
-  kind?: NormKind;
-  gammaOffset?: number;
-  /** What `GPUBuffer` arguments hold (default "f32"); `output` holds `outputDtype`'s. */
-  dtype?: D;
-  rows?: number;
-}
+type FusedRmsNormEncodeBase<D extends Dtype> = FusedRmsNormFields<D, FusedRmsNormGpuData<D>>;
 
 /**
  * `encode` into buffers or tensors of the app's: `output` receives the normalized rows (in
