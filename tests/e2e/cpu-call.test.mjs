@@ -15,12 +15,9 @@ const { inPage, problems } = packagePage("rmsnorm-cpu-call-");
 
 test("the common call of typed arrays and the same call read field by field give the same bits, within the f64 reference (cpu)", async () => {
   const r = await inPage(async () => {
-    const { pkg, seeded, ref, f16 } = window.lib;
+    const { pkg, seeded, ref, f16, readings } = window.lib;
     const n = await pkg.FusedRmsNorm.create({ backend: "cpu" });
-    // A plain object takes the one-step path; the same fields on an object with a prototype
-    // of its own are read one by one (its getters copied as getters).
-    const slow = (args) => Object.create({ inherited: 1 }, Object.getOwnPropertyDescriptors(args));
-    const same = (x, y) => x.length === y.length && x.every((v, i) => Object.is(v, y[i]));
+    const { fieldByField, sameBits } = readings;
     const failures = [];
     let cases = 0;
     // Rows go through scratch a block at a time (cpu/scratch.rs: blocks of whole rows, BLOCK
@@ -49,11 +46,11 @@ test("the common call of typed arrays and the same call read field by field give
             const call = outputDtype ? { ...args, outputDtype } : args;
             const what = `${rows}×${hidden} #${j} ${data} y ${outputDtype ?? "as data"}`;
             const fast = await n.runWithSum(call);
-            const read = await n.runWithSum(slow(call));
+            const read = await n.runWithSum(fieldByField(call));
             const y = await n.run(call);
             cases++;
-            if (!same(fast.output, read.output) || !same(fast.sum, read.sum)) failures.push(`${what}: one step and field by field differ`);
-            if (!same(y, fast.output)) failures.push(`${what}: run and runWithSum differ`);
+            if (!sameBits(fast.output, read.output) || !sameBits(fast.sum, read.sum)) failures.push(`${what}: one step and field by field differ`);
+            if (!sameBits(y, fast.output)) failures.push(`${what}: run and runWithSum differ`);
             if (Object.getPrototypeOf(y) !== Object.getPrototypeOf(read.output)) failures.push(`${what}: ${y.constructor.name}, field by field ${read.output.constructor.name}`);
             const tol = data === "f32" && !outputDtype ? 1e-5 : 1e-3;
             // An f16 sum with a post-norm is residual + w with w formed in f32, one f16 ulp
@@ -70,18 +67,18 @@ test("the common call of typed arrays and the same call read field by field give
     const a = seeded.caseArgs({ rows: 4, hidden: 256, bias: true, beta: true, seed: 5 });
     const copies = Object.fromEntries(Object.entries(a).map(([k, v]) => [k, v?.slice ? v.slice() : v]));
     const one = await n.runWithSum(a);
-    for (const k of ["input", "residual", "gamma", "beta", "bias"]) if (!same(a[k], copies[k])) failures.push(`${k}: written by the call`);
+    for (const k of ["input", "residual", "gamma", "beta", "bias"]) if (!sameBits(a[k], copies[k])) failures.push(`${k}: written by the call`);
     const two = await n.runWithSum(a);
     if (one.output.buffer === two.output.buffer || one.output.buffer === one.sum.buffer) failures.push("results share a buffer");
     if (one.output.byteOffset !== 0 || one.output.buffer.byteLength !== one.output.byteLength) failures.push("a result is a view of a bigger buffer");
     one.output.fill(0);
-    if (!same(two.output, (await n.run(a)))) failures.push("a result was overwritten by a later call");
+    if (!sameBits(two.output, (await n.run(a)))) failures.push("a result was overwritten by a later call");
     // A getter that makes a call of its own on the same instance, in the middle of reading.
     let inner;
     const reentrant = { ...a, get beta() { inner ??= n.run({ ...a, input: a.residual, residual: a.input }); return a.beta; } };
     const outer = await n.run(reentrant);
-    if (!same(outer, await n.run(a))) failures.push("a call whose getter made a call of its own: wrong result");
-    if (!same(await inner, await n.run({ ...a, input: a.residual, residual: a.input }))) failures.push("the getter's own call: wrong result");
+    if (!sameBits(outer, await n.run(a))) failures.push("a call whose getter made a call of its own: wrong result");
+    if (!sameBits(await inner, await n.run({ ...a, input: a.residual, residual: a.input }))) failures.push("the getter's own call: wrong result");
     return { failures, cases };
   });
   assert.deepEqual(r.failures, []);
@@ -90,17 +87,16 @@ test("the common call of typed arrays and the same call read field by field give
 
 test("rows whose length is not whole 16-byte blocks, over several blocks, as the first call of a page (scratch no larger than the call): the f64 reference and the field-by-field bits (cpu)", async () => {
   const r = await inPage(async () => {
-    const { pkg, seeded, ref } = window.lib;
+    const { pkg, seeded, ref, readings } = window.lib;
     const n = await pkg.FusedRmsNorm.create({ backend: "cpu" });
-    const slow = (args) => Object.create({ inherited: 1 }, Object.getOwnPropertyDescriptors(args));
-    const same = (x, y) => x.length === y.length && x.every((v, i) => Object.is(v, y[i]));
+    const { fieldByField, sameBits } = readings;
     const failures = [];
     // 20 rows of 4099: blocks of 15 rows, the last block's results ending mid-16-byte block.
     const a = seeded.caseArgs({ rows: 20, hidden: 4099, bias: true, beta: true, seed: 9 });
     const y = await n.run(a);
     const rep = ref.compare(a, y, { tol: 1e-5 });
     if (!rep.ok) failures.push(`run: ${rep.problems.join("; ")}`);
-    if (!same(y, await n.run(slow(a)))) failures.push("run: one step and field by field differ");
+    if (!sameBits(y, await n.run(fieldByField(a)))) failures.push("run: one step and field by field differ");
     const both = await n.runWithSum({ ...a, kind: "layer" });
     const rep2 = ref.compare({ ...a, kind: "layer" }, both.output, { sum: both.sum, tol: 1e-5 });
     if (!rep2.ok) failures.push(`runWithSum, layer: ${rep2.problems.join("; ")}`);
@@ -111,9 +107,8 @@ test("rows whose length is not whole 16-byte blocks, over several blocks, as the
 
 test("bad values reject with the same named error on both readings, the instance keeps working; a freed instance rejects (cpu)", async () => {
   const r = await inPage(async () => {
-    const { pkg, seeded, ref } = window.lib;
+    const { pkg, seeded, ref, readings } = window.lib;
     const n = await pkg.FusedRmsNorm.create({ backend: "cpu" });
-    const slow = (args) => Object.create({ inherited: 1 }, Object.getOwnPropertyDescriptors(args));
     const a = seeded.caseArgs({ rows: 3, hidden: 64, bias: true, beta: true, eps: 1e-5, seed: 31 });
     const detached = new Float32Array(192);
     structuredClone(detached.buffer, { transfer: [detached.buffer] });
@@ -138,23 +133,7 @@ test("bad values reject with the same named error on both readings, the instance
       "rows 4": { ...a, rows: 4 }, "dtype bf16": { ...a, dtype: "bf16" },
       "an input getter that throws": Object.defineProperty({ ...a }, "input", { get() { throw new Error("boom"); }, enumerable: true }),
     };
-    const failures = [];
-    for (const [name, args] of Object.entries(bad)) {
-      const got = [];
-      for (const call of [(o) => n.run(o), (o) => n.runWithSum(o)]) {
-        for (const o of [args, slow(args)]) {
-          let e;
-          try {
-            e = await call(o).then(() => "resolved", (x) => x);
-          } catch (x) {
-            e = `threw ${x?.name}`;
-          }
-          got.push(e instanceof Error ? `${e.name}: ${e.message}` : String(e));
-        }
-      }
-      if (got[0] !== got[1] || got[2] !== got[3]) failures.push(`${name}: one step and field by field differ: ${got.join(" | ")}`);
-      if (!/^(TypeError|ShapeError|InvalidStateError): /.test(got[0])) failures.push(`${name}: ${got[0]}`);
-    }
+    const failures = await readings.rejectAlike(n, bad);
     const rep = ref.compare(a, await n.run(a));
     if (!rep.ok) failures.push(`a good call after: ${rep.problems.join("; ")}`);
     const freed = await pkg.FusedRmsNorm.create({ backend: "cpu" });

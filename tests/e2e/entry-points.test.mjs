@@ -533,18 +533,15 @@ test("CPU backend: every kind of call matches the reference; auto picks it on th
 
 for (const backend of ["webgpu", "cpu"]) test(`the common call on tensors (read in one step) and the same call read field by field give the same results and the same named errors (${backend})`, async () => {
   const r = await inPage(async () => {
-    const { pkg, seeded, ref } = window.lib;
+    const { pkg, seeded, ref, readings } = window.lib;
     const n = await pkg.FusedRmsNorm.create({ backend: window.backend });
-    // A plain object takes the one-step reading; the same fields on an object with a
-    // prototype of its own are read one by one, as any other argument is.
-    const slow = (args) => Object.assign(Object.create({ inherited: 1 }), args);
+    const { fieldByField, sameBits } = readings;
     const failures = [];
     const a = seeded.caseArgs({ rows: 3, hidden: 64, bias: true, beta: true, eps: 1e-5, seed: 31 });
     const up = () => ({ input: n.upload(a.input), residual: n.upload(a.residual), gamma: n.upload(a.gamma), beta: n.upload(a.beta), bias: n.upload(a.bias) });
-    const same = (x, y) => x.length === y.length && x.every((v, i) => Object.is(v, y[i]));
     const results = {};
-    for (const form of ["plain", "slow"]) {
-      const wrap = form === "plain" ? (o) => o : slow;
+    for (const form of ["one step", "field by field"]) {
+      const wrap = form === "one step" ? (o) => o : fieldByField;
       const t = up();
       const base = { ...t, hidden: a.hidden, eps: a.eps };
       const out = await n.run(wrap(base));
@@ -559,24 +556,24 @@ for (const backend of ["webgpu", "cpu"]) test(`the common call on tensors (read 
       ];
       for (const [name, rep] of checks) if (!rep.ok) failures.push(`${form} ${name}: ${rep.problems.join("; ")}`);
       if (none !== undefined) failures.push(`${form} in place resolved with a value`);
-      if (!same(out, withSum.output)) failures.push(`${form}: run and runWithSum differ`);
+      if (!sameBits(out, withSum.output)) failures.push(`${form}: run and runWithSum differ`);
       // Results kept on the GPU are dispatched through the browser's WebGPU directly, read
       // back ones through wgpu: the same kernel, so the same bits.
-      if (!same(out, await viaGpu.read())) failures.push(`${form}: output "gpu" and output "array" differ`);
+      if (!sameBits(out, await viaGpu.read())) failures.push(`${form}: output "gpu" and output "array" differ`);
       results[form] = [out, withSum.sum, await t.input.read(), await t.residual.read()];
       viaGpu.free();
       for (const x of Object.values(t)) x.free();
     }
     // Bit for bit: the two readings must hand the kernel the same numbers (an eps read
     // wrong by a factor of a few stays inside the reference's tolerance).
-    results.plain.forEach((x, i) => { if (!same(x, results.slow[i])) failures.push(`result ${i}: one step and field by field differ`); });
+    results["one step"].forEach((x, i) => { if (!sameBits(x, results["field by field"][i])) failures.push(`result ${i}: one step and field by field differ`); });
     // f16 tensors, in place and out: the same bits both ways, and the reference within f16's.
     const { toF16, fromF16 } = window.lib.f16;
     const h = { input: toF16(a.input), residual: toF16(a.residual), gamma: toF16(a.gamma) };
     const wide = { input: fromF16(h.input), residual: fromF16(h.residual), gamma: fromF16(h.gamma), hidden: a.hidden };
     const halves = {};
-    for (const form of ["plain", "slow"]) {
-      const wrap = form === "plain" ? (o) => o : slow;
+    for (const form of ["one step", "field by field"]) {
+      const wrap = form === "one step" ? (o) => o : fieldByField;
       const t16 = { input: n.upload(h.input), residual: n.upload(h.residual), gamma: n.upload(h.gamma) };
       const y = await n.run(wrap({ ...t16, hidden: a.hidden }));
       await n.run(wrap({ ...t16, hidden: a.hidden, inPlace: true }));
@@ -585,7 +582,7 @@ for (const backend of ["webgpu", "cpu"]) test(`the common call on tensors (read 
       if (!rep.ok) failures.push(`${form} f16: ${rep.problems.join("; ")}`);
       Object.values(t16).forEach((x) => x.free());
     }
-    halves.plain.forEach((x, i) => { if (!same(x, halves.slow[i])) failures.push(`f16 result ${i}: one step and field by field differ`); });
+    halves["one step"].forEach((x, i) => { if (!sameBits(x, halves["field by field"][i])) failures.push(`f16 result ${i}: one step and field by field differ`); });
     const t = up();
     const freed = n.upload(a.input);
     freed.free();
@@ -599,22 +596,7 @@ for (const backend of ["webgpu", "cpu"]) test(`the common call on tensors (read 
       "a misspelt Eps": { ...base, Eps: 1e-5 }, "beta null": { ...base, beta: null },
       "gamma the wrong length": { ...base, gamma: t.input }, "no gamma": { ...base, gamma: undefined },
     };
-    for (const [name, args] of Object.entries(bad)) {
-      const got = [];
-      for (const call of [(o) => n.run(o), (o) => n.runWithSum(o)]) {
-        for (const o of [args, slow(args)]) {
-          let e;
-          try {
-            e = await call(o).then(() => "resolved", (x) => x);
-          } catch (x) {
-            e = `threw ${x?.name}`;
-          }
-          got.push(e instanceof Error ? `${e.name}: ${e.message}` : String(e));
-        }
-      }
-      if (got[0] !== got[1] || got[2] !== got[3]) failures.push(`${name}: one step and field by field differ: ${got.join(" | ")}`);
-      if (!/^(TypeError|ShapeError|InvalidStateError): /.test(got[0])) failures.push(`${name}: ${got[0]}`);
-    }
+    failures.push(...(await readings.rejectAlike(n, bad)));
     const after = await n.run({ ...base, eps: a.eps });
     const rep = ref.compare(a, after);
     if (!rep.ok) failures.push(`a good call after: ${rep.problems.join("; ")}`);

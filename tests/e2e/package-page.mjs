@@ -1,6 +1,7 @@
 // The page the in-browser suites run the built package in (pkg/, not the packed tarball), and
 // the one way they run code there. The page imports the package and the repository's shared
-// www/lib/ modules (seeded inputs, the f64 reference, f16 conversions) as `window.lib`;
+// www/lib/ modules (seeded inputs, the f64 reference, f16 conversions), with the suites' own
+// in-page helpers (tests/e2e/page/), as `window.lib`;
 // `window.ready` resolves once the module is initialized, unless the URL says ?noinit (for
 // the tests of use before init()); ?backend=cpu tells the tests that run on both backends
 // which one to make their instances with (`window.backend`, "webgpu" by default).
@@ -17,7 +18,8 @@ import init, * as pkg from "/pkg/webgpu_rmsnorm.js";
 import * as ref from "/lib/reference.js";
 import * as seeded from "/lib/seeded.js";
 import * as f16 from "/lib/f16.js";
-window.lib = { init, pkg, ref, seeded, f16 };
+import * as readings from "/test-lib/readings.js";
+window.lib = { init, pkg, ref, seeded, f16, readings };
 window.backend = new URLSearchParams(location.search).get("backend") ?? "webgpu";
 window.ready = location.search.includes("noinit") ? Promise.resolve() : init();
 </script>`;
@@ -41,7 +43,10 @@ export function packagePage(prefix, { mounts = [] } = {}) {
     await writeFile(join(dir, "index.html"), PAGE);
     suite.server = await serve({
       port: 0,
-      mounts: [["/", dir], ["/pkg", join(ROOT, "pkg")], ["/lib", join(ROOT, "www/lib")], ...mounts],
+      mounts: [
+        ["/", dir], ["/pkg", join(ROOT, "pkg")], ["/lib", join(ROOT, "www/lib")],
+        ["/test-lib", join(ROOT, "tests/e2e/page")], ...mounts,
+      ],
     });
     suite.browser = await launch();
   });

@@ -1,0 +1,36 @@
+// In-page helpers of the suites that compare the package's two readings of an argument
+// object (served at /test-lib by package-page.mjs, as `window.lib.readings`).
+
+/**
+ * The same fields on an object with a prototype of its own: the package reads such an object
+ * field by field (its getters copied as getters), where a plain object takes the one-step path.
+ */
+export const fieldByField = (args) => Object.create({ inherited: 1 }, Object.getOwnPropertyDescriptors(args));
+
+/** The same elements, bit for bit (NaN equal to NaN, -0 unequal to 0). */
+export const sameBits = (x, y) => x.length === y.length && x.every((v, i) => Object.is(v, y[i]));
+
+/**
+ * For each named bad argument object: `run` and `runWithSum`, each on the object in one step
+ * and field by field, reject with the same named error. Returns a line for each that does not.
+ */
+export async function rejectAlike(n, bad) {
+  const failures = [];
+  for (const [name, args] of Object.entries(bad)) {
+    const got = [];
+    for (const call of [(o) => n.run(o), (o) => n.runWithSum(o)]) {
+      for (const o of [args, fieldByField(args)]) {
+        let e;
+        try {
+          e = await call(o).then(() => "resolved", (x) => x);
+        } catch (x) {
+          e = `threw ${x?.name}`;
+        }
+        got.push(e instanceof Error ? `${e.name}: ${e.message}` : String(e));
+      }
+    }
+    if (got[0] !== got[1] || got[2] !== got[3]) failures.push(`${name}: one step and field by field differ: ${got.join(" | ")}`);
+    if (!/^(TypeError|ShapeError|InvalidStateError): /.test(got[0])) failures.push(`${name}: ${got[0]}`);
+  }
+  return failures;
+}
