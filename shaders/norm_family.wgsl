@@ -34,16 +34,18 @@
 // row a workgroup the totals are uniform values; with several, `any_row` asks whether any of
 // its rows needs it (see `Variant::family_wgsl`).
 //
-// Barriers, the cost on a GPU (each reduction's tree is a barrier a level): a reduction is
-// 2 + log2(ROW_T) with FAN 0, or 3 with the fan-in, plus the read of its total (one row a
-// workgroup: workgroupUniformLoad, which compilers such as Tint lower to two barriers; else
-// one more barrier with the fan-in); `any_row` is three.
+// Barriers, the cost on a GPU: a reduction is one where short rows fold flat
+// (`reduce_flat`); otherwise (`reduce`) 2 + log2(ROW_T) by the tree, or 3 with the fan-in,
+// plus the read of its total (one row a workgroup: workgroupUniformLoad, which compilers
+// such as Tint lower to two barriers; else one more barrier with the fan-in); `any_row` is
+// three.
 //
 // The driver (src/gpu/kernel.rs) prepends WG, ROW_T, FAN, SLOTS, HAS_BIAS, HAS_BETA,
-// HAS_RESIDUAL, HAS_POST, LAYER, WRITE_SUM, IN_PLACE, PRELOAD, V with square_sum, max_abs and
-// lane_sum, the bindings (from the binding table), ld / st / st_out and put_y / put_v, and
-// fills in the two placeholders: how a row reads its totals, and whether any row of the
-// workgroup takes the exact path (see `Variant::family_wgsl`).
+// HAS_RESIDUAL, HAS_POST, LAYER, FLAT, WRITE_SUM, IN_PLACE, PRELOAD, V with square_sum,
+// max_abs and lane_sum, the bindings (from the binding table), ld / st / st_out and
+// put_y / put_v, and fills in the three placeholders: how a row reads its totals, whether
+// any row of the workgroup takes the exact path, and which reduction folds the partials (see
+// `Variant::family_wgsl`).
 
 struct Params {
     rows: u32,
@@ -71,18 +73,56 @@ fn is_nan(x: f32) -> bool {
     return (bitcast<u32>(x) & 0x7fffffffu) > EXP_MASK;
 }
 
-// Per-thread partials: (sum, sum of squares, largest magnitude).
-var<workgroup> partials: array<vec3<f32>, WG>;
+// Per-thread partials: (sum, sum of squares, largest magnitude); two halves, taken in turn,
+// where rows fold flat (`reduce_flat`).
+const HALVES: u32 = select(1u, 2u, FLAT);
+var<workgroup> partials: array<vec3<f32>, HALVES * WG>;
+// The half of `partials` the next reduction writes: the same in every thread.
+var<private> turn: u32 = 0u;
 
 fn combine(a: vec3<f32>, b: vec3<f32>) -> vec3<f32> {
     return vec3(a.xy + b.xy, max(a.z, b.z));
 }
 
-// The row's total over its ROW_T threads (`t` the thread's place in its row). The barrier
-// first: every lane has read the previous total before `partials` is written again. FAN 0
-// is the pairwise tree (log2(ROW_T) barriers); else FAN lanes of the row each fold
-// ROW_T / FAN partials and one lane folds those: the RMSNorm kernel's two-step fan-in, its
-// trip counts constants so that a lane's reads are issued together.
+// The first partial of this lane's row in the half of `partials` this reduction takes, with
+// `value` (this lane's) written there. The halves alternate, so a reduction never writes
+// where a lane may still read the previous one's partials: before it writes a half again,
+// every lane has passed the first barrier of the reduction between, which it reached after
+// its reads. Totals read so are plain (not uniform) values: a workgroup decides on them
+// through `any_row`.
+fn write_partial(lid: u32, t: u32, value: vec3<f32>) -> u32 {
+    let half = turn * WG;
+    turn ^= 1u;
+    partials[half + lid] = value;
+    return half + lid - t;
+}
+
+// The `count` partials from `first` folded in one order, so that every lane of a row that
+// folds them gets the same total (`count` a constant at every call: the reads go together).
+fn fold(first: u32, count: u32) -> vec3<f32> {
+    var a = partials[first];
+    for (var k = 1u; k < count; k++) {
+        a = combine(a, partials[first + k]);
+    }
+    return a;
+}
+
+// The row's total over its ROW_T threads (`t` the thread's place in its row), where short
+// rows share a workgroup (FLAT: QK-norm's heads): every lane folds its row's ROW_T partials
+// itself; one barrier.
+fn reduce_flat(lid: u32, t: u32, value: vec3<f32>) -> vec3<f32> {
+    let first = write_partial(lid, t, value);
+    workgroupBarrier();
+    return fold(first, ROW_T);
+}
+
+// The row's total over its ROW_T threads (`t` the thread's place in its row), where rows do
+// not fold flat. The barrier first: every lane has read the previous total before `partials`
+// is written again. FAN 0 is the pairwise tree (log2(ROW_T) barriers); else FAN lanes of the
+// row each fold ROW_T / FAN partials and one lane folds those: the RMSNorm kernel's two-step
+// fan-in, its trip counts constants so that a lane's reads are issued together. (Every lane
+// folding the FAN partials itself, one barrier fewer, cost LayerNorm 96.0 → 86.3 % of `a + b`
+// at 8192×4096 on an H100 through Dawn: docs/PERFORMANCE.md, 2026-12-06.)
 fn reduce(lid: u32, t: u32, value: vec3<f32>) -> vec3<f32> {
     workgroupBarrier();
     partials[lid] = value;
@@ -119,19 +159,23 @@ fn reduce(lid: u32, t: u32, value: vec3<f32>) -> vec3<f32> {
 }
 
 // Whether any row of this workgroup has `flag`, as a uniform value (several rows a
-// workgroup): two barriers, against the reduction's log2(ROW_T) + 2 that it saves.
-var<workgroup> flagged: atomic<u32>;
-var<workgroup> flagged_word: u32;
+// workgroup, or totals read plainly): three barriers, against the reduction's log2(ROW_T) + 2
+// that it saves. A word for each normalization of a row (`which`), each asked once: it
+// stays as the workgroup's zeroed memory began until then, and needs no clearing. Copied
+// into a plain word for workgroupUniformLoad: its overload for atomics is a 2025 addition to
+// WGSL, which browsers with an older WGSL compiler reject.
+var<workgroup> flagged: array<atomic<u32>, 2>;
+var<workgroup> flagged_word: array<u32, 2>;
 
-fn any_row(lid: u32, flag: bool) -> bool {
+fn any_row(lid: u32, which: u32, flag: bool) -> bool {
     if flag {
-        atomicOr(&flagged, 1u);
+        atomicOr(&flagged[which], 1u);
     }
     workgroupBarrier();
     if lid == 0u {
-        flagged_word = atomicExchange(&flagged, 0u);
+        flagged_word[which] = atomicLoad(&flagged[which]);
     }
-    return workgroupUniformLoad(&flagged_word) != 0u;
+    return workgroupUniformLoad(&flagged_word[which]) != 0u;
 }
 
 // How a row is normalized: (((x - s) - d) - c) * scale * post (RMSNorm: s = d = c = 0),
@@ -242,7 +286,7 @@ fn totals(lid: u32, t: u32, base: u32, width: u32, cache: ptr<function, array<V,
     for (var i = t + SLOTS * ROW_T; i < width; i += ROW_T) {
         acc = tally(acc, column(base, i, which, s1), phase, s);
     }
-    return reduce(lid, t, acc);
+    return __REDUCE__(lid, t, acc);
 }
 
 // The Stat of the vector `which` of this row.

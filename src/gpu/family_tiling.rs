@@ -1,11 +1,11 @@
 //! The family kernel's tiling (`norm_family.wgsl`: LayerNorm, the sandwich, and RMSNorm's
-//! short rows): threads a row, rows a workgroup, and where its weights are loaded. Measured
-//! on an H200 and an H100 through Dawn, as [`crate::gpu::tiling`] is for the fused kernel
-//! (docs/PERFORMANCE.md).
+//! short rows): threads a row, rows a workgroup, where its weights are loaded, how its rows
+//! reduce, and the WGSL's placeholders that follow from those. Measured on an H200 and an
+//! H100 through Dawn, as [`crate::gpu::tiling`] is for the fused kernel (docs/PERFORMANCE.md).
 
 use crate::call::shape::NormKind;
 use crate::gpu::device::Caps;
-use crate::gpu::kernel::{Storage, Variant};
+use crate::gpu::kernel::{Storage, Variant, FAMILY_WGSL};
 use crate::gpu::options::Options;
 use crate::gpu::tiling::{CPU_WORKGROUP, FEW_ROWS};
 
@@ -83,6 +83,56 @@ impl Variant {
             && self.options.kind == NormKind::Rms;
         let preload = !caps.cpu_tiling && (rows <= FEW_ROWS || short_sandwich);
         Variant { preload, ..self }
+    }
+}
+
+/// Threads a row at most where rows several a workgroup fold their partials flat: each
+/// lane reads this many partials instead of waiting on log2 of it barriers.
+const FLAT_ROW_THREADS: u32 = 16;
+
+impl Variant {
+    /// Threads a row of the family kernel: the workgroup, or its share of it.
+    pub fn row_threads(&self) -> u32 {
+        self.workgroup / self.rows_per_group.max(1)
+    }
+
+    /// `norm_family.wgsl` for this variant: which reduction folds a row's partials (flat, or
+    /// the fan-in or the tree), how the latter reads its totals (one row a workgroup: as
+    /// uniform values), and how a workgroup decides on
+    /// the exact path: on uniform totals directly, else through `any_row`. As text: WGSL's
+    /// uniformity analysis prunes no branch on a constant, so a function choosing among them
+    /// returns a non-uniform total. `__` names are WGSL-reserved: nothing else matches.
+    pub(crate) fn family_wgsl(&self) -> String {
+        let reduce = if self.flat_reduce() {
+            "reduce_flat"
+        } else {
+            "reduce"
+        };
+        let uniform = reduce == "reduce" && self.rows_per_group <= 1;
+        let (total, any) = if uniform {
+            (
+                "workgroupUniformLoad(&partials[0])",
+                "(rescale || off_center)",
+            )
+        } else {
+            (
+                "partials[lid - t]",
+                "any_row(lid, which, rescale || off_center)",
+            )
+        };
+        FAMILY_WGSL
+            .replace("__TOTAL__", total)
+            .replace("__ANY_ROW__", any)
+            .replace("__REDUCE__", reduce)
+    }
+
+    /// Whether the family kernel's rows fold their partials flat (`reduce_flat` in
+    /// `norm_family.wgsl`): short rows several a workgroup (QK-norm's heads), where a lane
+    /// reading its row's few partials costs less than the tree's barriers (on a CPU adapter
+    /// too: fewer barriers, fewer switches between its SIMD groups). One row a workgroup
+    /// keeps its reduction: its totals are then uniform values, and it needs no `any_row`.
+    pub fn flat_reduce(&self) -> bool {
+        self.rows_per_group > 1 && self.row_threads() <= FLAT_ROW_THREADS
     }
 }
 

@@ -169,7 +169,7 @@ impl Variant {
             return format!(
                 "{enable}const WG: u32 = {wg}u;\nconst ROW_T: u32 = {row_t}u;\nconst FAN: u32 = {fan}u;\nconst SLOTS: u32 = {slots}u;\n\
                  const HAS_BIAS: bool = {bias};\nconst HAS_BETA: bool = {beta};\nconst HAS_RESIDUAL: bool = {residual};\n\
-                 const HAS_POST: bool = {post};\nconst LAYER: bool = {layer};\n\
+                 const HAS_POST: bool = {post};\nconst LAYER: bool = {layer};\nconst FLAT: bool = {flat};\n\
                  const WRITE_SUM: bool = {sum};\nconst IN_PLACE: bool = {in_place};\nconst PRELOAD: bool = {preload};\n\
                  {helpers}{storage}\n{family}",
                 family = self.family_wgsl(),
@@ -179,6 +179,7 @@ impl Variant {
                 slots = self.slots,
                 post = self.options.post_gamma,
                 layer = self.options.kind == NormKind::Layer,
+                flat = self.flat_reduce(),
                 sum = sum || (self.in_place && residual),
                 in_place = self.in_place,
                 preload = self.preload,
@@ -204,31 +205,9 @@ impl Variant {
         )
     }
 
-    /// Threads a row of the family kernel: the workgroup, or its share of it.
-    fn row_threads(&self) -> u32 {
-        self.workgroup / self.rows_per_group.max(1)
-    }
-
-    /// `norm_family.wgsl` for this variant: one row a workgroup branches on its totals as
-    /// uniform values; several read theirs plainly and ask `any_row`. As text: WGSL's
-    /// uniformity analysis prunes no branch on a constant, so a function choosing between the
-    /// two returns a non-uniform total. `__` names are WGSL-reserved: nothing else matches.
-    fn family_wgsl(&self) -> String {
-        let (total, any) = if self.rows_per_group <= 1 {
-            (
-                "workgroupUniformLoad(&partials[0])",
-                "(rescale || off_center)",
-            )
-        } else {
-            ("partials[lid - t]", "any_row(lid, rescale || off_center)")
-        };
-        let wgsl = FAMILY_WGSL.replace("__TOTAL__", total);
-        wgsl.replace("__ANY_ROW__", any)
-    }
-
     /// `fan` as the WGSL's FAN: at most the workgroup, and a power of two, so that it divides
     /// the workgroup (the fan-in's loops run a constant `WG / FAN` steps).
-    fn fan_in(&self) -> u32 {
+    pub(crate) fn fan_in(&self) -> u32 {
         // The tree halves the workgroup and the fan-in divides it: both need a power of two,
         // which every tiling and the bench's `--set wg` give.
         debug_assert!(self.workgroup.is_power_of_two(), "{}", self.workgroup);
