@@ -97,19 +97,19 @@ impl Variant {
     }
 
     /// `norm_family.wgsl` for this variant: which reduction folds a row's partials (flat, or
-    /// the fan-in or the tree), how the latter reads its totals (one row a workgroup: as
-    /// uniform values), and how a workgroup decides on
-    /// the exact path: on uniform totals directly, else through `any_row`. As text: WGSL's
-    /// uniformity analysis prunes no branch on a constant, so a function choosing among them
-    /// returns a non-uniform total. `__` names are WGSL-reserved: nothing else matches.
+    /// the fan-in or the tree), how a row reads its totals (one row a workgroup: as uniform
+    /// values), and how a workgroup decides on the exact path: on uniform totals directly,
+    /// else through `any_row`. As text: WGSL's uniformity analysis prunes no branch on a
+    /// constant, so a function choosing among them returns a non-uniform total. `__` names
+    /// are WGSL-reserved: nothing else matches.
     pub(crate) fn family_wgsl(&self) -> String {
         let reduce = if self.flat_reduce() {
             "reduce_flat"
         } else {
             "reduce"
         };
-        let uniform = reduce == "reduce" && self.rows_per_group <= 1;
-        let (total, any) = if uniform {
+        // One row a workgroup never folds flat.
+        let (total, any) = if self.rows_per_group <= 1 {
             (
                 "workgroupUniformLoad(&partials[0])",
                 "(rescale || off_center)",

@@ -207,7 +207,7 @@ impl Variant {
 
     /// `fan` as the WGSL's FAN: at most the workgroup, and a power of two, so that it divides
     /// the workgroup (the fan-in's loops run a constant `WG / FAN` steps).
-    pub(crate) fn fan_in(&self) -> u32 {
+    fn fan_in(&self) -> u32 {
         // The tree halves the workgroup and the fan-in divides it: both need a power of two,
         // which every tiling and the bench's `--set wg` give.
         debug_assert!(self.workgroup.is_power_of_two(), "{}", self.workgroup);
