@@ -24,8 +24,9 @@ impl Variant {
     /// measured worse there, not better: 65536×128 RMSNorm at 82.7 % against 92.6 % with
     /// four, 131072×64 at 66.6 % against 86.2 % (fewer threads in flight hide less latency).
     /// Rows of 32 threads or more fold their partials in the two-step fan-in, as the RMSNorm
-    /// kernel's browser tiling does. On a CPU adapter (SwiftShader) the small workgroups its
-    /// fused kernel measured best with.
+    /// kernel's browser tiling does; rows of at most `FLAT_ROW_THREADS` several a workgroup
+    /// fold flat. On a CPU adapter (SwiftShader) the small workgroups its fused kernel
+    /// measured best with.
     pub fn for_family(hidden: u32, options: Options, caps: &Caps) -> Variant {
         let lanes = if hidden.is_multiple_of(4) { 4 } else { 1 };
         let width = hidden / lanes;
@@ -38,8 +39,9 @@ impl Variant {
         let most = pow2_below(most);
         let row_threads = pow2_below(width.div_ceil(4).next_power_of_two().min(most));
         let workgroup = row_threads.max(FAMILY_GROUP.min(most));
+        let rows_per_group = workgroup / row_threads;
         // Storage and in place are the call's (`Kernel::variant`); the fused kernel's knobs
-        // (flat reduction, struct cache, split rows, exact widths) do not exist here.
+        // (struct cache, split rows, exact widths) do not exist here.
         Variant {
             options,
             storage: Storage::F32,
@@ -47,14 +49,14 @@ impl Variant {
             in_place: false,
             lanes,
             workgroup,
-            rows_per_group: workgroup / row_threads,
+            rows_per_group,
             slots: width.div_ceil(row_threads).clamp(1, FAMILY_SLOTS),
             fan: if row_threads >= 32 && !caps.cpu_tiling {
                 Self::balanced_fan(row_threads)
             } else {
                 0
             },
-            flat: false,
+            flat: rows_per_group > 1 && row_threads <= FLAT_ROW_THREADS,
             preload: false,
             unroll: false,
             exact: false,
@@ -65,6 +67,12 @@ impl Variant {
 
 /// The workgroup that rows too short for one of their own share (see `Variant::for_family`).
 const FAMILY_GROUP: u32 = 128;
+
+/// Threads a row at most where rows several a workgroup fold their partials flat (QK-norm's
+/// heads): each lane reads this many partials after one barrier, where the tree waits on
+/// 2 + log2 of it. On an H100 through Dawn and in Chrome, 131072×64 RMSNorm 92.5 → 95.2 % of
+/// `a + b`, LayerNorm's sandwich 81.3 → 85.1 % (docs/PERFORMANCE.md, 2026-12-06).
+const FLAT_ROW_THREADS: u32 = 16;
 
 impl Variant {
     /// The family kernel's tiling for a call of `rows` rows, where it differs from `self`:
@@ -86,10 +94,6 @@ impl Variant {
     }
 }
 
-/// Threads a row at most where rows several a workgroup fold their partials flat: each
-/// lane reads this many partials instead of waiting on log2 of it barriers.
-const FLAT_ROW_THREADS: u32 = 16;
-
 impl Variant {
     /// Threads a row of the family kernel: the workgroup, or its share of it.
     pub fn row_threads(&self) -> u32 {
@@ -103,13 +107,9 @@ impl Variant {
     /// constant, so a function choosing among them returns a non-uniform total. `__` names
     /// are WGSL-reserved: nothing else matches.
     pub(crate) fn family_wgsl(&self) -> String {
-        let reduce = if self.flat_reduce() {
-            "reduce_flat"
-        } else {
-            "reduce"
-        };
-        // One row a workgroup never folds flat.
-        let (total, any) = if self.rows_per_group <= 1 {
+        let reduce = if self.flat { "reduce_flat" } else { "reduce" };
+        // Totals folded flat are each lane's own: never uniform values.
+        let (total, any) = if !self.flat && self.rows_per_group <= 1 {
             (
                 "workgroupUniformLoad(&partials[0])",
                 "(rescale || off_center)",
@@ -124,15 +124,6 @@ impl Variant {
             .replace("__TOTAL__", total)
             .replace("__ANY_ROW__", any)
             .replace("__REDUCE__", reduce)
-    }
-
-    /// Whether the family kernel's rows fold their partials flat (`reduce_flat` in
-    /// `norm_family.wgsl`): short rows several a workgroup (QK-norm's heads), where a lane
-    /// reading its row's few partials costs less than the tree's barriers (on a CPU adapter
-    /// too: fewer barriers, fewer switches between its SIMD groups). One row a workgroup
-    /// keeps its reduction: its totals are then uniform values, and it needs no `any_row`.
-    pub fn flat_reduce(&self) -> bool {
-        self.rows_per_group > 1 && self.row_threads() <= FLAT_ROW_THREADS
     }
 }
 

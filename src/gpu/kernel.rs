@@ -56,11 +56,12 @@ pub struct Variant {
     /// Reduction fan-in: 0 for a pairwise tree, else this many lanes fold the partials
     /// first (see the WGSL).
     pub fan: u32,
-    /// Reduce with one barrier, after which every lane folds all `workgroup` partials
-    /// itself (plus one barrier for the rescaling decision): two barriers instead of
-    /// the tree's `log2(workgroup) + 2`, for small workgroups. `fan` then serves only the
-    /// rescaled path. Measured slower than the tree on an H200 (docs/PERFORMANCE.md): a
-    /// sweep knob, never chosen.
+    /// Reduce with one barrier, after which every lane folds all its row's partials itself.
+    /// The family kernel: for short rows several a workgroup (`for_family`). The fused
+    /// kernel: all `workgroup` partials (plus one barrier for the rescaling decision), two
+    /// barriers instead of the tree's `log2(workgroup) + 2`, `fan` then serving only the
+    /// rescaled path; measured slower than the tree there on an H200 (docs/PERFORMANCE.md):
+    /// a sweep knob, never chosen.
     pub flat: bool,
     /// Load gamma and beta of the cached columns before the reduction.
     pub preload: bool,
@@ -179,7 +180,7 @@ impl Variant {
                 slots = self.slots,
                 post = self.options.post_gamma,
                 layer = self.options.kind == NormKind::Layer,
-                flat = self.flat_reduce(),
+                flat = self.flat,
                 sum = sum || (self.in_place && residual),
                 in_place = self.in_place,
                 preload = self.preload,
