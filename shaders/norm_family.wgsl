@@ -84,36 +84,24 @@ fn combine(a: vec3<f32>, b: vec3<f32>) -> vec3<f32> {
     return vec3(a.xy + b.xy, max(a.z, b.z));
 }
 
-// The first partial of this lane's row in the half of `partials` this reduction takes, with
-// `value` (this lane's) written there. The halves alternate, so a reduction never writes
-// where a lane may still read the previous one's partials: before it writes a half again,
-// every lane has passed the first barrier of the reduction between, which it reached after
-// its reads. Totals read so are plain (not uniform) values: a workgroup decides on them
-// through `any_row`.
-fn write_partial(lid: u32, t: u32, value: vec3<f32>) -> u32 {
+// The row's total over its ROW_T threads (`t` the thread's place in its row), where short
+// rows share a workgroup (FLAT: QK-norm's heads): each lane writes its partial, one barrier,
+// then every lane folds its row's ROW_T partials itself, in one order, so that every lane of
+// the row gets the same total (plain, not uniform, values: a workgroup decides on them through
+// `any_row`). The halves of `partials` alternate, so a reduction never writes where a lane
+// may still read the previous one's partials: before it writes a half again, every lane has
+// passed the barrier of the reduction between, which it reached after its reads.
+fn reduce_flat(lid: u32, t: u32, value: vec3<f32>) -> vec3<f32> {
     let half = turn * WG;
     turn ^= 1u;
     partials[half + lid] = value;
-    return half + lid - t;
-}
-
-// The `count` partials from `first` folded in one order, so that every lane of a row that
-// folds them gets the same total (`count` a constant at every call: the reads go together).
-fn fold(first: u32, count: u32) -> vec3<f32> {
+    workgroupBarrier();
+    let first = half + lid - t;
     var a = partials[first];
-    for (var k = 1u; k < count; k++) {
+    for (var k = 1u; k < ROW_T; k++) {
         a = combine(a, partials[first + k]);
     }
     return a;
-}
-
-// The row's total over its ROW_T threads (`t` the thread's place in its row), where short
-// rows share a workgroup (FLAT: QK-norm's heads): every lane folds its row's ROW_T partials
-// itself; one barrier.
-fn reduce_flat(lid: u32, t: u32, value: vec3<f32>) -> vec3<f32> {
-    let first = write_partial(lid, t, value);
-    workgroupBarrier();
-    return fold(first, ROW_T);
 }
 
 // The row's total over its ROW_T threads (`t` the thread's place in its row), where rows do
