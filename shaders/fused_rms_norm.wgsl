@@ -348,10 +348,12 @@ fn main(
                 continue;
             }
             var s = refetch(base, i);
+            // Scaled from the residual before v goes over it in place.
+            let scaled = load_v_scaled(base, i, scale);
             if IN_PLACE {
                 put_v(base + i, s.v);
             }
-            s.v = load_v_scaled(base, i, scale);
+            s.v = scaled;
             store_y(base, i, s, post);
         }
         return;

@@ -30,22 +30,23 @@
 // the exact path: two more reductions, the correction c, the mean of (x - s) - d, then the
 // squares of ((x - s) - d) - c scaled by the power of two that brings the row's largest
 // magnitude near 1. RMSNorm (s = d = c = 0) has one reduction, and the exact path only for
-// the scaling. The decision must be uniform over the workgroup (barriers follow): with one
-// row a workgroup the totals are uniform values; with several, `any_row` asks whether any of
-// its rows needs it (see `Variant::family_wgsl`).
+// the scaling. With one row a workgroup its totals are uniform values and the workgroup
+// reduces the exact path's sums; with several, each row decides alone and each of its lanes
+// sums them from memory (`row_totals`), since a workgroup-wide decision costs every row
+// three barriers a normalization for the rare row that needs it.
 //
 // Barriers, the cost on a GPU: a reduction is one where short rows fold flat
 // (`reduce_flat`); otherwise (`reduce`) 2 + log2(ROW_T) by the tree, or 3 with the fan-in,
 // plus the read of its total (one row a workgroup: workgroupUniformLoad, which compilers
-// such as Tint lower to two barriers; else one more barrier with the fan-in); `any_row` is
-// three.
+// such as Tint lower to two barriers; else one more barrier with the fan-in).
 //
 // The driver (src/gpu/kernel.rs) prepends WG, ROW_T, FAN, SLOTS, HAS_BIAS, HAS_BETA,
 // HAS_RESIDUAL, HAS_POST, LAYER, FLAT, WRITE_SUM, IN_PLACE, PRELOAD, V with square_sum,
 // max_abs and lane_sum, the bindings (from the binding table), ld / st / st_out and
-// put_y / put_v, and fills in the three placeholders: how a row reads its totals, whether
-// any row of the workgroup takes the exact path, and which reduction folds the partials (see
-// `Variant::family_wgsl`).
+// put_y / put_v, and fills in the placeholders (see `Variant::family_wgsl`): how a row reads
+// its totals, which reduction folds the partials, how the exact path sums (and whether its
+// rows are waited for before an in-place store), and whether LayerNorm's sandwich loads its
+// residual with the row.
 
 struct Params {
     rows: u32,
@@ -64,6 +65,9 @@ const TINY_SUM: f32 = 8.673617e-19;
 const N_CACHE: u32 = max(SLOTS, 1u);
 // The cached columns' weights, where PRELOAD loads them with the row.
 const N_WEIGHTS: u32 = select(1u, N_CACHE, PRELOAD);
+const EARLY_RESIDUAL: bool = __EARLY_RESIDUAL__;
+// The sandwich's residual's columns, where it is loaded with the row.
+const N_RESIDUALS: u32 = select(1u, N_CACHE, EARLY_RESIDUAL);
 
 fn is_finite(x: f32) -> bool {
     return (bitcast<u32>(x) & EXP_MASK) != EXP_MASK;
@@ -87,8 +91,8 @@ fn combine(a: vec3<f32>, b: vec3<f32>) -> vec3<f32> {
 // The row's total over its ROW_T threads (`t` the thread's place in its row), where short
 // rows share a workgroup (FLAT: QK-norm's heads): each lane writes its partial, one barrier,
 // then every lane folds its row's ROW_T partials itself, in one order, so that every lane of
-// the row gets the same total (plain, not uniform, values: a workgroup decides on them through
-// `any_row`). The halves of `partials` alternate, so a reduction never writes where a lane
+// the row gets the same total (plain, not uniform, values: each row decides on its exact path
+// alone). The halves of `partials` alternate, so a reduction never writes where a lane
 // may still read the previous one's partials: before it writes a half again, every lane has
 // passed the barrier of the reduction between, which it reached after its reads.
 fn reduce_flat(lid: u32, t: u32, value: vec3<f32>) -> vec3<f32> {
@@ -144,26 +148,6 @@ fn reduce(lid: u32, t: u32, value: vec3<f32>) -> vec3<f32> {
         }
     }
     return __TOTAL__;
-}
-
-// Whether any row of this workgroup has `flag`, as a uniform value (several rows a
-// workgroup, or totals read plainly): three barriers, against the reduction's log2(ROW_T) + 2
-// that it saves. A word for each normalization of a row (`which`), each asked once: it
-// stays as the workgroup's zeroed memory began until then, and needs no clearing. Copied
-// into a plain word for workgroupUniformLoad: its overload for atomics is a 2025 addition to
-// WGSL, which browsers with an older WGSL compiler reject.
-var<workgroup> flagged: array<atomic<u32>, 2>;
-var<workgroup> flagged_word: array<u32, 2>;
-
-fn any_row(lid: u32, which: u32, flag: bool) -> bool {
-    if flag {
-        atomicOr(&flagged[which], 1u);
-    }
-    workgroupBarrier();
-    if lid == 0u {
-        flagged_word[which] = atomicLoad(&flagged[which]);
-    }
-    return workgroupUniformLoad(&flagged_word[which]) != 0u;
 }
 
 // How a row is normalized: (((x - s) - d) - c) * scale * post (RMSNorm: s = d = c = 0),
@@ -223,11 +207,18 @@ fn post_at(i: u32) -> V {
     return V(0.0);
 }
 
-// v from the post-norm's input u at column i, `post` its post-norm weight.
-fn v_from_u(base: u32, i: u32, u: V, s: Stat, post: V) -> V {
+fn residual_at(base: u32, i: u32) -> V {
+    if HAS_RESIDUAL {
+        return ld(residual[base + i]);
+    }
+    return V(0.0);
+}
+
+// v from the post-norm's input u, `post` its post-norm weight and `r` the residual's column.
+fn v_from_u(u: V, s: Stat, post: V, r: V) -> V {
     var v = normalized(u, s) * post;
     if HAS_RESIDUAL {
-        v += ld(residual[base + i]);
+        v += r;
     }
     return v;
 }
@@ -236,7 +227,7 @@ fn v_from_u(base: u32, i: u32, u: V, s: Stat, post: V) -> V {
 fn column(base: u32, i: u32, which: u32, s1: Stat) -> V {
     let x = first_at(base, i);
     if which == 1u {
-        return v_from_u(base, i, x, s1, post_at(i));
+        return v_from_u(x, s1, post_at(i), residual_at(base, i));
     }
     return x;
 }
@@ -277,6 +268,20 @@ fn totals(lid: u32, t: u32, base: u32, width: u32, cache: ptr<function, array<V,
     return __REDUCE__(lid, t, acc);
 }
 
+// The totals of pass `phase` over the whole row, each lane folding every column of its row
+// from memory itself, in one order (so that the lanes of a row agree): the exact path of rows
+// whose totals are not uniform values (several rows a workgroup). No barrier, so a row takes
+// it alone; in place, the kernel waits once before its stores, which such a row's reads
+// would otherwise race (see `main`).
+fn row_totals(lid: u32, t: u32, base: u32, width: u32, cache: ptr<function, array<V, N_CACHE>>,
+              which: u32, s1: Stat, phase: u32, s: Stat) -> vec3<f32> {
+    var acc = vec3(0.0);
+    for (var i = 0u; i < width; i++) {
+        acc = tally(acc, column(base, i, which, s1), phase, s);
+    }
+    return acc;
+}
+
 // The Stat of the vector `which` of this row.
 fn stats(lid: u32, t: u32, base: u32, width: u32, cache: ptr<function, array<V, N_CACHE>>,
          which: u32, s1: Stat) -> Stat {
@@ -294,12 +299,12 @@ fn stats(lid: u32, t: u32, base: u32, width: u32, cache: ptr<function, array<V, 
         && is_finite(first.z) && first.z > 0.0;
     let off_center = LAYER && d * d > CENTER * CENTER * (var_plain + params.eps);
     s.d = d;
-    if !__ANY_ROW__ {
+    if !(rescale || off_center) {
         s.post = inverseSqrt(var_plain + params.eps);
         return s;
     }
     if LAYER {
-        s.c = totals(lid, t, base, width, cache, which, s1, 2u, s).x / params.hidden;
+        s.c = __EXACT__(lid, t, base, width, cache, which, s1, 2u, s).x / params.hidden;
     }
     // 2^k brings the largest magnitude near 1 (a NaN or Inf row keeps k = 0 and poisons
     // itself); LayerNorm's centered values are at most twice it.
@@ -308,7 +313,7 @@ fn stats(lid: u32, t: u32, base: u32, width: u32, cache: ptr<function, array<V, 
         k = clamp(-frexp(first.z).exp, -126, 126);
     }
     s.scale = ldexp(1.0, k);
-    let var_scaled = totals(lid, t, base, width, cache, which, s1, 3u, s).x / params.hidden;
+    let var_scaled = __EXACT__(lid, t, base, width, cache, which, s1, 3u, s).x / params.hidden;
     // eps * scale^2 in two exact steps (as a product a compiler may form scale^2 first,
     // which overflows): the fused kernel's rescaled path, alike on purpose (the two shaders
     // share no source).
@@ -358,10 +363,15 @@ fn main(
     var gammas: array<V, N_WEIGHTS>;
     var betas: array<V, N_WEIGHTS>;
     var posts: array<V, N_WEIGHTS>;
+    // The sandwich's residual likewise (where it pays: `Variant::early_residual`).
+    var residuals: array<V, N_RESIDUALS>;
     for (var k = 0u; k < N_CACHE; k++) {
         let i = t + k * ROW_T;
         if k < SLOTS && i < width {
             cache[k] = first_at(base, i);
+            if EARLY_RESIDUAL {
+                residuals[k] = residual_at(base, i);
+            }
             if PRELOAD {
                 gammas[k] = gamma_at(i);
                 betas[k] = beta_at(i);
@@ -375,17 +385,30 @@ fn main(
         for (var k = 0u; k < N_CACHE; k++) {
             let i = t + k * ROW_T;
             if k < SLOTS && i < width {
+                var post: V;
                 if PRELOAD {
-                    cache[k] = v_from_u(base, i, cache[k], s1, posts[k]);
+                    post = posts[k];
                 } else {
-                    cache[k] = v_from_u(base, i, cache[k], s1, post_at(i));
+                    post = post_at(i);
                 }
+                var r: V;
+                if EARLY_RESIDUAL {
+                    r = residuals[k];
+                } else {
+                    r = residual_at(base, i);
+                }
+                cache[k] = v_from_u(cache[k], s1, post, r);
             }
         }
         s = stats(lid, t, base, width, &cache, 1u, s1);
     }
     // Every output is written here, after the last read of the row: in place, y goes over
-    // input and v over residual, which the passes above read.
+    // input and v over residual, which the passes above read. Rows that take the exact path
+    // on their own (`row_totals`) read their whole row after the last barrier, so in place
+    // they are waited for here.
+    if IN_PLACE && __ROW_EXACT__ {
+        workgroupBarrier();
+    }
     for (var k = 0u; k < N_CACHE; k++) {
         let i = t + k * ROW_T;
         if k < SLOTS && i < width {

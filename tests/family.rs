@@ -340,32 +340,71 @@ fn tensors_and_in_place_take_the_family_too() {
     let ctx = context();
     let d = Data::new(&mut Rng(0xFA_0007), 6, 768, 0.0, 1.0);
     for form in Form::all() {
-        let x = form.inputs(&d);
-        let (_, want_v) = fused_rms_norm(&x);
-        let up = |a: &[f32]| Arg::Gpu(ctx.upload(&a).expect("upload"));
-        let on_gpu = x.map(|a| up(a));
-        let read = |a: &Arg<&[f32]>| match a {
-            Arg::Gpu(t) => {
-                pollster::block_on(ctx.read_tensor(t).expect("read").read())
-                    .expect("read")
-                    .y
-            }
-            _ => unreachable!("uploaded"),
-        };
-        pollster::block_on(ctx.submit_in_place(&on_gpu).expect("in place").finish())
-            .unwrap_or_else(|e| panic!("{form:?}: {e}"));
-        let y = read(&on_gpu.input);
-        // With a residual, v came back over it: y is checked against N(v) of that v, as
-        // `check` does; without one, v = w has no cancellation to amplify w's rounding.
-        let v = on_gpu.residual.as_ref().map(read);
-        if let Some(v) = &v {
-            assert!(same_sum(&x, v, &want_v), "{form:?}: v in place");
-        }
-        let second = v.as_deref().map_or(x, |v| from_sum(&x, v));
-        let (want_y, _) = fused_rms_norm(&second);
-        assert!(
-            worst_error(&y, &want_y, &second, RTOL) <= 1.0,
-            "{form:?}: y in place"
-        );
+        check_in_place(&ctx, &form.inputs(&d), &format!("{form:?}"));
     }
+}
+
+/// Rows that take the exact path beside rows that do not, through arrays and in place: rows
+/// of ~1e30 and ~1e-30, LayerNorm rows whose mean is 10⁷ times their spread, and plain rows,
+/// in turn. Where rows share a workgroup of the family kernel (QK-norm's heads, folded flat;
+/// rows of 256, the fan-in) each decides alone and sums its exact path lane by lane from
+/// memory (`row_totals` in norm_family.wgsl), and in place the kernel waits for such rows
+/// before it stores. In place the RMSNorm kernel (67 rows of 64, 5 of 4096) scales a huge
+/// row's v from the residual before v goes over it.
+#[test]
+fn rows_take_the_exact_path_each_alone_through_arrays_and_in_place() {
+    let ctx = context();
+    let mut rng = Rng(0xFA_000A);
+    for (rows, hidden) in [(67, 64), (259, 64), (257, 128), (258, 256), (5, 4096)] {
+        let mut d = Data::new(&mut rng, rows, hidden, 0.0, 1.0);
+        for (at, (x, r)) in d.input.iter_mut().zip(&mut d.residual).enumerate() {
+            let (scale, mean) = match (at / hidden) % 4 {
+                0 => (1e30, 0.0),
+                1 => (1e-30, 0.0),
+                2 => (1.0, 1e7),
+                _ => (1.0, 0.0),
+            };
+            *x = *x * scale + mean;
+            *r = *r * scale + mean;
+        }
+        for form in Form::all() {
+            let what = format!("mixed rows {rows}x{hidden} {form:?}");
+            check(&ctx, &form.inputs(&d), &what);
+            check_in_place(&ctx, &form.inputs(&d), &what);
+        }
+    }
+}
+
+/// Runs `x` in place on tensors and checks `y` (over input) against the reference, and `v`
+/// (over the residual, where there is one) against its `v`.
+fn check_in_place(ctx: &GpuContext, x: &Inputs, what: &str) {
+    let (_, want_v) = fused_rms_norm(x);
+    let up = |a: &[f32]| Arg::Gpu(ctx.upload(&a).expect("upload"));
+    let on_gpu = x.map(|a| up(a));
+    let read = |a: &Arg<&[f32]>| match a {
+        Arg::Gpu(t) => {
+            pollster::block_on(ctx.read_tensor(t).expect("read").read())
+                .expect("read")
+                .y
+        }
+        _ => unreachable!("uploaded"),
+    };
+    pollster::block_on(ctx.submit_in_place(&on_gpu).expect("in place").finish())
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    let y = read(&on_gpu.input);
+    // With a residual, v came back over it: y is checked against N(v) of that v, as `check`
+    // does; without one, v = w has no cancellation to amplify w's rounding.
+    let v = on_gpu.residual.as_ref().map(read);
+    if let Some(v) = &v {
+        assert!(same_sum(x, v, &want_v), "{what}: v in place");
+    }
+    let second = v.as_deref().map_or(*x, |v| from_sum(x, v));
+    let (want_y, _) = fused_rms_norm(&second);
+    let (err, at) = worst_error_at(&y, &want_y, &second, RTOL);
+    assert!(
+        err <= 1.0,
+        "{what}: y in place is {err:.2} tolerances off the f64 reference; at {at} got {}, want {}",
+        y[at],
+        want_y[at]
+    );
 }

@@ -16,17 +16,19 @@ const FAMILY_SLOTS: u32 = 8;
 impl Variant {
     /// The family kernel (`norm_family.wgsl`): LayerNorm, the sandwich, and RMSNorm's short
     /// rows. A row gets a thread per four vectors (so that a thread's loads are in flight
-    /// together), up to `FAMILY_SLOTS` vectors a thread in registers; rows of fewer than
-    /// `FAMILY_GROUP` such threads share a workgroup of `FAMILY_GROUP`. Each row of a QK-norm
-    /// call (heads of 64 or 128) in a workgroup of its own left 8 or 4 threads a workgroup:
-    /// 21-40 % of the `a + b` roofline on an H200 through Dawn (docs/PERFORMANCE.md). Eight
-    /// vectors a thread on those short rows (half the threads, one reduction level fewer)
-    /// measured worse there, not better: 65536×128 RMSNorm at 82.7 % against 92.6 % with
-    /// four, 131072×64 at 66.6 % against 86.2 % (fewer threads in flight hide less latency).
-    /// Rows of 32 threads or more fold their partials in the two-step fan-in, as the RMSNorm
-    /// kernel's browser tiling does; rows of at most `FLAT_ROW_THREADS` several a workgroup
-    /// fold flat. On a CPU adapter (SwiftShader) the small workgroups its fused kernel
-    /// measured best with.
+    /// together), up to `FAMILY_SLOTS` vectors a thread in registers, and rows of fewer than
+    /// `FAMILY_GROUP` such threads share a workgroup of `FAMILY_GROUP`. Short rows (QK-norm's
+    /// heads of 64 and 128: at most `FLAT_ROW_THREADS` threads of four vectors) get a thread
+    /// per two vectors instead, in workgroups of `SHORT_ROW_GROUP`: more loads in flight for
+    /// the few each row has. Through Dawn on an H100, two against four vectors a thread: at
+    /// 131072×64 LayerNorm 86.2 → 95.5 % of `a + b`, f16 results 89.1 → 98.5 %, the sandwich
+    /// 95.0 → 99.7 %; at 65536×128 LayerNorm 90.8 → 96.3 % (docs/PERFORMANCE.md,
+    /// 2026-12-06). (Each row in a workgroup of its own left 8 or 4 threads a workgroup:
+    /// 21-40 % on an H200; eight vectors a thread: 65536×128 RMSNorm at 82.7 % against 92.6 %
+    /// with four.) Rows of 32 threads or more fold their partials in the two-step fan-in, as
+    /// the RMSNorm kernel's browser tiling does; rows of at most `FLAT_ROW_THREADS` several a
+    /// workgroup fold flat. On a CPU adapter (SwiftShader) the small workgroups its fused
+    /// kernel measured best with.
     pub fn for_family(hidden: u32, options: Options, caps: &Caps) -> Variant {
         let lanes = if hidden.is_multiple_of(4) { 4 } else { 1 };
         let width = hidden / lanes;
@@ -37,8 +39,14 @@ impl Variant {
         };
         let pow2_below = |n: u32| 1u32 << (31 - n.max(1).leading_zeros());
         let most = pow2_below(most);
-        let row_threads = pow2_below(width.div_ceil(4).next_power_of_two().min(most));
-        let workgroup = row_threads.max(FAMILY_GROUP.min(most));
+        let short = width.div_ceil(4) <= FLAT_ROW_THREADS;
+        let (vectors, group) = if short {
+            (2, SHORT_ROW_GROUP)
+        } else {
+            (4, FAMILY_GROUP)
+        };
+        let row_threads = pow2_below(width.div_ceil(vectors).next_power_of_two().min(most));
+        let workgroup = row_threads.max(group.min(most));
         let rows_per_group = workgroup / row_threads;
         // Storage and in place are the call's (`Kernel::variant`); the fused kernel's knobs
         // (struct cache, split rows, exact widths) do not exist here.
@@ -67,6 +75,14 @@ impl Variant {
 
 /// The workgroup that rows too short for one of their own share (see `Variant::for_family`).
 const FAMILY_GROUP: u32 = 128;
+
+/// The workgroup of short rows (`Variant::for_family`). 64 against 128 through Dawn on an
+/// H100: at 65536×128 LayerNorm 90.7 → 91.6 %, the sandwich 94.6 → 96.2 %, LayerNorm's
+/// sandwich 85.7 → 88.6 % of `a + b`; 256 lost everywhere. (Longer rows keep 128: at
+/// 16384×768, 64 cost LayerNorm 1.2 points and the sandwiches 1.7. A workgroup of one warp,
+/// 32, won LayerNorm at 131072×64 by two points and lost the sandwich five at 32768×256 and
+/// 65536×128.) docs/PERFORMANCE.md, 2026-12-06.
+const SHORT_ROW_GROUP: u32 = 64;
 
 /// Threads a row at most where rows several a workgroup fold their partials flat (QK-norm's
 /// heads): each lane reads this many partials after one barrier, where the tree waits on
@@ -102,28 +118,39 @@ impl Variant {
 
     /// `norm_family.wgsl` for this variant: which reduction folds a row's partials (flat, or
     /// the fan-in or the tree), how a row reads its totals (one row a workgroup: as uniform
-    /// values), and how a workgroup decides on the exact path: on uniform totals directly,
-    /// else through `any_row`. As text: WGSL's uniformity analysis prunes no branch on a
-    /// constant, so a function choosing among them returns a non-uniform total. `__` names
-    /// are WGSL-reserved: nothing else matches.
+    /// values), how a row's exact path sums (where its totals are uniform, reduced by the
+    /// workgroup; else each lane alone from memory, `row_totals`, so that a row decides on it
+    /// alone), and whether LayerNorm's sandwich loads its residual with the row. As text:
+    /// WGSL's uniformity analysis prunes no branch on a constant, so a function choosing
+    /// among them would need uniform control flow. `__` names are WGSL-reserved: nothing else
+    /// matches.
     pub(crate) fn family_wgsl(&self) -> String {
         let reduce = if self.flat { "reduce_flat" } else { "reduce" };
         // Totals folded flat are each lane's own: never uniform values.
-        let (total, any) = if !self.flat && self.rows_per_group <= 1 {
-            (
-                "workgroupUniformLoad(&partials[0])",
-                "(rescale || off_center)",
-            )
+        let uniform = !self.flat && self.rows_per_group <= 1;
+        let (total, exact) = if uniform {
+            ("workgroupUniformLoad(&partials[0])", "totals")
         } else {
-            (
-                "partials[lid - t]",
-                "any_row(lid, which, rescale || off_center)",
-            )
+            ("partials[lid - t]", "row_totals")
         };
         FAMILY_WGSL
             .replace("__TOTAL__", total)
-            .replace("__ANY_ROW__", any)
             .replace("__REDUCE__", reduce)
+            .replace("__EXACT__", exact)
+            .replace("__ROW_EXACT__", &(!uniform).to_string())
+            .replace("__EARLY_RESIDUAL__", &self.early_residual().to_string())
+    }
+
+    /// Whether LayerNorm's sandwich loads its residual with the row, where rows share a
+    /// workgroup: then the residual's round trip to memory overlaps the first normalization's
+    /// reductions instead of following them. Through Dawn on an H100, LayerNorm's sandwich at
+    /// 131072×64 86.2 → 93.1 %, at 65536×128 83.0 → 92.0 %, at 32768×256 83.8 → 90.3 % of
+    /// `a + b`; the RMSNorm sandwich, which loads its weights with the row there
+    /// (`for_family_rows`), lost 0.8–1.8 points with it too (docs/PERFORMANCE.md, 2026-12-06).
+    fn early_residual(&self) -> bool {
+        (self.options.kind == NormKind::Layer || self.rows_per_group <= 1)
+            && self.options.post_gamma
+            && self.options.residual
     }
 }
 
@@ -133,7 +160,8 @@ mod tests {
 
     /// The family kernel loads its weights with the row for decode-sized calls and for the
     /// RMSNorm sandwich on rows that share a workgroup, nowhere else and never on a CPU
-    /// adapter; the choice reaches the WGSL.
+    /// adapter, and its sandwich's residual everywhere else; short rows take a thread per two
+    /// vectors. The choices reach the WGSL.
     #[test]
     fn the_family_preloads_for_decode_and_the_short_sandwich() {
         use crate::gpu::device::Caps;
@@ -166,6 +194,22 @@ mod tests {
                         assert_eq!(v.rows_per_group > 1, short && !cpu, "{what}");
                         assert_eq!(v.preload, want, "{what}");
                         assert!(v.wgsl().contains(&format!("const PRELOAD: bool = {want};")));
+                        // Short rows: a thread per two vectors, SHORT_ROW_GROUP threads.
+                        if short && !cpu {
+                            assert_eq!(
+                                (v.row_threads(), v.workgroup),
+                                (hidden / 8, SHORT_ROW_GROUP),
+                                "{what}"
+                            );
+                        }
+                        // Every sandwich with a residual but the RMSNorm one of short rows
+                        // loads its residual with the row.
+                        let early = post && !(short && !cpu && kind == NormKind::Rms);
+                        assert!(
+                            v.wgsl()
+                                .contains(&format!("const EARLY_RESIDUAL: bool = {early};")),
+                            "{what}"
+                        );
                     }
                 }
             }
