@@ -272,7 +272,8 @@ fn totals(lid: u32, t: u32, base: u32, width: u32, cache: ptr<function, array<V,
 // from memory itself, in one order (so that the lanes of a row agree): the exact path of rows
 // whose totals are not uniform values (several rows a workgroup). No barrier, so a row takes
 // it alone; in place, the kernel waits once before its stores, which such a row's reads
-// would otherwise race (see `main`).
+// would otherwise race (see `main`). Its parameters are `totals`' (lid, t and cache unused),
+// so that one call names either.
 fn row_totals(lid: u32, t: u32, base: u32, width: u32, cache: ptr<function, array<V, N_CACHE>>,
               which: u32, s1: Stat, phase: u32, s: Stat) -> vec3<f32> {
     var acc = vec3(0.0);

@@ -102,11 +102,14 @@ impl Variant {
     /// 8192×4096 LayerNorm 95.8 → 88.8 % and its sandwich 86.5 → 63.3 %, at 65536×128
     /// RMSNorm 96.4 → 94.0 % and LayerNorm's sandwich 80.8 → 65.6 %.
     pub fn for_family_rows(self, rows: usize, caps: &Caps) -> Variant {
-        let short_sandwich = self.rows_per_group > 1
-            && self.options.post_gamma
-            && self.options.kind == NormKind::Rms;
-        let preload = !caps.cpu_tiling && (rows <= FEW_ROWS || short_sandwich);
+        let preload = !caps.cpu_tiling && (rows <= FEW_ROWS || self.short_rms_sandwich());
         Variant { preload, ..self }
+    }
+
+    /// The RMSNorm sandwich on rows that share a workgroup, which loads its weights with the
+    /// row rather than its residual (`for_family_rows`, `early_residual`).
+    fn short_rms_sandwich(&self) -> bool {
+        self.rows_per_group > 1 && self.options.post_gamma && self.options.kind == NormKind::Rms
     }
 }
 
@@ -120,7 +123,7 @@ impl Variant {
     /// the fan-in or the tree), how a row reads its totals (one row a workgroup: as uniform
     /// values), how a row's exact path sums (where its totals are uniform, reduced by the
     /// workgroup; else each lane alone from memory, `row_totals`, so that a row decides on it
-    /// alone), and whether LayerNorm's sandwich loads its residual with the row. As text:
+    /// alone), and whether the sandwich loads its residual with the row. As text:
     /// WGSL's uniformity analysis prunes no branch on a constant, so a function choosing
     /// among them would need uniform control flow. `__` names are WGSL-reserved: nothing else
     /// matches.
@@ -141,16 +144,15 @@ impl Variant {
             .replace("__EARLY_RESIDUAL__", &self.early_residual().to_string())
     }
 
-    /// Whether LayerNorm's sandwich loads its residual with the row, where rows share a
-    /// workgroup: then the residual's round trip to memory overlaps the first normalization's
-    /// reductions instead of following them. Through Dawn on an H100, LayerNorm's sandwich at
-    /// 131072×64 86.2 → 93.1 %, at 65536×128 83.0 → 92.0 %, at 32768×256 83.8 → 90.3 % of
-    /// `a + b`; the RMSNorm sandwich, which loads its weights with the row there
-    /// (`for_family_rows`), lost 0.8–1.8 points with it too (docs/PERFORMANCE.md, 2026-12-06).
+    /// Whether the sandwich loads its residual with the row: then the residual's round trip
+    /// to memory overlaps the first normalization's reductions instead of following them.
+    /// Through Dawn on an H100, LayerNorm's sandwich at 8192×4096 86.4 → 94.2–97.0 %, at
+    /// 131072×64 86.2 → 93.1 %, at 65536×128 83.0 → 92.0 %; the RMSNorm sandwich at
+    /// 16384×4096 98.3 → 99.4 %, at 1×4096 49.0 → 52.2 % of `a + b`. Not the RMSNorm sandwich
+    /// on short rows, which loads its weights with the row (`for_family_rows`) and lost
+    /// 0.8–1.8 points with its residual too (docs/PERFORMANCE.md, 2026-12-06).
     fn early_residual(&self) -> bool {
-        (self.options.kind == NormKind::Layer || self.rows_per_group <= 1)
-            && self.options.post_gamma
-            && self.options.residual
+        self.options.post_gamma && self.options.residual && !self.short_rms_sandwich()
     }
 }
 
