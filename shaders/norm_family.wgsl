@@ -109,14 +109,20 @@ fn reduce_flat(lid: u32, t: u32, value: vec3<f32>) -> vec3<f32> {
 }
 
 // The row's total over its ROW_T threads (`t` the thread's place in its row), where rows do
-// not fold flat. The barrier first: every lane has read the previous total before `partials`
-// is written again. FAN 0 is the pairwise tree (log2(ROW_T) barriers); else FAN lanes of the
+// not fold flat. With several rows a workgroup, a barrier first: every lane has read the
+// previous total before `partials` is written again. With one, that total was read by
+// workgroupUniformLoad, whose value is the same in every lane: no lane's later write can
+// reach another's read, so it needs none (one barrier fewer in each reduction: a decode
+// LayerNorm sandwich 5.12 → 5.02–5.07 µs at 1×4096, 6.07–6.11 → 5.96–5.97 at 16×4096 on an
+// H100 through Dawn, docs/PERFORMANCE.md, 2026-12-06). FAN 0 is the pairwise tree (log2(ROW_T) barriers); else FAN lanes of the
 // row each fold ROW_T / FAN partials and one lane folds those: the RMSNorm kernel's two-step
 // fan-in, its trip counts constants so that a lane's reads are issued together. (Every lane
 // folding the FAN partials itself, one barrier fewer, cost LayerNorm 96.0 → 86.3 % of `a + b`
 // at 8192×4096 on an H100 through Dawn: docs/PERFORMANCE.md, 2026-12-06.)
 fn reduce(lid: u32, t: u32, value: vec3<f32>) -> vec3<f32> {
-    workgroupBarrier();
+    if WG != ROW_T {
+        workgroupBarrier();
+    }
     partials[lid] = value;
     workgroupBarrier();
     if FAN == 0u {
