@@ -9,10 +9,11 @@
 //   N_rms(x)   = x * inverseSqrt(mean(x^2) + eps)
 //   N_layer(x) = (x - m) * inverseSqrt(mean((x - m)^2) + eps),  m = mean(x)
 //
-// A row is owned by ROW_T threads of a workgroup of WG (WG / ROW_T rows a workgroup, for
-// short rows: QK-norm's heads of 64 and 128). Each thread keeps SLOTS columns of its row in
-// registers (`cache`) through every reduction, so each input is read once and each output
-// written once; the columns of a longer row are formed again from memory in each pass.
+// A row is owned by ROW_T threads of a workgroup of WG (WG / ROW_T rows a workgroup for
+// rows shorter than a workgroup: QK-norm's heads of 64 and 128, and rows up to 1024). Each
+// thread keeps SLOTS columns of its row in registers (`cache`) through every reduction, so
+// each input is read once and each output written once; the columns of a longer row are
+// formed again from memory in each pass.
 //
 // LayerNorm never forms mean(x^2) - mean(x)^2, and does not center on a plain f32 mean
 // either: for a row whose mean is 1e4 times its spread, that mean's own rounding is ~1e-3
@@ -33,12 +34,15 @@
 // the scaling. With one row a workgroup its totals are uniform values and the workgroup
 // reduces the exact path's sums; with several, each row decides alone and each of its lanes
 // sums them from memory (`row_totals`), since a workgroup-wide decision costs every row
-// three barriers a normalization for the rare row that needs it.
+// three barriers a normalization for the rare row that needs it. (A call whose every row
+// takes it then reads each row once a lane in each exact pass: slower, not measured.)
 //
 // Barriers, the cost on a GPU: a reduction is one where short rows fold flat
-// (`reduce_flat`); otherwise (`reduce`) 2 + log2(ROW_T) by the tree, or 3 with the fan-in,
-// plus the read of its total (one row a workgroup: workgroupUniformLoad, which compilers
-// such as Tint lower to two barriers; else one more barrier with the fan-in).
+// (`reduce_flat`); otherwise (`reduce`) 1 + log2(ROW_T) by the tree, or 2 with the fan-in,
+// plus one opening it where several rows share the workgroup, plus the read of its total
+// (one row a workgroup: workgroupUniformLoad, which compilers such as Tint lower to two
+// barriers; else one more barrier with the fan-in). In place, rows that share a workgroup
+// wait once more before their stores (see `main`).
 //
 // The driver (src/gpu/kernel.rs) prepends WG, ROW_T, FAN, SLOTS, HAS_BIAS, HAS_BETA,
 // HAS_RESIDUAL, HAS_POST, LAYER, FLAT, WRITE_SUM, IN_PLACE, PRELOAD, V with square_sum,
@@ -111,14 +115,16 @@ fn reduce_flat(lid: u32, t: u32, value: vec3<f32>) -> vec3<f32> {
 // The row's total over its ROW_T threads (`t` the thread's place in its row), where rows do
 // not fold flat. With several rows a workgroup, a barrier first: every lane has read the
 // previous total before `partials` is written again. With one, that total was read by
-// workgroupUniformLoad, whose value is the same in every lane: no lane's later write can
-// reach another's read, so it needs none (one barrier fewer in each reduction: a decode
-// LayerNorm sandwich 5.12 → 5.02–5.07 µs at 1×4096, 6.07–6.11 → 5.96–5.97 at 16×4096 on an
-// H100 through Dawn, docs/PERFORMANCE.md, 2026-12-06). FAN 0 is the pairwise tree (log2(ROW_T) barriers); else FAN lanes of the
-// row each fold ROW_T / FAN partials and one lane folds those: the RMSNorm kernel's two-step
-// fan-in, its trip counts constants so that a lane's reads are issued together. (Every lane
-// folding the FAN partials itself, one barrier fewer, cost LayerNorm 96.0 → 86.3 % of `a + b`
-// at 8192×4096 on an H100 through Dawn: docs/PERFORMANCE.md, 2026-12-06.)
+// workgroupUniformLoad, whose value WGSL makes the same in every lane, so no lane's later
+// write may reach another's read (Tint and naga lower it as barrier, load, barrier): it
+// needs none, one barrier fewer in each reduction (a decode LayerNorm sandwich 5.12 →
+// 5.02–5.07 µs at 1×4096, 6.07–6.11 → 5.96–5.97 at 16×4096 on an H100 through Dawn,
+// docs/PERFORMANCE.md, 2026-12-06). FAN 0 is the pairwise tree (log2(ROW_T) barriers);
+// else FAN lanes of the row each fold ROW_T / FAN partials and one lane folds those: the
+// RMSNorm kernel's two-step fan-in, its trip counts constants so that a lane's reads are
+// issued together. (Every lane folding the FAN partials itself, one barrier fewer, cost
+// LayerNorm 96.0 → 86.3 % of `a + b` at 8192×4096 on an H100 through Dawn:
+// docs/PERFORMANCE.md, 2026-12-06.)
 fn reduce(lid: u32, t: u32, value: vec3<f32>) -> vec3<f32> {
     if WG != ROW_T {
         workgroupBarrier();

@@ -349,13 +349,21 @@ fn tensors_and_in_place_take_the_family_too() {
 /// in turn. Where rows share a workgroup of the family kernel (QK-norm's heads, folded flat;
 /// rows of 256, the fan-in) each decides alone and sums its exact path lane by lane from
 /// memory (`row_totals` in norm_family.wgsl), and in place the kernel waits for such rows
-/// before it stores. In place the RMSNorm kernel (67 rows of 64, 5 of 4096) scales a huge
-/// row's v from the residual before v goes over it.
+/// before it stores; 3 rows of 4096, a decode call, load their weights and the sandwich's
+/// residual with the row. In place the RMSNorm kernel (67 rows of 64, 5 of 4096) scales a
+/// huge row's v from the residual before v goes over it.
 #[test]
 fn rows_take_the_exact_path_each_alone_through_arrays_and_in_place() {
     let ctx = context();
     let mut rng = Rng(0xFA_000A);
-    for (rows, hidden) in [(67, 64), (259, 64), (257, 128), (258, 256), (5, 4096)] {
+    for (rows, hidden) in [
+        (67, 64),
+        (259, 64),
+        (257, 128),
+        (257, 256),
+        (3, 4096),
+        (5, 4096),
+    ] {
         let mut d = Data::new(&mut rng, rows, hidden, 0.0, 1.0);
         for (at, (x, r)) in d.input.iter_mut().zip(&mut d.residual).enumerate() {
             let (scale, mean) = match (at / hidden) % 4 {

@@ -17,9 +17,9 @@ impl Variant {
     /// The family kernel (`norm_family.wgsl`): LayerNorm, the sandwich, and RMSNorm's short
     /// rows. A row gets a thread per four vectors (so that a thread's loads are in flight
     /// together), up to `FAMILY_SLOTS` vectors a thread in registers, and rows of fewer than
-    /// `FAMILY_GROUP` such threads share a workgroup of `FAMILY_GROUP`. Short rows (QK-norm's
-    /// heads of 64 and 128: at most `FLAT_ROW_THREADS` threads of four vectors) get a thread
-    /// per two vectors instead, in workgroups of `SHORT_ROW_GROUP`: more loads in flight for
+    /// `FAMILY_GROUP` such threads share a workgroup of `FAMILY_GROUP`. Short rows (at most
+    /// `SHORT_ROW_THREADS` threads of four vectors: QK-norm's heads of 64 and 128, rows up to
+    /// 256) get a thread per two vectors instead, in workgroups of `SHORT_ROW_GROUP`: more loads in flight for
     /// the few each row has. Through Dawn on an H100, two against four vectors a thread: at
     /// 131072×64 LayerNorm 86.2 → 95.5 % of `a + b`, f16 results 89.1 → 98.5 %, the sandwich
     /// 95.0 → 99.7 %; at 65536×128 LayerNorm 90.8 → 96.3 % (docs/PERFORMANCE.md,
@@ -39,7 +39,7 @@ impl Variant {
         };
         let pow2_below = |n: u32| 1u32 << (31 - n.max(1).leading_zeros());
         let most = pow2_below(most);
-        let short = width.div_ceil(4) <= FLAT_ROW_THREADS;
+        let short = width.div_ceil(4) <= SHORT_ROW_THREADS;
         let (vectors, group) = if short {
             (2, SHORT_ROW_GROUP)
         } else {
@@ -78,11 +78,18 @@ const FAMILY_GROUP: u32 = 128;
 
 /// The workgroup of short rows (`Variant::for_family`). 64 against 128 through Dawn on an
 /// H100: at 65536×128 LayerNorm 90.7 → 91.6 %, the sandwich 94.6 → 96.2 %, LayerNorm's
-/// sandwich 85.7 → 88.6 % of `a + b`; 256 lost everywhere. (Longer rows keep 128: at
+/// sandwich 85.7 → 88.6 % of `a + b`; 256 lost at every shape and variant but RMSNorm
+/// without a residual at 131072×64 (0.3–0.6 points up).
+/// (Longer rows keep 128: at
 /// 16384×768, 64 cost LayerNorm 1.2 points and the sandwiches 1.7. A workgroup of one warp,
 /// 32, won LayerNorm at 131072×64 by two points and lost the sandwich five at 32768×256 and
 /// 65536×128.) docs/PERFORMANCE.md, 2026-12-06.
 const SHORT_ROW_GROUP: u32 = 64;
+
+/// Threads a row takes at four vectors a thread at most where it is short, and takes a thread
+/// per two vectors instead (`Variant::for_family`): hidden ≤ 256. Measured on 64, 128 and
+/// 256 (docs/PERFORMANCE.md, 2026-12-06); flat folding has its own bound below.
+const SHORT_ROW_THREADS: u32 = 16;
 
 /// Threads a row at most where rows several a workgroup fold their partials flat (QK-norm's
 /// heads): each lane reads this many partials after one barrier, where the tree waits on
@@ -150,7 +157,8 @@ impl Variant {
     /// 131072×64 86.2 → 93.1 %, at 65536×128 83.0 → 92.0 %; the RMSNorm sandwich at
     /// 16384×4096 98.3 → 99.4 %, at 1×4096 49.0 → 52.2 % of `a + b`. Not the RMSNorm sandwich
     /// on short rows, which loads its weights with the row (`for_family_rows`) and lost
-    /// 0.8–1.8 points with its residual too (docs/PERFORMANCE.md, 2026-12-06).
+    /// 0.7–2.0 points with its residual too (docs/PERFORMANCE.md, 2026-12-06). On a CPU
+    /// adapter too, where it changes only when the residual is read, not what.
     fn early_residual(&self) -> bool {
         self.options.post_gamma && self.options.residual && !self.short_rms_sandwich()
     }
@@ -175,7 +183,7 @@ mod tests {
             timestamps: false,
             cpu_tiling,
         };
-        for (hidden, short) in [(64u32, true), (128, true), (4096, false)] {
+        for (hidden, short) in [(64u32, true), (128, true), (256, true), (4096, false)] {
             for (kind, post) in [
                 (NormKind::Layer, false),
                 (NormKind::Layer, true),
