@@ -19,11 +19,11 @@ impl Variant {
     /// together), up to `FAMILY_SLOTS` vectors a thread in registers, and rows of fewer than
     /// `FAMILY_GROUP` such threads share a workgroup of `FAMILY_GROUP`. Short rows (at most
     /// `SHORT_ROW_THREADS` threads of four vectors: QK-norm's heads of 64 and 128, rows up to
-    /// 256) get a thread per two vectors instead, in workgroups of `SHORT_ROW_GROUP`: more loads in flight for
-    /// the few each row has. Through Dawn on an H100, two against four vectors a thread: at
-    /// 131072×64 LayerNorm 86.2 → 95.5 % of `a + b`, f16 results 89.1 → 98.5 %, the sandwich
-    /// 95.0 → 99.7 %; at 65536×128 LayerNorm 90.8 → 96.3 % (docs/PERFORMANCE.md,
-    /// 2026-12-06). (Each row in a workgroup of its own left 8 or 4 threads a workgroup:
+    /// 256) get a thread per two vectors instead, in workgroups of `SHORT_ROW_GROUP`: more
+    /// loads in flight for the few each row has. Through Dawn on an H100, two against four
+    /// vectors a thread: at 131072×64 LayerNorm 86.2 → 95.5 % of `a + b`, f16 results
+    /// 89.1 → 98.5 %, the sandwich 95.0 → 99.7 %; at 65536×128 LayerNorm 90.8 → 96.3 %
+    /// (docs/PERFORMANCE.md, 2026-12-06). (Each row in a workgroup of its own left 8 or 4 threads a workgroup:
     /// 21-40 % on an H200; eight vectors a thread: 65536×128 RMSNorm at 82.7 % against 92.6 %
     /// with four.) Rows of 32 threads or more fold their partials in the two-step fan-in, as
     /// the RMSNorm kernel's browser tiling does; rows of at most `FLAT_ROW_THREADS` several a
@@ -79,10 +79,9 @@ const FAMILY_GROUP: u32 = 128;
 /// The workgroup of short rows (`Variant::for_family`). 64 against 128 through Dawn on an
 /// H100: at 65536×128 LayerNorm 90.7 → 91.6 %, the sandwich 94.6 → 96.2 %, LayerNorm's
 /// sandwich 85.7 → 88.6 % of `a + b`; 256 lost at every shape and variant but RMSNorm
-/// without a residual at 131072×64 (0.3–0.6 points up).
-/// (Longer rows keep 128: at
-/// 16384×768, 64 cost LayerNorm 1.2 points and the sandwiches 1.7. A workgroup of one warp,
-/// 32, won LayerNorm at 131072×64 by two points and lost the sandwich five at 32768×256 and
+/// without a residual at 131072×64 (0.3–0.6 points up). (Longer rows keep 128: at 16384×768,
+/// 64 cost LayerNorm 1.2 points and the sandwiches 1.7. A workgroup of one warp, 32, won
+/// LayerNorm at 131072×64 by two points and lost the sandwich five at 32768×256 and
 /// 65536×128.) docs/PERFORMANCE.md, 2026-12-06.
 const SHORT_ROW_GROUP: u32 = 64;
 
