@@ -38,20 +38,43 @@ test("long run: 10,000 consecutive calls (4×256): wasm memory and live buffers 
     at10000 = L.debugStats();
     const total = performance.now() - t0;
     const mean = (a, b) => times.slice(a, b).reduce((s, x) => s + x, 0) / (b - a);
+    const quantile = (a, q) => Float64Array.from(a).sort()[Math.floor(a.length * q)];
+    // A call's round trip in this browser is ~0.5 ms or ~2.4 ms (whether its map resolves
+    // before Chrome's GPU process polls again), in runs of either that moved a window's mean
+    // from 1.0 to 2.0 ms and its median from 0.6 to 2.4 with no leak (measured here). A leak
+    // slows every call, the fast ones too: so each window's tenth percentile, and up to three
+    // more windows of 1,000 calls while the last looks slower (one window in four runs here
+    // had under a tenth of fast calls), since a drift persists.
+    const p10 = (a) => quantile(a, 0.1);
+    const early = p10(times.slice(500, 1500));
+    let late = p10(times.slice(N - 1000, N));
+    const again = [];
+    while (late > 1.5 * early && again.length < 3) {
+      const more = new Float64Array(1000);
+      for (let i = 0; i < more.length; i++) {
+        const s = performance.now();
+        await L.run(args);
+        more[i] = performance.now() - s;
+      }
+      again.push(p10(more));
+      late = Math.min(late, ...again);
+    }
     L.free();
     const sorted = Array.from(times).sort((a, b) => a - b);
     return {
       failures, at500, at10000, totalMs: Math.round(total),
-      early: mean(500, 1500), late: mean(N - 1000, N), first: times[0],
+      early, late, again, first: times[0],
+      meanEarly: mean(500, 1500), meanLate: mean(N - 1000, N),
+      medianEarly: quantile(times.slice(500, 1500), 0.5), medianLate: quantile(times.slice(N - 1000, N), 0.5),
       p50: sorted[N >> 1], p99: sorted[Math.floor(N * 0.99)], max: sorted[N - 1],
     };
   });
-  t.diagnostic(`10,000 calls in ${r.totalMs} ms; mean per call: calls 500–1500 ${r.early.toFixed(3)} ms, last 1000 ${r.late.toFixed(3)} ms; p50 ${r.p50.toFixed(2)} p99 ${r.p99.toFixed(2)} max ${r.max.toFixed(1)} ms (first ${r.first.toFixed(1)} ms)`);
+  t.diagnostic(`10,000 calls in ${r.totalMs} ms; tenth percentile per call: calls 500–1500 ${r.early.toFixed(3)} ms, last 1000 ${r.late.toFixed(3)} ms${r.again.length ? ` (the lowest of it and ${r.again.length} more: ${r.again.map((x) => x.toFixed(3)).join(", ")} ms)` : ""}; median ${r.medianEarly.toFixed(3)} → ${r.medianLate.toFixed(3)} ms; mean ${r.meanEarly.toFixed(3)} → ${r.meanLate.toFixed(3)} ms; p50 ${r.p50.toFixed(2)} p99 ${r.p99.toFixed(2)} max ${r.max.toFixed(1)} ms (first ${r.first.toFixed(1)} ms)`);
   t.diagnostic(`debugStats at call 500 ${JSON.stringify(r.at500)}, at call 10,000 ${JSON.stringify(r.at10000)}`);
   assert.deepEqual(r.failures, []);
   assert.equal(r.at10000.wasmMemoryBytes, r.at500.wasmMemoryBytes, "wasm memory grew after warm-up");
   assert.equal(r.at10000.liveBuffers, r.at500.liveBuffers, "live GPU buffers grew after warm-up");
-  assert.ok(r.late <= 1.5 * r.early, `per-call time drifted up: ${r.early} ms → ${r.late} ms`);
+  assert.ok(r.late <= 1.5 * r.early, `per-call time drifted up: tenth percentile ${r.early} ms → ${r.late} ms`);
 });
 
 // ---------------------------------------------------------------------------------------
