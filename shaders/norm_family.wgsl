@@ -48,9 +48,9 @@
 // HAS_RESIDUAL, HAS_POST, LAYER, FLAT, WRITE_SUM, IN_PLACE, PRELOAD, V with square_sum,
 // max_abs and lane_sum, the bindings (from the binding table), ld / st / st_out and
 // put_y / put_v, and fills in the placeholders (see `Variant::family_wgsl`): how a row reads
-// its totals, which reduction folds the partials, how the exact path sums (and whether its
-// rows are waited for before an in-place store), and whether LayerNorm's sandwich loads its
-// residual with the row.
+// its totals (UNIFORM_TOTALS, which also decides the barriers that open a reduction and
+// guard an in-place store), which reduction folds the partials, how the exact path sums, and
+// whether the sandwich loads its residual with the row.
 
 struct Params {
     rows: u32,
@@ -70,6 +70,8 @@ const N_CACHE: u32 = max(SLOTS, 1u);
 // The cached columns' weights, where PRELOAD loads them with the row.
 const N_WEIGHTS: u32 = select(1u, N_CACHE, PRELOAD);
 const EARLY_RESIDUAL: bool = __EARLY_RESIDUAL__;
+// One row a workgroup, reduced by the fan-in or the tree: its totals are uniform values.
+const UNIFORM_TOTALS: bool = __UNIFORM_TOTALS__;
 // The sandwich's residual's columns, where it is loaded with the row.
 const N_RESIDUALS: u32 = select(1u, N_CACHE, EARLY_RESIDUAL);
 
@@ -126,7 +128,7 @@ fn reduce_flat(lid: u32, t: u32, value: vec3<f32>) -> vec3<f32> {
 // LayerNorm 96.0 → 86.3 % of `a + b` at 8192×4096 on an H100 through Dawn:
 // docs/PERFORMANCE.md, 2026-12-06.)
 fn reduce(lid: u32, t: u32, value: vec3<f32>) -> vec3<f32> {
-    if WG != ROW_T {
+    if !UNIFORM_TOTALS {
         workgroupBarrier();
     }
     partials[lid] = value;
@@ -154,7 +156,7 @@ fn reduce(lid: u32, t: u32, value: vec3<f32>) -> vec3<f32> {
             }
             partials[lid] = a;
         }
-        if WG != ROW_T {
+        if !UNIFORM_TOTALS {
             // Several rows read their totals plainly, after the last fold.
             workgroupBarrier();
         }
@@ -419,7 +421,7 @@ fn main(
     // input and v over residual, which the passes above read. Rows that take the exact path
     // on their own (`row_totals`) read their whole row after the last barrier, so in place
     // they are waited for here.
-    if IN_PLACE && __ROW_EXACT__ {
+    if IN_PLACE && !UNIFORM_TOTALS {
         workgroupBarrier();
     }
     for (var k = 0u; k < N_CACHE; k++) {

@@ -146,7 +146,7 @@ impl Variant {
             .replace("__TOTAL__", total)
             .replace("__REDUCE__", reduce)
             .replace("__EXACT__", exact)
-            .replace("__ROW_EXACT__", &(!uniform).to_string())
+            .replace("__UNIFORM_TOTALS__", &uniform.to_string())
             .replace("__EARLY_RESIDUAL__", &self.early_residual().to_string())
     }
 
@@ -155,8 +155,8 @@ impl Variant {
     /// Through Dawn on an H100, LayerNorm's sandwich at 8192×4096 86.4 → 94.2–97.0 %, at
     /// 131072×64 86.2 → 93.1 %, at 65536×128 83.0 → 92.0 %; the RMSNorm sandwich at
     /// 16384×4096 98.3 → 99.4 %, at 1×4096 49.0 → 52.2 % of `a + b`. Not the RMSNorm sandwich
-    /// on short rows, which loads its weights with the row (`for_family_rows`) and lost
-    /// 0.7–2.0 points with its residual too (docs/PERFORMANCE.md, 2026-12-06). On a CPU
+    /// on rows that share a workgroup, which loads its weights with the row
+    /// (`for_family_rows`) and lost 0.7–2.0 points on short rows with its residual too (docs/PERFORMANCE.md, 2026-12-06). On a CPU
     /// adapter too, where it changes only when the residual is read, not what.
     fn early_residual(&self) -> bool {
         self.options.post_gamma && self.options.residual && !self.short_rms_sandwich()
