@@ -1,4 +1,4 @@
-// The Dawn bench's program: one section of the packed package on Chrome's WebGPU (Dawn, through dawn.node), issue 12 point 4.
+// The Dawn bench's program: one section of the packed package on Chrome's WebGPU (Dawn, through dawn.node), on a real GPU.
 // Prints tables; writes the numbers as JSON too (--json FILE).
 //
 //   node bench/dawn/bench.mjs calls   [--calls 500] [--loops 5]
@@ -48,7 +48,7 @@ async function main() {
       console.log(`\n[bench:dawn] ${section}: ${e.setup ? "NOT SET UP" : "NO USABLE WEBGPU ADAPTER"} — nothing measured.\n  ${e.message}`);
       if (!e.setup) {
         console.log("  On a machine without a Vulkan GPU Dawn has no adapter (Debian 12's lavapipe lacks a feature Dawn requires).");
-        console.log("  Run on the H200 device machine (bash scripts/bench-dawn.sh prepare prints the command); DAWN_FLAGS=backend=null exercises the harness on Dawn's Null backend.");
+        console.log("  Run it on a machine with a Vulkan GPU (bash scripts/bench-dawn.sh prepare prints the command); DAWN_FLAGS=backend=null exercises the harness on Dawn's Null backend.");
       }
       process.exit(2);
     }
