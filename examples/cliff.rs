@@ -31,7 +31,7 @@ mod native {
     use webgpu_rmsnorm::call::tensor::Tensor;
     use webgpu_rmsnorm::gpu::bindings::{slot, Bound, BINDINGS};
     use webgpu_rmsnorm::gpu::kernel::Variant;
-    use webgpu_rmsnorm::gpu::options::Options;
+    use webgpu_rmsnorm::call::options::Options;
     use webgpu_rmsnorm::gpu::params::Params;
     use webgpu_rmsnorm::{GpuContext, Inputs, Request};
 

@@ -633,7 +633,7 @@ fn floats(v: webgpu_rmsnorm::js::array::HostVec) -> Vec<f32> {
 /// The f32 kernel of `hidden` with `options`, not in place.
 fn f32_kernel(
     hidden: usize,
-    options: webgpu_rmsnorm::gpu::options::Options,
+    options: webgpu_rmsnorm::call::options::Options,
 ) -> webgpu_rmsnorm::call::plan::Kernel {
     use webgpu_rmsnorm::call::dtype::Dtype;
     webgpu_rmsnorm::call::plan::Kernel {
@@ -653,7 +653,7 @@ fn f32_kernel(
 #[wasm_bindgen_test]
 async fn gpu_tilings_with_split_rows_match_the_reference_on_both_dispatch_paths() {
     use webgpu_rmsnorm::call::host::Arg;
-    use webgpu_rmsnorm::gpu::options::Options;
+    use webgpu_rmsnorm::call::options::Options;
     use webgpu_rmsnorm::Inputs;
 
     let ctx = gpu_tiled_context().await;
@@ -746,7 +746,7 @@ async fn gpu_tilings_with_split_rows_match_the_reference_on_both_dispatch_paths(
 /// f64 reference.
 #[wasm_bindgen_test]
 async fn the_family_gpu_tilings_match_the_reference() {
-    use webgpu_rmsnorm::gpu::options::Options;
+    use webgpu_rmsnorm::call::options::Options;
     use webgpu_rmsnorm::Inputs;
 
     let ctx = gpu_tiled_context().await;

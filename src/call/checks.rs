@@ -5,7 +5,7 @@
 
 use crate::call::dtype::Dtype;
 use crate::call::error::Error;
-use crate::gpu::device::Caps;
+use crate::call::device::Caps;
 
 /// The most dispatches one timing call records. A repeat count is work recorded
 /// synchronously and run in one submission: unbounded, `timeDispatches(args, -1)` would

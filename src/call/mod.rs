@@ -2,12 +2,14 @@
 //! checks that turn them into a shape and a plan, dtypes and the named errors.
 
 pub mod checks;
+pub mod device;
 pub mod dtype;
 pub mod error;
 pub mod host;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod native_arrays;
 pub mod numbers;
+pub mod options;
 pub mod plan;
 pub mod shape;
 pub mod tensor;

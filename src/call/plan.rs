@@ -14,9 +14,9 @@ use crate::call::error::Error;
 use crate::call::host::{Arg, HostArray};
 use crate::call::numbers::Len;
 use crate::call::shape::{Inputs, Outputs, Shape};
-use crate::gpu::device::{Caps, ContextId};
+use crate::call::device::{Caps, ContextId};
 use crate::gpu::kernel::Variant;
-use crate::gpu::options::Options;
+use crate::call::options::Options;
 
 /// Where a call's results go.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

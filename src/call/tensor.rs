@@ -13,7 +13,8 @@ use std::rc::Weak;
 use crate::call::dtype::Dtype;
 use crate::call::error::Error;
 use crate::call::numbers::{CpuData, DeferredUpload};
-use crate::gpu::device::{ContextId, LostSlot};
+use crate::call::device::ContextId;
+use crate::gpu::device::LostSlot;
 use crate::gpu::pool::{BufferPool, Pooled};
 use crate::support::clock::now_ms;
 

@@ -16,7 +16,7 @@ use crate::call::shape::Inputs;
 use crate::call::tensor::Tensor;
 use crate::cpu;
 use crate::cpu::memory::room;
-use crate::gpu::device::{next_context_id, Caps, ContextId};
+use crate::call::device::{next_context_id, Caps, ContextId};
 use crate::gpu::pending::{Finished, GpuOutput, Output};
 
 /// No device limits: a call is one pass over wasm memory, whatever its size.

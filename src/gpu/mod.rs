@@ -12,7 +12,6 @@ pub mod context;
 pub mod device;
 pub mod family_tiling;
 pub mod kernel;
-pub mod options;
 pub mod params;
 pub mod pending;
 pub mod pipelines;

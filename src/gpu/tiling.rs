@@ -6,9 +6,9 @@
 
 use crate::call::dtype::Dtype;
 use crate::call::plan::Kernel;
-use crate::gpu::device::Caps;
+use crate::call::device::Caps;
 use crate::gpu::kernel::{Storage, Variant};
-use crate::gpu::options::Options;
+use crate::call::options::Options;
 
 /// Calls of this many rows or more may be tiled differently from decode-sized ones
 /// ([`Variant::for_many_rows`]).
