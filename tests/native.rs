@@ -5,9 +5,9 @@
 use std::rc::Rc;
 use webgpu_rmsnorm::call::dtype::{f16_bits, f16_value};
 use webgpu_rmsnorm::call::host::Arg;
+use webgpu_rmsnorm::call::options::Options;
 use webgpu_rmsnorm::call::tensor::Tensor;
 use webgpu_rmsnorm::gpu::kernel::{Storage, Variant};
-use webgpu_rmsnorm::call::options::Options;
 use webgpu_rmsnorm::gpu::params::Params;
 use webgpu_rmsnorm::gpu::tiling::max_slots;
 use webgpu_rmsnorm::reference::{

@@ -10,10 +10,10 @@
 use std::cell::{Cell, OnceCell, RefCell};
 use std::rc::Weak;
 
+use crate::call::device::ContextId;
 use crate::call::dtype::Dtype;
 use crate::call::error::Error;
 use crate::call::numbers::{CpuData, DeferredUpload};
-use crate::call::device::ContextId;
 use crate::gpu::device::LostSlot;
 use crate::gpu::pool::{BufferPool, Pooled};
 use crate::support::clock::now_ms;

@@ -7,6 +7,7 @@ use std::rc::Rc;
 
 use crate::call::arrays::host_vec;
 use crate::call::checks::check_upload;
+use crate::call::device::{next_context_id, Caps, ContextId};
 use crate::call::dtype::Dtype;
 use crate::call::error::Error;
 use crate::call::host::HostArray;
@@ -16,7 +17,6 @@ use crate::call::shape::Inputs;
 use crate::call::tensor::Tensor;
 use crate::cpu;
 use crate::cpu::memory::room;
-use crate::call::device::{next_context_id, Caps, ContextId};
 use crate::gpu::pending::{Finished, GpuOutput, Output};
 
 /// No device limits: a call is one pass over wasm memory, whatever its size.
@@ -102,7 +102,7 @@ impl CpuContext {
                  backend, which has no GPU device), got a GPUBuffer"
             )));
         }
-        match (plan.dtype, plan.out_dtype) {
+        match (plan.kernel.dtype, plan.kernel.out_dtype) {
             (Dtype::F32, Dtype::F32) => self.compute::<f32, f32, A>(x, &plan),
             (Dtype::F32, Dtype::F16) => self.compute::<f32, u16, A>(x, &plan),
             (Dtype::F16, Dtype::F32) => self.compute::<u16, f32, A>(x, &plan),
@@ -158,7 +158,7 @@ impl CpuContext {
         // Host arrays were copied into memory of the call's own: where y has their dtype,
         // normalize those copies in place (bit for bit the same result) rather than fill
         // more arrays.
-        let reuse = repeat == 1 && plan.out_dtype == plan.dtype;
+        let reuse = repeat == 1 && plan.kernel.out_dtype == plan.kernel.dtype;
         let (y, v) = match (input, residual) {
             (Data::Copied(mut input), Some(Data::Copied(mut residual))) if reuse => {
                 let residual_rows = Some(T::of_mut(&mut residual));
@@ -170,7 +170,7 @@ impl CpuContext {
                 (input, None)
             }
             (input, residual) => {
-                let n = plan.shape.len();
+                let n = plan.shape().len();
                 let mut y = room(n, "output")?;
                 y.resize(n, O::default());
                 let mut v = sum.then(|| room(n, "sum")).transpose()?;

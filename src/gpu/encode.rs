@@ -45,21 +45,21 @@ pub fn record(
     }
     let plan = Plan::encoded(x, outputs, ctx.caps(), ctx.id())?;
     ctx.dev.check_live()?;
-    if plan.shape.is_empty() {
+    if plan.shape().is_empty() {
         return Ok(());
     }
-    let variant = plan.variant;
+    let variant = plan.kernel.variant(ctx.caps(), plan.rows);
     let in_place = matches!(outputs, Outputs::InPlace);
-    let rows = plan.shape.rows as u32;
+    let rows = plan.rows as u32;
     let params = ctx.uniform(Params {
         rows,
-        width: plan.shape.hidden as u32 / variant.lanes,
-        hidden: plan.shape.hidden as f32,
+        width: plan.kernel.hidden as u32 / variant.lanes,
+        hidden: plan.kernel.hidden as f32,
         eps: x.eps,
         gamma_offset: x.norm.gamma_offset,
     });
-    let row_bytes = plan.dtype.copy_bytes(plan.shape.hidden);
-    let all_bytes = plan.dtype.copy_bytes(plan.shape.len());
+    let row_bytes = plan.kernel.dtype.copy_bytes(plan.kernel.hidden);
+    let all_bytes = plan.kernel.dtype.copy_bytes(plan.shape().len());
     let mut bound: [Option<(JsValue, Option<u64>)>; BINDINGS.len()] = Default::default();
     let mut set = |slot: usize, a: Option<&Arg<JsArray>>, bytes: u64| {
         if let Some(a) = a {
@@ -77,7 +77,7 @@ pub fn record(
         set(
             slot::OUTPUT,
             Some(output),
-            plan.out_dtype.copy_bytes(plan.shape.len()),
+            plan.kernel.out_dtype.copy_bytes(plan.shape().len()),
         );
         set(slot::SUM, sum.as_ref(), all_bytes);
     }

@@ -3,10 +3,10 @@
 //! reduce, and the WGSL's placeholders that follow from those. Measured on an H200 and an
 //! H100 through Dawn, as [`crate::gpu::tiling`] is for the fused kernel (docs/PERFORMANCE.md).
 
-use crate::call::shape::NormKind;
 use crate::call::device::Caps;
-use crate::gpu::kernel::{Storage, Variant, FAMILY_WGSL};
 use crate::call::options::Options;
+use crate::call::shape::NormKind;
+use crate::gpu::kernel::{Storage, Variant, FAMILY_WGSL};
 use crate::gpu::tiling::{CPU_WORKGROUP, FEW_ROWS};
 
 /// Columns (of `V`) per thread that the family kernel keeps in registers at most; longer

@@ -6,8 +6,8 @@
 //! loops carry no option branches. A variant is chosen per call from the shape, and its
 //! pipeline is built once and cached by the driver.
 
-use crate::call::shape::NormKind;
 use crate::call::options::Options;
+use crate::call::shape::NormKind;
 
 /// The WGSL source of the RMSNorm variants; [`Variant::wgsl`] prepends its constants.
 pub const KERNEL_WGSL: &str = include_str!("../../shaders/fused_rms_norm.wgsl");
