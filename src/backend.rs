@@ -9,10 +9,10 @@ use std::rc::Rc;
 use crate::call::error::Error;
 use crate::call::host::HostArray;
 use crate::call::plan::{Kernel, Request};
+use crate::call::results::Finished;
 use crate::call::shape::Inputs;
 use crate::call::tensor::Tensor;
 use crate::cpu::driver::CpuContext;
-use crate::gpu::pending::Finished;
 use crate::instance::{Instance, Settings};
 
 /// What `create({ backend })` asks for.

@@ -35,7 +35,7 @@ pub mod js;
 
 pub use call::error::Error;
 pub use call::plan::Request;
+pub use call::results::Output;
 pub use call::shape::{Inputs, Shape};
 pub use gpu::device::AdapterSummary;
-pub use gpu::pending::Output;
 pub use gpu::GpuContext;

@@ -623,8 +623,8 @@ fn array(v: &[f32]) -> webgpu_rmsnorm::js::array::JsArray {
 }
 
 /// A result the context read back, as f32s.
-fn floats(v: webgpu_rmsnorm::js::array::HostVec) -> Vec<f32> {
-    webgpu_rmsnorm::js::array::host_f32_bits(v)
+fn floats(v: webgpu_rmsnorm::call::results::HostVec) -> Vec<f32> {
+    webgpu_rmsnorm::call::results::host_f32_bits(v)
         .into_iter()
         .map(f32::from_bits)
         .collect()

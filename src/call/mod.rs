@@ -11,12 +11,6 @@ pub mod native_arrays;
 pub mod numbers;
 pub mod options;
 pub mod plan;
+pub mod results;
 pub mod shape;
 pub mod tensor;
-
-/// This target's host arrays and results: Rust slices and vectors natively, JavaScript typed
-/// arrays in the browser.
-#[cfg(target_arch = "wasm32")]
-pub use crate::js::array as arrays;
-#[cfg(not(target_arch = "wasm32"))]
-pub use native_arrays as arrays;

@@ -5,7 +5,6 @@
 use std::cell::{Ref, RefMut};
 use std::rc::Rc;
 
-use crate::call::arrays::host_vec;
 use crate::call::checks::check_upload;
 use crate::call::device::{next_context_id, Caps, ContextId};
 use crate::call::dtype::Dtype;
@@ -13,11 +12,11 @@ use crate::call::error::Error;
 use crate::call::host::HostArray;
 use crate::call::numbers::CpuData;
 use crate::call::plan::{Destination, Plan, Request};
+use crate::call::results::{host_vec, Finished, GpuOutput, Output};
 use crate::call::shape::Inputs;
 use crate::call::tensor::Tensor;
 use crate::cpu;
 use crate::cpu::memory::room;
-use crate::gpu::pending::{Finished, GpuOutput, Output};
 
 /// No device limits: a call is one pass over wasm memory, whatever its size.
 pub(crate) const CAPS: Caps = Caps {

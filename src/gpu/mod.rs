@@ -20,6 +20,7 @@ mod resident;
 mod submit;
 mod test_hooks;
 pub mod tiling;
+pub mod transfer;
 
 #[cfg(target_arch = "wasm32")]
 pub(crate) mod encode;

@@ -9,36 +9,15 @@ use std::rc::Rc;
 
 use futures_channel::oneshot;
 
-use crate::call::arrays::{host_f32_bits, new_host_vec, read_mapped, HostVec};
 use crate::call::dtype::Dtype;
 use crate::call::error::Error;
+use crate::call::results::{host_f32_bits, new_host_vec, Finished, GpuOutput, Output};
 use crate::call::shape::Shape;
 use crate::call::tensor::Tensor;
 use crate::gpu::device::{lost_error, LostSlot};
 use crate::gpu::pool::{BufferPool, Pooled};
+use crate::gpu::transfer::read_mapped;
 use crate::support::clock::now_ms;
-
-/// A call's results read back: `y`, and `v` when the `sum` output was asked for.
-pub struct Output {
-    pub y: HostVec,
-    pub sum: Option<HostVec>,
-}
-
-/// Results left on the GPU.
-pub struct GpuOutput {
-    pub y: Rc<Tensor>,
-    pub sum: Option<Rc<Tensor>>,
-}
-
-/// Everything a finished call hands back; which parts exist depends on its request.
-pub struct Finished {
-    /// Read back (`Destination::Host`).
-    pub host: Option<Output>,
-    /// New tensors (`Destination::Gpu`).
-    pub gpu: Option<GpuOutput>,
-    /// The timed pass's GPU time in nanoseconds, where the device has timestamps.
-    pub ns: Option<f64>,
-}
 
 /// A buffer bound by a call: pooled for the call, or a tensor that outlives it.
 pub enum Staged {

@@ -9,10 +9,11 @@ use crate::call::dtype::Dtype;
 use crate::call::error::Error;
 use crate::call::host::HostArray;
 use crate::call::plan::{Destination, Plan, Request};
+use crate::call::results::{GpuOutput, Output};
 use crate::call::shape::{Inputs, Shape};
 use crate::gpu::bindings::{slot, Bound, BINDINGS};
 use crate::gpu::params::Params;
-use crate::gpu::pending::{Chunk, GpuOutput, Output, Pending, Staged};
+use crate::gpu::pending::{Chunk, Pending, Staged};
 use crate::gpu::pool::Pooled;
 
 use super::GpuContext;
