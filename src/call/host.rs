@@ -21,7 +21,7 @@ pub type OwnedArray = Rc<dyn HostArray>;
 /// An array of numbers the driver can upload a range of.
 pub trait HostArray: Len {
     /// Writes a range of the array to a buffer; the error says why the browser refused it.
-    fn upload(&self, to: Upload) -> Result<(), String>;
+    fn upload(&self, to: &dyn Upload) -> Result<(), String>;
 
     fn dtype(&self) -> Dtype {
         Dtype::F32
@@ -54,7 +54,7 @@ impl Len for OwnedArray {
 }
 
 impl HostArray for OwnedArray {
-    fn upload(&self, to: Upload) -> Result<(), String> {
+    fn upload(&self, to: &dyn Upload) -> Result<(), String> {
         (**self).upload(to)
     }
 
@@ -101,7 +101,7 @@ impl<H: Len> Len for Arg<H> {
 }
 
 impl<H: HostArray> HostArray for Arg<H> {
-    fn upload(&self, to: Upload) -> Result<(), String> {
+    fn upload(&self, to: &dyn Upload) -> Result<(), String> {
         match self {
             Arg::Host(h) => h.upload(to),
             Arg::Gpu(_) => Err("a GpuTensor is bound as it is, never uploaded".into()),

@@ -59,7 +59,7 @@ impl Len for Span {
 /// Only for [`Plan::new`]'s checks, which read lengths and dtypes: the numbers themselves are
 /// in the scratch, never uploaded nor copied from here.
 impl HostArray for Span {
-    fn upload(&self, _: Upload) -> Result<(), String> {
+    fn upload(&self, _: &dyn Upload) -> Result<(), String> {
         Err("an array in CPU scratch memory is never uploaded".into())
     }
 

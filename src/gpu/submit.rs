@@ -146,7 +146,7 @@ impl GpuContext {
                     start,
                     count,
                 )?),
-                None => a.upload(self.upload_to(&b, start, count)).map_err(|e| {
+                None => a.upload(&self.upload_to(&b, start, count)).map_err(|e| {
                     Error::Type(format!("{name}: the browser refused the array ({e})"))
                 })?,
             }

@@ -2,6 +2,7 @@
 //! uploaded straight from JavaScript with `writeBuffer`, copied into wasm memory for the CPU
 //! backend, and results copied once into fresh typed arrays.
 
+use std::ops::Range;
 use std::rc::Rc;
 
 use crate::call::dtype::Dtype;
@@ -14,21 +15,6 @@ use crate::cpu::memory::room;
 use js_sys::{Float32Array, Function, Object, Reflect, Uint16Array};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
-
-#[wasm_bindgen]
-extern "C" {
-    type JsQueue;
-    // With a TypedArray source, dataOffset and size count elements, not bytes.
-    #[wasm_bindgen(catch, method, js_name = writeBuffer)]
-    fn write_buffer(
-        this: &JsQueue,
-        buffer: &JsValue,
-        offset: f64,
-        data: &JsValue,
-        data_offset: f64,
-        size: f64,
-    ) -> Result<(), JsValue>;
-}
 
 /// `%TypedArray%.prototype`'s own accessors and methods. A subclass (or a Proxy) may
 /// override `length`, `buffer` or `Symbol.toStringTag` with getters that lie or throw;
@@ -151,28 +137,22 @@ impl Len for JsArray {
 }
 
 impl HostArray for JsArray {
-    fn upload(&self, to: Upload) -> Result<(), String> {
-        let Upload { start, count, .. } = to;
-        let (Some(q), Some(b)) = (to.queue.as_webgpu(), to.buffer.as_webgpu()) else {
-            return Err("WebGPU objects expected in a wasm build".into());
-        };
-        let q: &JsQueue = q.unchecked_ref();
-        let written = if (count * self.dtype.bytes()).is_multiple_of(4) {
-            q.write_buffer(b.as_ref(), 0.0, &self.array, start as f64, count as f64)
-        } else {
-            // writeBuffer moves whole 4-byte words: pad an odd count of halves.
-            self.bits().and_then(|bits| {
-                let padded = Uint16Array::new_with_length(count as u32 + 1);
-                padded.set(&bits.subarray(start as u32, (start + count) as u32), 0);
-                q.write_buffer(b.as_ref(), 0.0, &padded, 0.0, (count + 1) as f64)
-            })
-        };
-        written.map_err(|e| {
+    fn upload(&self, to: &dyn Upload) -> Result<(), String> {
+        let Range { start, end } = to.range();
+        let count = end - start;
+        if (count * self.dtype.bytes()).is_multiple_of(4) {
+            return to.write_typed_array(&self.array, start, count);
+        }
+        // writeBuffer moves whole 4-byte words: pad an odd count of halves.
+        let bits = self.bits().map_err(|e| {
             Reflect::get(&e, &"message".into())
                 .ok()
                 .and_then(|m| m.as_string())
                 .unwrap_or_else(|| "writeBuffer failed".into())
-        })
+        })?;
+        let padded = Uint16Array::new_with_length(count as u32 + 1);
+        padded.set(&bits.subarray(start as u32, end as u32), 0);
+        to.write_typed_array(&padded, 0, count + 1)
     }
 
     fn dtype(&self) -> Dtype {
