@@ -16,7 +16,7 @@ pub mod params;
 pub mod pending;
 pub mod pipelines;
 pub mod pool;
-mod resident;
+pub mod resident;
 mod submit;
 mod test_hooks;
 pub mod tiling;
