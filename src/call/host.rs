@@ -6,13 +6,13 @@
 //! Routing them through wasm memory would cost two extra copies per array and grow the
 //! module's memory with every large call (it never shrinks).
 
+use std::any::Any;
 use std::rc::Rc;
 
 use crate::call::dtype::Dtype;
 use crate::call::error::Error;
 use crate::call::numbers::{CpuData, Len, Upload};
 use crate::call::tensor::Tensor;
-use crate::gpu::app_buffer::AppBuffer;
 
 /// A private copy of host data, for a call or an upload that waits for a device before it
 /// can upload (the caller may change its own array as soon as the call returns).
@@ -71,6 +71,40 @@ impl HostArray for OwnedArray {
     }
 }
 
+/// The app's buffer itself (a `GPUBuffer`), which only the GPU driver reads
+/// (`gpu/app_buffer.rs`): a call compares two, nothing more.
+pub trait BufferHandle: Any {
+    /// Whether `other` is this same buffer.
+    fn same(&self, other: &dyn BufferHandle) -> bool;
+}
+
+/// A buffer of the app's on the device, passed where an array goes: the GPU driver copies
+/// from it on the GPU, never through the host.
+#[derive(Clone)]
+pub struct AppBuffer {
+    /// Elements of `dtype` a call reads of it, from offset 0: all it holds, until fitted to a
+    /// call (`shape::fit_buffers`).
+    pub len: usize,
+    pub dtype: Dtype,
+    handle: Rc<dyn BufferHandle>,
+}
+
+impl AppBuffer {
+    /// `handle`, of `size` bytes, read as elements of `dtype` from offset 0 to its end.
+    pub fn new(handle: impl BufferHandle, size: u64, dtype: Dtype) -> AppBuffer {
+        AppBuffer {
+            len: (size / dtype.bytes() as u64) as usize,
+            dtype,
+            handle: Rc::new(handle),
+        }
+    }
+
+    /// The buffer itself.
+    pub fn handle(&self) -> &dyn BufferHandle {
+        &*self.handle
+    }
+}
+
 /// An argument: host data, a GPU-resident tensor, or a buffer of the app's on the device.
 #[derive(Clone)]
 pub enum Arg<H> {
@@ -84,7 +118,7 @@ impl<H> Arg<H> {
     pub fn same_storage(&self, other: &Arg<H>) -> bool {
         match (self, other) {
             (Arg::Gpu(a), Arg::Gpu(b)) => Rc::ptr_eq(a, b),
-            (Arg::Buffer(a), Arg::Buffer(b)) => a.handle() == b.handle(),
+            (Arg::Buffer(a), Arg::Buffer(b)) => a.handle().same(b.handle()),
             _ => false,
         }
     }

@@ -21,6 +21,7 @@ use crate::call::host::Arg;
 use crate::call::plan::{Kernel, Plan};
 use crate::call::shape::Inputs;
 use crate::call::shape::Outputs;
+use crate::gpu::app_buffer::GpuAppBuffer;
 use crate::gpu::bindings::BINDINGS;
 use crate::gpu::kernel::Variant;
 use crate::gpu::params::Params;
@@ -173,7 +174,7 @@ pub fn source(ctx: &GpuContext, kernel: &Kernel, rows: Option<u32>) -> Result<Js
 /// The buffer behind an argument: the app's own, or a tensor's.
 fn handle(a: &Arg<JsArray>) -> JsValue {
     match a {
-        Arg::Buffer(b) => b.handle().clone(),
+        Arg::Buffer(b) => b.gpu_handle().cloned().unwrap_or_default(),
         Arg::Gpu(t) => t.buffer().map_or(JsValue::UNDEFINED, raw::buffer),
         // `parse_encode` takes GPU data only.
         Arg::Host(_) => JsValue::UNDEFINED,

@@ -11,6 +11,7 @@ use crate::call::host::HostArray;
 use crate::call::plan::{Destination, Plan, Request};
 use crate::call::results::{GpuOutput, Output};
 use crate::call::shape::{Inputs, Shape};
+use crate::gpu::app_buffer::GpuAppBuffer;
 use crate::gpu::bindings::{slot, Bound, BINDINGS};
 use crate::gpu::params::Params;
 use crate::gpu::pending::{Chunk, Pending, Staged};
