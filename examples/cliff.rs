@@ -33,7 +33,7 @@ mod native {
     use webgpu_rmsnorm::gpu::bindings::{slot, Bound, BINDINGS};
     use webgpu_rmsnorm::gpu::kernel::Variant;
     use webgpu_rmsnorm::gpu::params::Params;
-    use webgpu_rmsnorm::gpu::resident::TensorBuffer;
+    use webgpu_rmsnorm::gpu::tensor_buffer::TensorBuffer;
     use webgpu_rmsnorm::{GpuContext, Inputs, Request};
 
     const HIDDEN: usize = 4096;

@@ -9,7 +9,7 @@ use webgpu_rmsnorm::call::options::Options;
 use webgpu_rmsnorm::call::tensor::Tensor;
 use webgpu_rmsnorm::gpu::kernel::{Storage, Variant};
 use webgpu_rmsnorm::gpu::params::Params;
-use webgpu_rmsnorm::gpu::resident::TensorBuffer;
+use webgpu_rmsnorm::gpu::tensor_buffer::TensorBuffer;
 use webgpu_rmsnorm::gpu::tiling::max_slots;
 use webgpu_rmsnorm::reference::{
     chain, fused_rms_norm, same_sum, worst_error, worst_error_at, worst_relative, Inputs,

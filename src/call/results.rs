@@ -24,6 +24,7 @@ pub struct GpuOutput {
 }
 
 /// Everything a finished call hands back; which parts exist depends on its request.
+#[derive(Default)]
 pub struct Finished {
     /// Read back (`Destination::Host`).
     pub host: Option<Output>,

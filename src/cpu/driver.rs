@@ -136,11 +136,6 @@ impl CpuContext {
         let Request {
             sum, to, repeat, ..
         } = plan.request;
-        let done = Finished {
-            host: None,
-            gpu: None,
-            ns: None,
-        };
         if to == Destination::InPlace {
             let mut input = written("input", &x.input)?;
             let mut residual = optional_written("residual", &x.residual)?;
@@ -150,7 +145,7 @@ impl CpuContext {
                 residual.as_deref_mut().map(T::of_mut),
                 &columns,
             )?;
-            return Ok(done);
+            return Ok(Finished::default());
         }
         let input = data("input", &x.input)?;
         let residual = optional("residual", &x.residual)?;
@@ -187,22 +182,28 @@ impl CpuContext {
                 (O::wrap(y), v.map(T::wrap))
             }
         };
-        Ok(match to {
+        Ok(self.finished(to, y, v))
+    }
+
+    /// A call's results `y` (and `v`) where its request wants them: new tensors of this
+    /// context, or read back.
+    fn finished(&self, to: Destination, y: CpuData, v: Option<CpuData>) -> Finished {
+        match to {
             Destination::Gpu => Finished {
                 gpu: Some(GpuOutput {
                     y: Rc::new(Tensor::on_cpu(y, self.id)),
                     sum: v.map(|v| Rc::new(Tensor::on_cpu(v, self.id))),
                 }),
-                ..done
+                ..Finished::default()
             },
             _ => Finished {
                 host: Some(Output {
                     y: host_vec(&y),
                     sum: v.as_ref().map(host_vec),
                 }),
-                ..done
+                ..Finished::default()
             },
-        })
+        }
     }
 
     /// Copies `data` into a tensor of this context.
@@ -222,8 +223,7 @@ impl CpuContext {
                 y: host_vec(&data),
                 sum: None,
             }),
-            gpu: None,
-            ns: None,
+            ..Finished::default()
         })
     }
 }

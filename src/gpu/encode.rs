@@ -26,7 +26,7 @@ use crate::gpu::bindings::BINDINGS;
 use crate::gpu::kernel::Variant;
 use crate::gpu::params::Params;
 use crate::gpu::recorder::Recorder;
-use crate::gpu::resident::TensorBuffer;
+use crate::gpu::tensor_buffer::TensorBuffer;
 use crate::gpu::webgpu_raw::{self as raw, descriptor, RawEncoder};
 use crate::gpu::GpuContext;
 

@@ -16,7 +16,7 @@ use crate::call::shape::Shape;
 use crate::call::tensor::Tensor;
 use crate::gpu::device::{lost_error, LostSlot};
 use crate::gpu::pool::{BufferPool, Pooled};
-use crate::gpu::resident::TensorBuffer;
+use crate::gpu::tensor_buffer::TensorBuffer;
 use crate::gpu::transfer::read_mapped;
 use crate::support::clock::now_ms;
 

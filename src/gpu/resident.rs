@@ -1,10 +1,7 @@
-//! The driver's tensors: their buffers ([`TensorBuffer`]), uploads, placing a tensor that
-//! waited for a device, and reading one back. Calls bind tensors as they are (see
-//! `submit.rs`).
+//! The driver's tensors: uploads, placing a tensor that waited for a device, and reading
+//! one back. Calls bind tensors as they are (see `submit.rs`).
 
-use std::any::Any;
-use std::cell::Cell;
-use std::rc::{Rc, Weak};
+use std::rc::Rc;
 
 use crate::call::checks::check_upload;
 use crate::call::dtype::Dtype;
@@ -12,68 +9,12 @@ use crate::call::error::Error;
 use crate::call::host::HostArray;
 use crate::call::numbers::DeferredUpload;
 use crate::call::shape::Shape;
-use crate::call::tensor::{DeviceStorage, Placed, Tensor};
-use crate::gpu::device::LostSlot;
+use crate::call::tensor::{Placed, Tensor};
 use crate::gpu::pending::{Chunk, Pending};
-use crate::gpu::pool::{BufferPool, Pooled};
+use crate::gpu::pool::Pooled;
+use crate::gpu::tensor_buffer::{Loaned, TensorBuffer};
 use crate::gpu::transfer::BufferUpload;
 use crate::gpu::GpuContext;
-use crate::support::clock::now_ms;
-
-/// A tensor's buffer: on loan from its context's pool, and back there when the tensor is
-/// dropped (why: `pool.rs`).
-struct Loaned {
-    /// Present until dropped.
-    buffer: Option<Pooled>,
-    /// `None` once the buffer must not be reused ([`Tensor::discard`]).
-    pool: Cell<Option<Weak<BufferPool>>>,
-    /// The device-lost slot of the device that made it: a tensor outliving its device says
-    /// why it is empty.
-    lost: LostSlot,
-}
-
-impl DeviceStorage for Loaned {
-    fn lost_reason(&self) -> Option<String> {
-        self.lost.reason()
-    }
-
-    fn discard(&self) {
-        self.pool.take();
-    }
-}
-
-impl Drop for Loaned {
-    fn drop(&mut self) {
-        // Now, not whenever the JavaScript wrapper is collected: GPU memory is the scarce
-        // resource. The last holder of a tensor is gone (calls hold theirs until submitted),
-        // so nothing binds the buffer after this; work already queued on it runs first.
-        let Some(buffer) = self.buffer.take() else {
-            return;
-        };
-        match self.pool.take().and_then(|pool| pool.upgrade()) {
-            Some(pool) if self.lost.reason().is_none() => {
-                pool.give_back(buffer, now_ms());
-                pool.schedule_trim();
-            }
-            // Dropping a loaned buffer destroys it; WebGPU defers that until submitted work
-            // using it is done.
-            _ => drop(buffer),
-        }
-    }
-}
-
-/// A tensor as the GPU driver binds it.
-pub trait TensorBuffer {
-    /// Its buffer, once placed on a device.
-    fn buffer(&self) -> Option<&wgpu::Buffer>;
-}
-
-impl TensorBuffer for Tensor {
-    fn buffer(&self) -> Option<&wgpu::Buffer> {
-        let storage: &dyn Any = self.storage()?;
-        storage.downcast_ref::<Loaned>()?.buffer.as_deref()
-    }
-}
 
 impl GpuContext {
     /// Uploads `data` as a tensor of this context.
@@ -100,11 +41,11 @@ impl GpuContext {
     fn placed(&self, buffer: Pooled) -> Placed {
         Placed {
             owner: self.dev.id,
-            storage: Box::new(Loaned {
-                buffer: Some(buffer),
-                pool: Cell::new(Some(Rc::downgrade(&self.pool))),
-                lost: self.dev.lost.clone(),
-            }),
+            storage: Box::new(Loaned::new(
+                buffer,
+                Rc::downgrade(&self.pool),
+                self.dev.lost.clone(),
+            )),
         }
     }
 
