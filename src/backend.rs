@@ -22,8 +22,9 @@ pub enum Choice {
     WebGpu,
     Cpu,
     /// WebGPU on a real GPU; the CPU backend where WebGPU is missing, no adapter is found,
-    /// or the adapter is a fallback (software) one: measured in headless Chromium, a WebGPU
-    /// call on SwiftShader costs 5–60× a CPU loop over the same numbers.
+    /// or the adapter is a fallback (software) one, where a WebGPU call costs many times a
+    /// CPU loop over the same numbers (docs/performance.md, "The CPU backend in three
+    /// engines").
     Auto,
 }
 

@@ -1,10 +1,13 @@
-//! Where a call's numbers live on the host, and how they cross to and from the GPU.
+//! A call's arguments ([`Arg`]): host data ([`HostArray`]), a GPU-resident tensor, or a
+//! buffer of the app's on the device ([`AppBuffer`]).
 //!
-//! Natively they are Rust slices and vectors. In the browser they stay JavaScript
-//! `Float32Array`s: uploads go through `GPUQueue.writeBuffer` straight from the caller's
-//! array, and results are copied once from the mapped range into a fresh `Float32Array`.
-//! Routing them through wasm memory would cost two extra copies per array and grow the
-//! module's memory with every large call (it never shrinks).
+//! Host data is Rust slices and vectors natively (`native_arrays.rs`) and JavaScript typed
+//! arrays in the browser (`js/array.rs`: `Float32Array`, and `Uint16Array` or
+//! `Float16Array` for f16). An array uploads its own numbers through the driver's
+//! [`Upload`]; in the browser straight from the caller's typed array with `writeBuffer`,
+//! since routing them through wasm memory would cost two extra copies per array and grow the
+//! module's memory with every large call (it never shrinks). The CPU backend copies them
+//! into wasm memory instead ([`HostArray::to_cpu`]).
 
 use std::any::Any;
 use std::rc::Rc;

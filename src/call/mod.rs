@@ -1,5 +1,8 @@
 //! A call described without a backend: its arguments and where their numbers live, the
-//! checks that turn them into a shape and a plan, dtypes and the named errors.
+//! checks that turn them into a shape and a plan, the kernel a plan needs and the device's
+//! limits it is checked against, its results, dtypes and the named errors. Nothing here
+//! imports a driver: each backend implements what `call/` asks of it (an upload's
+//! destination, a tensor's storage, an app buffer's handle).
 
 pub mod checks;
 pub mod device;

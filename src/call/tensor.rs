@@ -15,9 +15,9 @@ use crate::call::dtype::Dtype;
 use crate::call::error::Error;
 use crate::call::numbers::{CpuData, DeferredUpload};
 
-/// Where a placed tensor's numbers live: a buffer of the GPU driver's (`gpu/resident.rs`),
-/// on loan from its context's pool and back there when the tensor is dropped. A call needs
-/// to know of it only whether its device is gone.
+/// Where a placed tensor's numbers live: a buffer of the GPU driver's
+/// (`gpu/tensor_buffer.rs`), on loan from its context's pool and back there when the tensor is
+/// dropped. A call needs to know of it only whether its device is gone.
 pub trait DeviceStorage: Any {
     /// Why its device is gone, if it is.
     fn lost_reason(&self) -> Option<String>;

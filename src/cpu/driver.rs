@@ -1,5 +1,6 @@
-//! The CPU backend's driver: the same calls as the GPU driver (`gpu/context.rs`, `gpu/submit.rs`, `gpu/resident.rs`), checked by the
-//! same `Plan`, computed by `cpu/` in wasm memory. For browsers without WebGPU, and for
+//! The CPU backend's driver: the same calls as the GPU driver (`gpu/submit.rs`,
+//! `gpu/resident.rs`), checked by the same `Plan`, computed by `cpu/` in wasm memory and
+//! returning the same results (`call/results.rs`). For browsers without WebGPU, and for
 //! software adapters, where a WebGPU call costs many times a CPU loop.
 
 use std::cell::{Ref, RefMut};

@@ -1,7 +1,7 @@
-//! The GPU driver: the device and its limits, the pipelines with their one binding table,
-//! the kernel's WGSL variants and their tiling, the buffer pool, the one path every call
-//! takes (stage, record, submit), GPU-resident tensors, a call in flight and its readback,
-//! and (in the browser) recording into an engine's own command encoder.
+//! The GPU driver: the device, the pipelines with their one binding table, the kernels' WGSL
+//! variants and their tiling, the buffer pool, uploads and readback, the one path every call
+//! takes (stage, record, submit), tensors' buffers, a call in flight, and (in the browser)
+//! recording into an engine's own command encoder.
 //!
 //! The same code runs on the browser's WebGPU (wasm) and on Vulkan (native tests and
 //! benchmarks).
