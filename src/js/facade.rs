@@ -26,7 +26,7 @@ use crate::js::args::{parse_args, parse_encode, parse_timed, upload_arg};
 use crate::js::array::Args;
 use crate::js::options::{parse_kernels, parse_source, settings};
 use crate::js::tensor::{live_tensors, tensor_value};
-use crate::js::value::{describe, object, to_js};
+use crate::js::value::{expect_encoder, object, to_js};
 use crate::support::clock::now_ms;
 
 #[wasm_bindgen]
@@ -200,12 +200,7 @@ impl FusedRmsNorm {
         // An argument's getter may call back into this instance; `encode` within `encode`
         // is refused rather than allowed to trip the borrow.
         let mut recorder = ctx.recorder().map_err(to_js)?;
-        if brand(&encoder).as_deref() != Some("GPUCommandEncoder") {
-            return Err(to_js(Error::Type(format!(
-                "encoder: expected a GPUCommandEncoder of norm.device, got {}",
-                describe(&encoder)
-            ))));
-        }
+        expect_encoder(&encoder).map_err(to_js)?;
         crate::gpu::encode::record(&mut recorder, &ctx, &encoder, &x, &outputs).map_err(to_js)
     }
 
@@ -479,14 +474,4 @@ fn on_cpu(what: &str) -> Error {
         "{what}: expected an instance on the webgpu backend, got one on the CPU backend \
          (norm.backend is \"cpu\")"
     ))
-}
-
-/// A WebIDL object's interface name.
-fn brand(v: &JsValue) -> Option<String> {
-    if !v.is_object() {
-        return None;
-    }
-    js_sys::Reflect::get(v, &js_sys::Symbol::to_string_tag().into())
-        .ok()
-        .and_then(|t| t.as_string())
 }
