@@ -23,8 +23,8 @@ pub enum Choice {
     Cpu,
     /// WebGPU on a real GPU; the CPU backend where WebGPU is missing, no adapter is found,
     /// or the adapter is a fallback (software) one, where a WebGPU call costs many times a
-    /// CPU loop over the same numbers (docs/performance.md, "The CPU backend in three
-    /// engines").
+    /// CPU loop over the same numbers (docs/performance.md, "Tiling of the RMSNorm kernel",
+    /// its CPU adapters).
     Auto,
 }
 

@@ -106,7 +106,8 @@ pub fn host_vec(data: &CpuData) -> HostVec {
 pub fn host_vec(data: &CpuData) -> HostVec {
     use js_sys::{Float32Array, Uint16Array};
     // `slice()` of a view: `new Float32Array(view)` (js-sys's `From<&[f32]>`) took about
-    // twice `slice()`'s time in Chromium (docs/performance.md, "The CPU backend"). The view
+    // twice `slice()`'s time in Chromium (docs/performance.md, "Host arrays a block at a
+    // time"). The view
     // lives only for this copy: nothing allocates meanwhile, so wasm memory cannot grow and
     // detach it.
     match data {

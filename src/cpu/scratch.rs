@@ -83,8 +83,8 @@ impl HostArray for Span {
 /// kernel); a block's stay in a core's cache from the copy in to the kernel. The results are
 /// written where they lie for the whole call, and copied out in one `slice()` at its end:
 /// copied out a block at a time into a fresh array, they cost more than the copies saved.
-/// Smaller blocks are slower and larger ones no faster (`docs/performance.md`, "Host arrays
-/// a block at a time").
+/// Much smaller blocks were slower (`docs/performance.md`, "Host arrays a block at a
+/// time").
 pub const BLOCK: usize = 64 * 1024;
 
 /// Where a call's results lie: `y` over the input's copy where the call is one block (a
