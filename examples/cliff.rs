@@ -29,12 +29,13 @@ mod native {
     use std::rc::Rc;
 
     use webgpu_rmsnorm::call::host::Arg;
+    use webgpu_rmsnorm::call::options::Options;
     use webgpu_rmsnorm::call::plan::Destination;
     use webgpu_rmsnorm::call::tensor::Tensor;
     use webgpu_rmsnorm::gpu::bindings::{slot, Bound, BINDINGS};
     use webgpu_rmsnorm::gpu::kernel::Variant;
-    use webgpu_rmsnorm::gpu::options::Options;
     use webgpu_rmsnorm::gpu::params::Params;
+    use webgpu_rmsnorm::gpu::tensor_buffer::TensorBuffer;
     use webgpu_rmsnorm::{GpuContext, Inputs, Request};
 
     const HIDDEN: usize = 4096;

@@ -9,10 +9,10 @@ use std::rc::Rc;
 use crate::call::error::Error;
 use crate::call::host::HostArray;
 use crate::call::plan::{Kernel, Request};
+use crate::call::results::Finished;
 use crate::call::shape::Inputs;
 use crate::call::tensor::Tensor;
 use crate::cpu::driver::CpuContext;
-use crate::gpu::pending::Finished;
 use crate::instance::{Instance, Settings};
 
 /// What `create({ backend })` asks for.
@@ -22,8 +22,9 @@ pub enum Choice {
     WebGpu,
     Cpu,
     /// WebGPU on a real GPU; the CPU backend where WebGPU is missing, no adapter is found,
-    /// or the adapter is a fallback (software) one: measured in headless Chromium, a WebGPU
-    /// call on SwiftShader costs 5–60× a CPU loop over the same numbers.
+    /// or the adapter is a fallback (software) one, where a WebGPU call costs many times a
+    /// CPU loop over the same numbers (docs/performance.md, "Tiling of the RMSNorm kernel",
+    /// its CPU adapters).
     Auto,
 }
 

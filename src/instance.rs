@@ -17,9 +17,10 @@ use crate::call::error::Error;
 use crate::call::host::{Arg, HostArray};
 use crate::call::numbers::DeferredUpload;
 use crate::call::plan::{Kernel, Request};
+use crate::call::results::Finished;
 use crate::call::shape::Inputs;
 use crate::call::tensor::Tensor;
-use crate::gpu::pending::{Finished, Pending};
+use crate::gpu::pending::Pending;
 use crate::gpu::GpuContext;
 
 /// What `create` was asked for, kept to open an equal device after a loss.

@@ -13,16 +13,17 @@ use crate::call::shape::NormKind;
 /// One call's inputs as Rust slices.
 pub type Inputs<'a> = GenericInputs<&'a [f32]>;
 
-/// `(y, v)` for every element, row-major; `y` in f64, `v` (the `sum` output) in f32.
-pub fn fused_rms_norm(x: &Inputs) -> (Vec<f64>, Vec<f32>) {
-    norm(x, |s| s)
+/// The family's `(y, v)` for every element of `x`, row-major (the formula is
+/// [`GenericInputs`]'s): `y` in f64, `v` (the `sum` output) in f32.
+pub fn norm_family(x: &Inputs) -> (Vec<f64>, Vec<f32>) {
+    norm_rows(x, |s| s)
 }
 
-/// As [`fused_rms_norm`], with every subnormal input flushed to zero and, with `sums`, every
+/// As [`norm_family`], with every subnormal input flushed to zero and, with `sums`, every
 /// subnormal partial sum of `v` too, as WGSL lets a GPU do (NVIDIA's do): the other answers a
 /// GPU may give. The kernel's plain path gives the second; its rescaled path, which forms `v`
 /// from scaled inputs, the first.
-pub fn fused_rms_norm_flushed(x: &Inputs, sums: bool) -> (Vec<f64>, Vec<f32>) {
+pub fn norm_family_flushed(x: &Inputs, sums: bool) -> (Vec<f64>, Vec<f32>) {
     let ftz = |s: f32| if s.is_subnormal() { 0.0 } else { s };
     let flushed = |a: &[f32]| a.iter().map(|&s| ftz(s)).collect::<Vec<_>>();
     let (input, residual, bias) = (
@@ -37,14 +38,15 @@ pub fn fused_rms_norm_flushed(x: &Inputs, sums: bool) -> (Vec<f64>, Vec<f32>) {
         ..*x
     };
     if sums {
-        norm(&flushed, ftz)
+        norm_rows(&flushed, ftz)
     } else {
-        norm(&flushed, |s| s)
+        norm_rows(&flushed, |s| s)
     }
 }
 
 /// `N(row)` in f64: the row's normalization, each value times the factor it is scaled by.
-/// RMSNorm: `x · 1/sqrt(mean(x²) + eps)`; LayerNorm: `(x − m) · 1/sqrt(mean((x − m)²) + eps)`.
+/// RMSNorm: `x · 1/sqrt(mean(x²) + eps)`;
+/// LayerNorm: `(x − m) · 1/sqrt(mean((x − m)²) + eps)`.
 /// Sums in f64 of f32 values are exact to far below f32's precision, so the centered form
 /// needs no care here.
 fn normalized(row: &[f64], kind: NormKind, eps: f32) -> Vec<f64> {
@@ -94,7 +96,7 @@ fn row_v(x: &Inputs, r: usize, flush: &impl Fn(f32) -> f32) -> Vec<f32> {
         .collect()
 }
 
-fn norm(x: &Inputs, flush: impl Fn(f32) -> f32) -> (Vec<f64>, Vec<f32>) {
+fn norm_rows(x: &Inputs, flush: impl Fn(f32) -> f32) -> (Vec<f64>, Vec<f32>) {
     let n = x.input.len();
     let mut y = Vec::with_capacity(n);
     let mut v = Vec::with_capacity(n);
@@ -161,7 +163,7 @@ pub fn chain(
             eps,
             ..Inputs::plain(&input, &residual, g, hidden)
         };
-        let (y, v) = fused_rms_norm(&x);
+        let (y, v) = norm_family(&x);
         input = y.iter().map(|&y| y as f32).collect();
         residual = v;
     }
@@ -195,7 +197,7 @@ pub fn worst_error(got: &[f32], want: &[f64], x: &Inputs, rtol: f64) -> f64 {
 pub fn worst_error_at(got: &[f32], want: &[f64], x: &Inputs, rtol: f64) -> (f64, usize) {
     assert_eq!(got.len(), want.len(), "output length");
     let mut worst = (0.0f64, 0usize);
-    let (_, v) = fused_rms_norm(x);
+    let (_, v) = norm_family(x);
     let size = products(x, &v);
     // WGSL lets a GPU flush subnormal inputs and results to zero, and NVIDIA's do: that
     // changes the row's mean square, so every element of the row, not only the flushed one.
@@ -208,8 +210,8 @@ pub fn worst_error_at(got: &[f32], want: &[f64], x: &Inputs, rtol: f64) -> (f64,
         .any(|a| a.iter().any(|v| v.abs() < 1e-30 && *v != 0.0));
     let want_flushed: Vec<Vec<f64>> = if any_subnormal {
         vec![
-            fused_rms_norm_flushed(x, false).0,
-            fused_rms_norm_flushed(x, true).0,
+            norm_family_flushed(x, false).0,
+            norm_family_flushed(x, true).0,
         ]
     } else {
         Vec::new()
@@ -323,7 +325,7 @@ mod tests {
             eps: 0.0,
             ..Inputs::plain(&[1.0, 2.0], &[1.0, 1.0], &[2.0, 0.5], 2)
         };
-        let (y, v) = fused_rms_norm(&x);
+        let (y, v) = norm_family(&x);
         assert_eq!(v, vec![3.0, 4.0]);
         let r = 12.5f64.sqrt();
         assert!((y[0] - 3.0 / r * 2.0).abs() < 1e-15);
@@ -337,7 +339,7 @@ mod tests {
         let run = |k: f32| {
             let input: Vec<f32> = base.iter().map(|b| b * k).collect();
             let zero = [0.0f32; 4];
-            fused_rms_norm(&Inputs {
+            norm_family(&Inputs {
                 eps: 0.0,
                 ..Inputs::plain(&input, &zero, &gamma, 4)
             })
@@ -355,7 +357,7 @@ mod tests {
     fn nan_poisons_only_its_row() {
         let input = [f32::NAN, 1.0, 1.0, 2.0];
         let zero = [0.0f32; 4];
-        let (y, _) = fused_rms_norm(&Inputs::plain(&input, &zero, &[1.0, 1.0], 2));
+        let (y, _) = norm_family(&Inputs::plain(&input, &zero, &[1.0, 1.0], 2));
         assert!(y[0].is_nan() && y[1].is_nan());
         assert!(y[2].is_finite() && y[3].is_finite());
     }
@@ -366,7 +368,7 @@ mod tests {
             eps: 0.0,
             ..Inputs::plain(&[1.0, 2.0], &[0.0, 0.0], &[1.0, 1.0], 2)
         };
-        let (want, _) = fused_rms_norm(&x);
+        let (want, _) = norm_family(&x);
         let good: Vec<f32> = want.iter().map(|&w| w as f32).collect();
         assert!(worst_error(&good, &want, &x, 1e-5) <= 1.0);
         let bad = [good[0] * 1.001, good[1]];
@@ -384,12 +386,12 @@ mod tests {
             eps: 0.0,
             ..Inputs::plain(&input, &residual, &[0.7, -1.2, 0.4, 0.9], 4)
         };
-        let (want, _) = fused_rms_norm(&x);
+        let (want, _) = norm_family(&x);
         let flushed = Inputs {
             residual: Some(&[0.0; 4]),
             ..x
         };
-        let (as_gpu, _) = fused_rms_norm(&flushed);
+        let (as_gpu, _) = norm_family(&flushed);
         let got: Vec<f32> = as_gpu.iter().map(|&w| w as f32).collect();
         assert!(worst_error(&got, &want, &x, 1e-5) <= 1.0);
         let wrong: Vec<f32> = got.iter().map(|g| g * 1.001).collect();

@@ -15,7 +15,7 @@ use webgpu_rmsnorm::cpu::driver::CpuContext;
 use webgpu_rmsnorm::cpu::scratch::{lay_out, Span, BLOCK};
 use webgpu_rmsnorm::cpu::{half, norm, norm_in_place, Element};
 use webgpu_rmsnorm::reference::{
-    from_sum, fused_rms_norm, same_sum, worst_error, worst_error_at, GenericInputs, Inputs,
+    from_sum, norm_family, same_sum, worst_error, worst_error_at, GenericInputs, Inputs,
 };
 use webgpu_rmsnorm::Request;
 
@@ -185,7 +185,7 @@ fn run_in_place<T: Element>(x: &GenericInputs<&[T]>) -> (Vec<T>, Vec<T>) {
 
 /// Panics unless `got` is within `rtol` of the reference of `x`, naming the worst element.
 fn assert_y(got: &[f32], x: &Inputs, rtol: f64, what: &str) {
-    let (want, v) = fused_rms_norm(x);
+    let (want, v) = norm_family(x);
     let (err, at) = worst_error_at(got, &want, x, rtol);
     assert!(
         err <= 1.0,
@@ -214,7 +214,7 @@ fn y_reference<'a>(x: &Inputs<'a>, v: &'a [f32]) -> Inputs<'a> {
 /// with `v`; `y` as f16 the one rounding of it.
 fn check(x: &Inputs, what: &str) -> Run {
     let got = run(x);
-    let (_, want_v) = fused_rms_norm(x);
+    let (_, want_v) = norm_family(x);
     if x.post_gamma.is_some() {
         assert!(
             same_sum(x, &got.v, &want_v),
@@ -251,7 +251,7 @@ fn check_f16_output(x: &Inputs, f32_path: &Run, what: &str) {
 /// express; there the exact checks against the f32 path hold it.
 fn assert_f16_y(y: &[u16], x: &Inputs, what: &str) {
     let smallest_normal = f16_value(0x0400) as f64;
-    let (want, _) = fused_rms_norm(x);
+    let (want, _) = norm_family(x);
     let got: Vec<f32> = y
         .iter()
         .zip(&want)
@@ -436,7 +436,7 @@ fn the_checks_fail_the_shortcuts_and_the_mistakes() {
     ] {
         let x = call.inputs();
         check(&x, name);
-        let (want, _) = fused_rms_norm(&x);
+        let (want, _) = norm_family(&x);
         let err = worst_error(&in_f32(&x, centre), &want, &x, RTOL);
         assert!(err > 1.0, "{name}: {err:.2} tolerances off, and would pass");
     }
@@ -484,7 +484,7 @@ fn the_checks_fail_the_shortcuts_and_the_mistakes() {
             "residual",
         ),
     ] {
-        let (want, _) = fused_rms_norm(&wrong);
+        let (want, _) = norm_family(&wrong);
         let err = worst_error(&y, &want, &wrong, RTOL);
         assert!(
             err > 1.0,

@@ -8,7 +8,7 @@ use webgpu_rmsnorm::call::dtype::{f16_bits, f16_value, Dtype};
 use webgpu_rmsnorm::call::host::Arg;
 use webgpu_rmsnorm::call::shape::{Norm, NormKind};
 use webgpu_rmsnorm::reference::{
-    from_sum, fused_rms_norm, same_sum, worst_error, worst_error_at, Inputs,
+    from_sum, norm_family, same_sum, worst_error, worst_error_at, Inputs,
 };
 use webgpu_rmsnorm::GpuContext;
 
@@ -114,14 +114,14 @@ impl Form {
 /// `v`, and `y` against `N(v)` of the `v` the kernel formed (see `from_sum`).
 fn check(ctx: &GpuContext, x: &Inputs, what: &str) {
     let out = pollster::block_on(ctx.run(x, true)).unwrap_or_else(|e| panic!("{what}: {e}"));
-    let (_, want_v) = fused_rms_norm(x);
+    let (_, want_v) = norm_family(x);
     let sum = out.sum.expect("sum was asked for");
     assert!(
         same_sum(x, &sum, &want_v),
         "{what}: sum differs from the reference's v"
     );
     let second = from_sum(x, &sum);
-    let (want_y, _) = fused_rms_norm(&second);
+    let (want_y, _) = norm_family(&second);
     let (err, at) = worst_error_at(&out.y, &want_y, &second, RTOL);
     assert!(
         err <= 1.0,
@@ -174,7 +174,7 @@ fn the_checks_can_fail_a_wrong_offset_or_kind() {
         ..x
     };
     for wrong in [wrong_offset, wrong_kind] {
-        let (want, _) = fused_rms_norm(&wrong);
+        let (want, _) = norm_family(&wrong);
         assert!(worst_error(&out.y, &want, &wrong, RTOL) > 1.0);
     }
 }
@@ -316,7 +316,7 @@ fn f16_outputs_from_f32_data_are_one_f16_rounding_of_the_reference() {
             ..form.inputs(&d)
         };
         let out = pollster::block_on(ctx.run(&x, true)).unwrap_or_else(|e| panic!("{form:?}: {e}"));
-        let (want_y, want_v) = fused_rms_norm(&x);
+        let (want_y, want_v) = norm_family(&x);
         // The f16 result must be the reference's value rounded once to f16: within half an
         // f16 ulp of it, plus the f32 tolerance before the rounding.
         for (at, (&got, &want)) in out.y.iter().zip(&want_y).enumerate() {
@@ -386,7 +386,7 @@ fn rows_take_the_exact_path_each_alone_through_arrays_and_in_place() {
 /// Runs `x` in place on tensors and checks `y` (over input) against the reference, and `v`
 /// (over the residual, where there is one) against its `v`.
 fn check_in_place(ctx: &GpuContext, x: &Inputs, what: &str) {
-    let (_, want_v) = fused_rms_norm(x);
+    let (_, want_v) = norm_family(x);
     let up = |a: &[f32]| Arg::Gpu(ctx.upload(&a).expect("upload"));
     let on_gpu = x.map(|a| up(a));
     let read = |a: &Arg<&[f32]>| match a {
@@ -407,7 +407,7 @@ fn check_in_place(ctx: &GpuContext, x: &Inputs, what: &str) {
         assert!(same_sum(x, v, &want_v), "{what}: v in place");
     }
     let second = v.as_deref().map_or(*x, |v| from_sum(x, v));
-    let (want_y, _) = fused_rms_norm(&second);
+    let (want_y, _) = norm_family(&second);
     let (err, at) = worst_error_at(&y, &want_y, &second, RTOL);
     assert!(
         err <= 1.0,

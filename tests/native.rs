@@ -5,13 +5,14 @@
 use std::rc::Rc;
 use webgpu_rmsnorm::call::dtype::{f16_bits, f16_value};
 use webgpu_rmsnorm::call::host::Arg;
+use webgpu_rmsnorm::call::options::Options;
 use webgpu_rmsnorm::call::tensor::Tensor;
 use webgpu_rmsnorm::gpu::kernel::{Storage, Variant};
-use webgpu_rmsnorm::gpu::options::Options;
 use webgpu_rmsnorm::gpu::params::Params;
+use webgpu_rmsnorm::gpu::tensor_buffer::TensorBuffer;
 use webgpu_rmsnorm::gpu::tiling::max_slots;
 use webgpu_rmsnorm::reference::{
-    chain, fused_rms_norm, same_sum, worst_error, worst_error_at, worst_relative, Inputs,
+    chain, norm_family, same_sum, worst_error, worst_error_at, worst_relative, Inputs,
 };
 use webgpu_rmsnorm::{Error, GpuContext};
 
@@ -36,12 +37,12 @@ impl Check for Case {
     fn check(&self, ctx: &GpuContext, what: &str) {
         let x = self.inputs();
         let out = pollster::block_on(ctx.run(&x, true)).unwrap_or_else(|e| panic!("{what}: {e}"));
-        let (want_y, want_v) = fused_rms_norm(&x);
+        let (want_y, want_v) = norm_family(&x);
         let err = worst_error(&out.y, &want_y, &x, RTOL);
         let gpu_v = out.sum.clone().unwrap_or_default();
         if err > 1.0 {
             // Name the element, so a failure on a new GPU says what went wrong.
-            let (_, v) = fused_rms_norm(&x);
+            let (_, v) = norm_family(&x);
             let (_, at) = worst_error_at(&out.y, &want_y, &x, RTOL);
             panic!(
                 "{}",
@@ -266,7 +267,7 @@ fn bad_shapes_are_named_errors_and_the_context_keeps_working() {
     );
     x.eps = 1e-6;
     let out = pollster::block_on(ctx.run(&x, false)).expect("the context survived");
-    let (want, _) = fused_rms_norm(&x);
+    let (want, _) = norm_family(&x);
     assert_within(&out.y, &want, &x, RTOL, "after the rejections");
 }
 
@@ -373,7 +374,7 @@ fn gpu_results_take_freed_tensors_buffers_never_a_live_ones_and_stay_right() {
     };
     let check = |c: &Case, (y, sum): &(Arg<&[f32]>, Arg<&[f32]>), what: &str| {
         let x = c.inputs();
-        let (want_y, want_v) = fused_rms_norm(&x);
+        let (want_y, want_v) = norm_family(&x);
         let err = worst_error(&read(&ctx, y), &want_y, &x, RTOL);
         assert!(
             err <= 1.0,
@@ -509,7 +510,7 @@ fn f16_storage_matches_the_reference_on_both_paths() {
             // The reference sees exactly the halves the GPU saw, widened to f32.
             let widened = halves.widened();
             let r = widened.inputs();
-            let (want_y, want_v) = fused_rms_norm(&r);
+            let (want_y, want_v) = norm_family(&r);
             let path = if ctx.uses_shader_f16() {
                 "shader-f16"
             } else {
@@ -549,7 +550,7 @@ fn in_place_overwrites_input_with_y_and_residual_with_v() {
             read(&ctx, x.residual.as_ref().expect("a residual")),
         );
         let r = case.inputs();
-        let (want_y, want_v) = fused_rms_norm(&r);
+        let (want_y, want_v) = norm_family(&r);
         assert_within(&y, &want_y, &r, RTOL, &format!("{rows}x{hidden}, in input"));
         assert_eq!(v, want_v, "{rows}x{hidden}: residual holds v");
     }
@@ -598,7 +599,7 @@ fn timed_dispatches_report_gpu_time_where_the_device_has_timestamps() {
     let case = Case::new(16, 1024, true, true, 1e-6, 701);
     let x = case.inputs();
     let (out, ns) = pollster::block_on(ctx.submit_timed(&x, 4).unwrap().read_timed()).unwrap();
-    let (want, _) = fused_rms_norm(&x);
+    let (want, _) = norm_family(&x);
     assert_within(&out.y, &want, &x, RTOL, "a timed call");
     if ctx
         .device()
@@ -704,7 +705,7 @@ fn cpu_backend_runs_the_case_matrix_and_every_kind_of_call() {
         let case = Case::random(&mut rng, c.rows, c.hidden, c.bias, c.beta, c.eps, 1.0);
         let x = case.inputs();
         let out = cpu.submit(&x, Request::host(true)).unwrap().host.unwrap();
-        let (want_y, want_v) = fused_rms_norm(&x);
+        let (want_y, want_v) = norm_family(&x);
         assert_within(&out.y, &want_y, &x, RTOL, &format!("cpu {c}"));
         assert_eq!(out.sum.unwrap(), want_v, "cpu {c}: sum");
     }
@@ -718,7 +719,7 @@ fn cpu_backend_runs_the_case_matrix_and_every_kind_of_call() {
     let gpu = cpu.submit(&x, Request::to_gpu(true)).unwrap().gpu.unwrap();
     cpu.submit(&x, Request::in_place()).unwrap();
     let read = |t: &Rc<Tensor>| cpu.read(t).unwrap().host.unwrap().y;
-    let (want_y, want_v) = fused_rms_norm(&case.inputs());
+    let (want_y, want_v) = norm_family(&case.inputs());
     for (what, y, v) in [
         ("new tensors", read(&gpu.y), read(gpu.sum.as_ref().unwrap())),
         (
@@ -782,10 +783,10 @@ fn cpu_backend_runs_the_whole_family_through_the_driver() {
         let what = format!("cpu family {i} ({:?})", x.norm);
         // The f32 path against the reference, which every other result is then held to.
         let (y, v) = cpu_call(&cpu, &x, Dtype::F32, &what);
-        let (_, want_v) = fused_rms_norm(&x);
+        let (_, want_v) = norm_family(&x);
         assert!(same_sum(&x, &v, &want_v), "{what}: sum");
         let r = if post { from_sum(&x, &v) } else { x };
-        assert_within(&y, &fused_rms_norm(&r).0, &r, RTOL, &what);
+        assert_within(&y, &norm_family(&r).0, &r, RTOL, &what);
         let halves = case.halves();
         let post_halves: Vec<u16> = post_gamma.iter().map(|&g| f16_bits(g)).collect();
         let h = webgpu_rmsnorm::Inputs {
@@ -1010,7 +1011,7 @@ fn web_tiling_flat_reduction_and_preload_variants_match_the_reference() {
                 );
                 let x = case.inputs();
                 let (y, v_out) = run_variant(&ctx, v, &case);
-                let (want_y, want_v) = fused_rms_norm(&x);
+                let (want_y, want_v) = norm_family(&x);
                 assert_within(
                     &y,
                     &want_y,
@@ -1040,13 +1041,13 @@ fn web_tiling_flat_reduction_and_preload_variants_match_the_reference() {
 /// and the staging buffers are reused, not made anew per upload.
 #[test]
 fn large_uploads_are_staged_through_reused_buffers() {
-    use webgpu_rmsnorm::call::arrays::STAGED_UPLOAD_BYTES;
+    use webgpu_rmsnorm::gpu::transfer::STAGED_UPLOAD_BYTES;
     let ctx = context();
     let hidden = 1024;
     let rows = STAGED_UPLOAD_BYTES / (4 * hidden) + 3;
     let case = Case::new(rows, hidden, true, true, 1e-6, 0x5EED_000E);
     let x = case.inputs();
-    let (want_y, want_v) = fused_rms_norm(&x);
+    let (want_y, want_v) = norm_family(&x);
     let mut live = Vec::new();
     for round in 0..3 {
         let out = pollster::block_on(ctx.run(&x, true)).unwrap();

@@ -10,7 +10,7 @@ use webgpu_rmsnorm::call::dtype::{f16_bits, f16_value};
 use webgpu_rmsnorm::call::shape::{Norm, NormKind};
 use webgpu_rmsnorm::js::facade::FusedRmsNorm;
 use webgpu_rmsnorm::reference::{
-    chain, from_sum, fused_rms_norm, same_sum, worst_relative, Inputs as RefInputs,
+    chain, from_sum, norm_family, same_sum, worst_relative, Inputs as RefInputs,
 };
 
 wasm_bindgen_test_configure!(run_in_browser);
@@ -42,7 +42,7 @@ impl JsCase for Case {
             .unwrap_or_else(|| panic!("{what}: a Float32Array"))
             .to_vec();
         let x = self.inputs();
-        let (want, _) = fused_rms_norm(&x);
+        let (want, _) = norm_family(&x);
         assert_within(&got, &want, &x, RTOL, what);
     }
 }
@@ -183,7 +183,7 @@ async fn run_with_sum_returns_the_residual_stream() {
         .dyn_into::<Float32Array>()
         .unwrap()
         .to_vec();
-    let (_, want) = fused_rms_norm(&case.inputs());
+    let (_, want) = norm_family(&case.inputs());
     assert_eq!(sum, want, "sum is input + residual + bias in f32");
 }
 
@@ -490,7 +490,7 @@ async fn f16_arrays_on_both_paths_match_the_reference() {
                 .expect("f16 results are Uint16Array bits");
             let widened = halves.widened();
             let x = widened.inputs();
-            let (want, _) = fused_rms_norm(&x);
+            let (want, _) = norm_family(&x);
             let got: Vec<f32> = out.to_vec().into_iter().map(f16_value).collect();
             assert_within(
                 &got,
@@ -536,7 +536,7 @@ async fn in_place_update_writes_y_into_input_and_v_into_residual() {
     let y = resolve(call(&input, "read", &[]).into()).await.unwrap();
     case.assert_output(&y, "input after the in-place update");
     let v = read::<Float32Array>(&residual).await.to_vec();
-    assert_eq!(v, fused_rms_norm(&case.inputs()).1, "residual holds v");
+    assert_eq!(v, norm_family(&case.inputs()).1, "residual holds v");
     // Host arrays cannot be updated in place.
     let bad = case.args();
     Reflect::set(&bad, &"inPlace".into(), &true.into()).unwrap();
@@ -623,8 +623,8 @@ fn array(v: &[f32]) -> webgpu_rmsnorm::js::array::JsArray {
 }
 
 /// A result the context read back, as f32s.
-fn floats(v: webgpu_rmsnorm::js::array::HostVec) -> Vec<f32> {
-    webgpu_rmsnorm::js::array::host_f32_bits(v)
+fn floats(v: webgpu_rmsnorm::call::results::HostVec) -> Vec<f32> {
+    webgpu_rmsnorm::call::results::host_f32_bits(v)
         .into_iter()
         .map(f32::from_bits)
         .collect()
@@ -633,7 +633,7 @@ fn floats(v: webgpu_rmsnorm::js::array::HostVec) -> Vec<f32> {
 /// The f32 kernel of `hidden` with `options`, not in place.
 fn f32_kernel(
     hidden: usize,
-    options: webgpu_rmsnorm::gpu::options::Options,
+    options: webgpu_rmsnorm::call::options::Options,
 ) -> webgpu_rmsnorm::call::plan::Kernel {
     use webgpu_rmsnorm::call::dtype::Dtype;
     webgpu_rmsnorm::call::plan::Kernel {
@@ -653,7 +653,7 @@ fn f32_kernel(
 #[wasm_bindgen_test]
 async fn gpu_tilings_with_split_rows_match_the_reference_on_both_dispatch_paths() {
     use webgpu_rmsnorm::call::host::Arg;
-    use webgpu_rmsnorm::gpu::options::Options;
+    use webgpu_rmsnorm::call::options::Options;
     use webgpu_rmsnorm::Inputs;
 
     let ctx = gpu_tiled_context().await;
@@ -678,7 +678,7 @@ async fn gpu_tilings_with_split_rows_match_the_reference_on_both_dispatch_paths(
         for scale in [1.0f32, 1e-30] {
             let case = Case::random(&mut rng, rows, hidden, bias, beta, 1e-6, scale);
             let x = case.inputs();
-            let (want_y, want_v) = fused_rms_norm(&x);
+            let (want_y, want_v) = norm_family(&x);
             let host = Inputs {
                 beta: case.beta.as_deref().map(array),
                 bias: case.bias.as_deref().map(array),
@@ -746,7 +746,7 @@ async fn gpu_tilings_with_split_rows_match_the_reference_on_both_dispatch_paths(
 /// f64 reference.
 #[wasm_bindgen_test]
 async fn the_family_gpu_tilings_match_the_reference() {
-    use webgpu_rmsnorm::gpu::options::Options;
+    use webgpu_rmsnorm::call::options::Options;
     use webgpu_rmsnorm::Inputs;
 
     let ctx = gpu_tiled_context().await;
@@ -917,12 +917,12 @@ fn field<A: JsCast + Into<JsValue> + Clone>(r: &JsValue, key: &str) -> A {
 /// `y` of `x` as the kernel's own `v` (the `sum`) determines it, after `v` itself is checked
 /// against the reference (src/reference.rs `from_sum`: a post-norm's `w` is rounded in f32).
 fn want_from_sum(x: &RefInputs, sum: &[f32], what: &str) -> (Vec<f64>, Vec<f32>) {
-    let (_, want_v) = fused_rms_norm(x);
+    let (_, want_v) = norm_family(x);
     assert!(
         same_sum(x, sum, &want_v),
         "{what}: sum differs from the reference's v"
     );
-    (fused_rms_norm(&from_sum(x, sum)).0, sum.to_vec())
+    (norm_family(&from_sum(x, sum)).0, sum.to_vec())
 }
 
 #[wasm_bindgen_test]
@@ -984,7 +984,7 @@ async fn f16_outputs_from_f32_data_and_f32_outputs_from_f16_data_on_both_f16_pat
                 post16.map(|p| p.into_iter().map(f16_value).collect::<Vec<_>>()),
             );
             let x = f.inputs(&widened, post_wide.as_deref());
-            let (want_y, want_v) = fused_rms_norm(&x);
+            let (want_y, want_v) = norm_family(&x);
             let y = field::<Float32Array>(&r, "output").to_vec();
             let sum: Vec<u16> = field::<js_sys::Uint16Array>(&r, "sum").to_vec();
             if f.post.is_none() {
@@ -1032,7 +1032,7 @@ async fn the_norm_family_in_place_and_on_gpu_tensors() {
                 let (want_y, v) = want_from_sum(&x, &v, &what);
                 (want_y, v)
             }
-            None => (fused_rms_norm(&x).0, Vec::new()),
+            None => (norm_family(&x).0, Vec::new()),
         };
         let checked = if residual.is_some() {
             from_sum(&x, &second)

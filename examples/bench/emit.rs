@@ -1,6 +1,6 @@
 //! `--emit-wgsl`: the WGSL of the chosen and swept variants, as JSON for Dawn's bench.
 
-use webgpu_rmsnorm::gpu::options::Options;
+use webgpu_rmsnorm::call::options::Options;
 
 use crate::args::{Args, KERNELS};
 use crate::json::esc;

@@ -3,7 +3,7 @@
 use webgpu_rmsnorm::gpu::bindings::{slot, Bound, BINDINGS};
 use webgpu_rmsnorm::gpu::kernel::Variant;
 use webgpu_rmsnorm::gpu::params::Params;
-use webgpu_rmsnorm::reference::{fused_rms_norm, worst_error, Inputs};
+use webgpu_rmsnorm::reference::{norm_family, worst_error, Inputs};
 
 use crate::report::KernelResult;
 use crate::timing::{Bench, Stats};
@@ -154,7 +154,7 @@ impl Problem {
                     h,
                 )
             };
-            let (want_y, want_v) = fused_rms_norm(&x);
+            let (want_y, want_v) = norm_family(&x);
             worst = worst.max(worst_error(
                 &b.read(&self.out, row * h, h),
                 &want_y,

@@ -1,11 +1,11 @@
 //! Which tilings are timed: the crate's choice for a shape with `--set`'s knobs applied, and
 //! the grid `--sweep` walks.
 
+use webgpu_rmsnorm::call::device::Caps;
 use webgpu_rmsnorm::call::dtype::Dtype;
+use webgpu_rmsnorm::call::options::Options;
 use webgpu_rmsnorm::call::plan::Kernel;
-use webgpu_rmsnorm::gpu::device::Caps;
 use webgpu_rmsnorm::gpu::kernel::Variant;
-use webgpu_rmsnorm::gpu::options::Options;
 use webgpu_rmsnorm::gpu::tiling::max_slots;
 
 /// `variant` with one knob changed. `slots=full` covers the row; setting `wg` alone also

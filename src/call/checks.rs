@@ -1,11 +1,12 @@
 //! The checks of single values: a number from JavaScript (`hidden`, `rows`, `eps`,
-//! `gammaOffset`, `repeat`) and a size against the device's limits. [`crate::call::shape`] applies them to a
-//! whole call, the facade's argument readers to JavaScript numbers, and the drivers'
-//! `upload` (`instance.rs`, `gpu/resident.rs`, `cpu/driver.rs`) to the size of an upload.
+//! `gammaOffset`, `repeat`) and a size against the device's limits. [`crate::call::shape`]
+//! applies them to a whole call, the facade's argument readers to JavaScript numbers, and the
+//! drivers' `upload` (`instance.rs`, `gpu/resident.rs`, `cpu/driver.rs`) to the size of an
+//! upload.
 
+use crate::call::device::Caps;
 use crate::call::dtype::Dtype;
 use crate::call::error::Error;
-use crate::gpu::device::Caps;
 
 /// The most dispatches one timing call records. A repeat count is work recorded
 /// synchronously and run in one submission: unbounded, `timeDispatches(args, -1)` would

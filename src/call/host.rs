@@ -1,18 +1,21 @@
-//! Where a call's numbers live on the host, and how they cross to and from the GPU.
+//! A call's arguments ([`Arg`]): host data ([`HostArray`]), a GPU-resident tensor, or a
+//! buffer of the app's on the device ([`AppBuffer`]).
 //!
-//! Natively they are Rust slices and vectors. In the browser they stay JavaScript
-//! `Float32Array`s: uploads go through `GPUQueue.writeBuffer` straight from the caller's
-//! array, and results are copied once from the mapped range into a fresh `Float32Array`.
-//! Routing them through wasm memory would cost two extra copies per array and grow the
-//! module's memory with every large call (it never shrinks).
+//! Host data is Rust slices and vectors natively (`native_arrays.rs`) and JavaScript typed
+//! arrays in the browser (`js/array.rs`: `Float32Array`, and `Uint16Array` or
+//! `Float16Array` for f16). An array uploads its own numbers through the driver's
+//! [`Upload`]; in the browser straight from the caller's typed array with `writeBuffer`,
+//! since routing them through wasm memory would cost two extra copies per array and grow the
+//! module's memory with every large call (it never shrinks). The CPU backend copies them
+//! into wasm memory instead ([`HostArray::to_cpu`]).
 
+use std::any::Any;
 use std::rc::Rc;
 
 use crate::call::dtype::Dtype;
 use crate::call::error::Error;
 use crate::call::numbers::{CpuData, Len, Upload};
 use crate::call::tensor::Tensor;
-use crate::gpu::app_buffer::AppBuffer;
 
 /// A private copy of host data, for a call or an upload that waits for a device before it
 /// can upload (the caller may change its own array as soon as the call returns).
@@ -21,7 +24,7 @@ pub type OwnedArray = Rc<dyn HostArray>;
 /// An array of numbers the driver can upload a range of.
 pub trait HostArray: Len {
     /// Writes a range of the array to a buffer; the error says why the browser refused it.
-    fn upload(&self, to: Upload) -> Result<(), String>;
+    fn upload(&self, to: &dyn Upload) -> Result<(), String>;
 
     fn dtype(&self) -> Dtype {
         Dtype::F32
@@ -54,7 +57,7 @@ impl Len for OwnedArray {
 }
 
 impl HostArray for OwnedArray {
-    fn upload(&self, to: Upload) -> Result<(), String> {
+    fn upload(&self, to: &dyn Upload) -> Result<(), String> {
         (**self).upload(to)
     }
 
@@ -71,6 +74,40 @@ impl HostArray for OwnedArray {
     }
 }
 
+/// The app's buffer itself (a `GPUBuffer`), which only the GPU driver reads
+/// (`gpu/app_buffer.rs`): a call compares two, nothing more.
+pub trait BufferHandle: Any {
+    /// Whether `other` is this same buffer.
+    fn same(&self, other: &dyn BufferHandle) -> bool;
+}
+
+/// A buffer of the app's on the device, passed where an array goes: the GPU driver copies
+/// from it on the GPU, never through the host.
+#[derive(Clone)]
+pub struct AppBuffer {
+    /// Elements of `dtype` a call reads of it, from offset 0: all it holds, until fitted to a
+    /// call (`shape::fit_buffers`).
+    pub len: usize,
+    pub dtype: Dtype,
+    handle: Rc<dyn BufferHandle>,
+}
+
+impl AppBuffer {
+    /// `handle`, of `size` bytes, read as elements of `dtype` from offset 0 to its end.
+    pub fn new(handle: impl BufferHandle, size: u64, dtype: Dtype) -> AppBuffer {
+        AppBuffer {
+            len: (size / dtype.bytes() as u64) as usize,
+            dtype,
+            handle: Rc::new(handle),
+        }
+    }
+
+    /// The buffer itself.
+    pub fn handle(&self) -> &dyn BufferHandle {
+        &*self.handle
+    }
+}
+
 /// An argument: host data, a GPU-resident tensor, or a buffer of the app's on the device.
 #[derive(Clone)]
 pub enum Arg<H> {
@@ -84,7 +121,7 @@ impl<H> Arg<H> {
     pub fn same_storage(&self, other: &Arg<H>) -> bool {
         match (self, other) {
             (Arg::Gpu(a), Arg::Gpu(b)) => Rc::ptr_eq(a, b),
-            (Arg::Buffer(a), Arg::Buffer(b)) => a.handle() == b.handle(),
+            (Arg::Buffer(a), Arg::Buffer(b)) => a.handle().same(b.handle()),
             _ => false,
         }
     }
@@ -101,7 +138,7 @@ impl<H: Len> Len for Arg<H> {
 }
 
 impl<H: HostArray> HostArray for Arg<H> {
-    fn upload(&self, to: Upload) -> Result<(), String> {
+    fn upload(&self, to: &dyn Upload) -> Result<(), String> {
         match self {
             Arg::Host(h) => h.upload(to),
             Arg::Gpu(_) => Err("a GpuTensor is bound as it is, never uploaded".into()),

@@ -1,7 +1,9 @@
 //! What every layer knows of a call's numbers: their length, the CPU backend's own copies of
 //! them, and where an upload of them goes.
 
-/// Anything with a length in f32 elements.
+use std::ops::Range;
+
+/// Anything with a length in elements of its dtype (f32 numbers, or f16 halves).
 pub trait Len {
     fn len(&self) -> usize;
 
@@ -24,21 +26,38 @@ pub enum CpuData {
     F16(Vec<u16>),
 }
 
-/// Where an upload goes: elements `start .. start + count` of an array, to the beginning
-/// of `buffer`.
-#[derive(Clone, Copy)]
-pub struct Upload<'a> {
-    pub queue: &'a wgpu::Queue,
-    pub buffer: &'a wgpu::Buffer,
-    pub start: usize,
-    pub count: usize,
-    /// Natively, large uploads go through staging buffers kept in the context's pool
-    /// (see `native_arrays.rs`).
+/// Numbers in Rust's memory (wasm memory in the browser) as an upload takes them.
+#[cfg(not(target_arch = "wasm32"))]
+#[derive(Clone, Copy, Debug)]
+pub enum Numbers<'a> {
+    F32(&'a [f32]),
+    /// Half-precision bits.
+    F16(&'a [u16]),
+}
+
+/// Where an upload goes: elements [`range`](Upload::range) of an array, to the beginning of
+/// a buffer of the backend's. The GPU driver implements it (`gpu/transfer.rs`); a host
+/// array writes its own numbers through it (`HostArray::upload`), which natively are Rust
+/// slices and in the browser JavaScript typed arrays, uploaded straight from JavaScript.
+pub trait Upload {
+    /// The array's elements that go.
+    fn range(&self) -> Range<usize>;
+
+    /// Writes `numbers`, the range's, to the buffer.
     #[cfg(not(target_arch = "wasm32"))]
-    pub device: &'a wgpu::Device,
-    #[cfg(not(target_arch = "wasm32"))]
-    pub pool: &'a crate::gpu::pool::BufferPool,
+    fn write(&self, numbers: Numbers) -> Result<(), String>;
+
+    /// Writes `count` elements of the typed array `array` from element `start` to the
+    /// buffer (WebGPU's `writeBuffer`, which moves whole 4-byte words); the error says why
+    /// the browser refused it.
+    #[cfg(target_arch = "wasm32")]
+    fn write_typed_array(
+        &self,
+        array: &wasm_bindgen::JsValue,
+        start: usize,
+        count: usize,
+    ) -> Result<(), String>;
 }
 
 /// An upload a tensor made while no device was live keeps until one is (see `instance.rs`).
-pub type DeferredUpload = Box<dyn Fn(Upload) -> Result<(), String>>;
+pub type DeferredUpload = Box<dyn Fn(&dyn Upload) -> Result<(), String>>;

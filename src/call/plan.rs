@@ -1,7 +1,10 @@
 //! A call checked into a plan: what it asks for ([`Request`], [`Destination`]), where
-//! `encode` writes ([`Outputs`]), the [`Plan`] a driver records (shape, dtype, chunks of
-//! rows, kernel variant), and which kernel a call needs ([`Kernel`], what `prepare`
-//! compiles). With [`crate::call::shape`] (the inputs and their shape) and [`crate::call::checks`]
+//! `encode` writes ([`Outputs`]), which kernel it needs ([`Kernel`]: its row length, options
+//! and dtypes, what `prepare` compiles), and the [`Plan`] a driver carries out (the request,
+//! the kernel, the rows and how many one dispatch takes). A driver derives its own form of
+//! the kernel from the plan's (the GPU's tiled variant: `gpu/tiling.rs`).
+//!
+//! With [`crate::call::shape`] (the inputs and their shape) and [`crate::call::checks`]
 //! (single values), every check of every entry point lives here, not in the JavaScript
 //! facade or the drivers, so native callers and tests get the same errors with the same
 //! wording as the browser does, and a check added for one path holds for all of them.
@@ -9,14 +12,13 @@
 use std::rc::Rc;
 
 use crate::call::checks::{check_repeat, hidden_from_number, rows_per_binding};
+use crate::call::device::{Caps, ContextId};
 use crate::call::dtype::Dtype;
 use crate::call::error::Error;
 use crate::call::host::{Arg, HostArray};
 use crate::call::numbers::Len;
+use crate::call::options::Options;
 use crate::call::shape::{Inputs, Outputs, Shape};
-use crate::gpu::device::{Caps, ContextId};
-use crate::gpu::kernel::Variant;
-use crate::gpu::options::Options;
 
 /// Where a call's results go.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -89,21 +91,27 @@ fn not_in_place<A: HostArray>(name: &str, a: &A) -> Error {
     ))
 }
 
-/// A checked call: everything the driver needs to encode it.
+/// A checked call: everything a driver needs to carry it out.
 #[derive(Clone, Copy, Debug)]
 pub struct Plan {
-    pub shape: Shape,
-    pub dtype: Dtype,
-    /// `output`'s dtype: the data's unless the call asks for another.
-    pub out_dtype: Dtype,
     pub request: Request,
+    /// The kernel the call needs: its row length (`hidden`), options and dtypes.
+    pub kernel: Kernel,
+    pub rows: usize,
     /// Rows per dispatch: as many as one storage binding holds (all of them when any data
     /// is GPU-resident).
     pub rows_per_chunk: usize,
-    pub variant: Variant,
 }
 
 impl Plan {
+    /// `rows × hidden`.
+    pub fn shape(&self) -> Shape {
+        Shape {
+            rows: self.rows,
+            hidden: self.kernel.hidden,
+        }
+    }
+
     /// Checks `x` and `request` against the device's `caps`; tensors must be placed on
     /// the live device of context `owner`.
     pub fn new<A: HostArray>(
@@ -159,17 +167,17 @@ impl Plan {
             if let Some(t) = a.resident() {
                 t.check(name, owner)?;
             }
-            if a.len() != plan.shape.len() {
+            if a.len() != plan.shape().len() {
                 return Err(Error::Shape(format!(
                     "{name}: expected length {} (the length of input), got {}",
-                    plan.shape.len(),
+                    plan.shape().len(),
                     a.len()
                 )));
             }
             let (want, like) = if *name == "output" {
-                (plan.out_dtype, "outputDtype")
+                (plan.kernel.out_dtype, "outputDtype")
             } else {
-                (plan.dtype, "input")
+                (plan.kernel.dtype, "input")
             };
             if a.dtype() != want {
                 return Err(Error::Type(format!(
@@ -249,14 +257,11 @@ impl Plan {
             }
             rows_per_chunk = shape.rows.max(1);
         }
-        let variant = kernel.variant(caps, shape.rows);
         Ok(Plan {
-            shape,
-            dtype,
-            out_dtype,
             request,
+            kernel,
+            rows: shape.rows,
             rows_per_chunk,
-            variant,
         })
     }
 }

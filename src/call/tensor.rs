@@ -5,30 +5,32 @@
 //! replaced, waits with a host copy of its data until the new device exists (see
 //! `instance.rs`); either way it is placed once and never moves. On the CPU backend a
 //! tensor's numbers live in wasm memory instead, so an app's pipeline code is the same on
-//! both backends.
+//! both backends. A placed tensor's buffer is the GPU driver's ([`DeviceStorage`]).
 
-use std::cell::{Cell, OnceCell, RefCell};
-use std::rc::Weak;
+use std::any::Any;
+use std::cell::{OnceCell, RefCell};
 
+use crate::call::device::ContextId;
 use crate::call::dtype::Dtype;
 use crate::call::error::Error;
 use crate::call::numbers::{CpuData, DeferredUpload};
-use crate::gpu::device::{ContextId, LostSlot};
-use crate::gpu::pool::{BufferPool, Pooled};
-use crate::support::clock::now_ms;
 
-/// Where a tensor's numbers live once placed.
+/// Where a placed tensor's numbers live: a buffer of the GPU driver's
+/// (`gpu/tensor_buffer.rs`), on loan from its context's pool and back there when the tensor is
+/// dropped. A call needs to know of it only whether its device is gone.
+pub trait DeviceStorage: Any {
+    /// Why its device is gone, if it is.
+    fn lost_reason(&self) -> Option<String>;
+
+    /// Keeps the buffer from being reused once the tensor is dropped ([`Tensor::discard`]).
+    fn discard(&self);
+}
+
+/// A tensor placed on a device.
 pub struct Placed {
-    /// On loan from its context's pool, and back there when the tensor is dropped (why:
-    /// `gpu/pool.rs`).
-    buffer: Pooled,
-    /// `None` once the buffer must not be reused ([`Tensor::discard`]).
-    pool: Cell<Option<Weak<BufferPool>>>,
-    /// The context whose device made the buffer: buffers of one device cannot be bound on
-    /// another.
+    /// The context whose device made it: buffers of one device cannot be bound on another.
     pub owner: ContextId,
-    /// The owner's device-lost slot: a tensor outliving its device says why it is empty.
-    lost: LostSlot,
+    pub storage: Box<dyn DeviceStorage>,
 }
 
 /// `len` numbers of `dtype` on one device.
@@ -79,9 +81,9 @@ impl Tensor {
         self.cpu.as_ref().map(|(_, d)| d)
     }
 
-    /// The buffer, once placed.
-    pub fn buffer(&self) -> Option<&wgpu::Buffer> {
-        self.placed.get().map(|p| &*p.buffer)
+    /// Where its numbers live on the device, once placed.
+    pub fn storage(&self) -> Option<&dyn DeviceStorage> {
+        self.placed.get().map(|p| &*p.storage)
     }
 
     pub fn owner(&self) -> Option<ContextId> {
@@ -90,10 +92,10 @@ impl Tensor {
 
     /// Why the tensor's device is gone, if it is.
     pub fn lost_reason(&self) -> Option<String> {
-        self.placed.get().and_then(|p| p.lost.reason())
+        self.placed.get().and_then(|p| p.storage.lost_reason())
     }
 
-    /// Places a waiting tensor: `make` creates its buffer and uploads the kept data.
+    /// Places a waiting tensor: `make` creates its storage and uploads the kept data.
     pub fn place(&self, make: impl FnOnce(&DeferredUpload) -> Placed) {
         if let Some(data) = self.waiting.borrow_mut().take() {
             let _ = self.placed.set(make(&data));
@@ -105,7 +107,7 @@ impl Tensor {
     /// makes nothing new checks nothing.
     pub fn discard(&self) {
         if let Some(p) = self.placed.get() {
-            p.pool.take();
+            p.storage.discard();
         }
     }
 
@@ -129,7 +131,7 @@ impl Tensor {
                  device was lost and no new device could be opened"
             )));
         };
-        if let Some(why) = p.lost.reason() {
+        if let Some(why) = p.storage.lost_reason() {
             return Err(Error::GpuDevice(format!(
                 "{name}: expected a GpuTensor on a live device, got one whose device was lost ({why})"
             )));
@@ -138,36 +140,5 @@ impl Tensor {
             return Err(foreign());
         }
         Ok(())
-    }
-}
-
-impl Placed {
-    pub fn new(buffer: Pooled, pool: Weak<BufferPool>, owner: ContextId, lost: LostSlot) -> Placed {
-        Placed {
-            buffer,
-            pool: Cell::new(Some(pool)),
-            owner,
-            lost,
-        }
-    }
-}
-
-impl Drop for Tensor {
-    fn drop(&mut self) {
-        // Now, not whenever the JavaScript wrapper is collected: GPU memory is the scarce
-        // resource. The last holder of a tensor is gone (calls hold theirs until submitted),
-        // so nothing binds the buffer after this; work already queued on it runs first.
-        let Some(p) = self.placed.take() else {
-            return;
-        };
-        match p.pool.take().and_then(|pool| pool.upgrade()) {
-            Some(pool) if p.lost.reason().is_none() => {
-                pool.give_back(p.buffer, now_ms());
-                pool.schedule_trim();
-            }
-            // Dropping a loaned buffer destroys it; WebGPU defers that until submitted work
-            // using it is done.
-            _ => drop(p.buffer),
-        }
     }
 }

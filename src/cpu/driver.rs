@@ -1,23 +1,23 @@
-//! The CPU backend's driver: the same calls as the GPU driver (`gpu/context.rs`, `gpu/submit.rs`, `gpu/resident.rs`), checked by the
-//! same `Plan`, computed by `cpu/` in wasm memory. For browsers without WebGPU, and for
+//! The CPU backend's driver: the same calls as the GPU driver (`gpu/submit.rs`,
+//! `gpu/resident.rs`), checked by the same `Plan`, computed by `cpu/` in wasm memory and
+//! returning the same results (`call/results.rs`). For browsers without WebGPU, and for
 //! software adapters, where a WebGPU call costs many times a CPU loop.
 
 use std::cell::{Ref, RefMut};
 use std::rc::Rc;
 
-use crate::call::arrays::host_vec;
 use crate::call::checks::check_upload;
+use crate::call::device::{next_context_id, Caps, ContextId};
 use crate::call::dtype::Dtype;
 use crate::call::error::Error;
 use crate::call::host::HostArray;
 use crate::call::numbers::CpuData;
 use crate::call::plan::{Destination, Plan, Request};
+use crate::call::results::{host_vec, Finished, GpuOutput, Output};
 use crate::call::shape::Inputs;
 use crate::call::tensor::Tensor;
 use crate::cpu;
 use crate::cpu::memory::room;
-use crate::gpu::device::{next_context_id, Caps, ContextId};
-use crate::gpu::pending::{Finished, GpuOutput, Output};
 
 /// No device limits: a call is one pass over wasm memory, whatever its size.
 pub(crate) const CAPS: Caps = Caps {
@@ -102,7 +102,7 @@ impl CpuContext {
                  backend, which has no GPU device), got a GPUBuffer"
             )));
         }
-        match (plan.dtype, plan.out_dtype) {
+        match (plan.kernel.dtype, plan.kernel.out_dtype) {
             (Dtype::F32, Dtype::F32) => self.compute::<f32, f32, A>(x, &plan),
             (Dtype::F32, Dtype::F16) => self.compute::<f32, u16, A>(x, &plan),
             (Dtype::F16, Dtype::F32) => self.compute::<u16, f32, A>(x, &plan),
@@ -137,11 +137,6 @@ impl CpuContext {
         let Request {
             sum, to, repeat, ..
         } = plan.request;
-        let done = Finished {
-            host: None,
-            gpu: None,
-            ns: None,
-        };
         if to == Destination::InPlace {
             let mut input = written("input", &x.input)?;
             let mut residual = optional_written("residual", &x.residual)?;
@@ -151,14 +146,14 @@ impl CpuContext {
                 residual.as_deref_mut().map(T::of_mut),
                 &columns,
             )?;
-            return Ok(done);
+            return Ok(Finished::default());
         }
         let input = data("input", &x.input)?;
         let residual = optional("residual", &x.residual)?;
         // Host arrays were copied into memory of the call's own: where y has their dtype,
         // normalize those copies in place (bit for bit the same result) rather than fill
         // more arrays.
-        let reuse = repeat == 1 && plan.out_dtype == plan.dtype;
+        let reuse = repeat == 1 && plan.kernel.out_dtype == plan.kernel.dtype;
         let (y, v) = match (input, residual) {
             (Data::Copied(mut input), Some(Data::Copied(mut residual))) if reuse => {
                 let residual_rows = Some(T::of_mut(&mut residual));
@@ -170,7 +165,7 @@ impl CpuContext {
                 (input, None)
             }
             (input, residual) => {
-                let n = plan.shape.len();
+                let n = plan.shape().len();
                 let mut y = room(n, "output")?;
                 y.resize(n, O::default());
                 let mut v = sum.then(|| room(n, "sum")).transpose()?;
@@ -188,22 +183,28 @@ impl CpuContext {
                 (O::wrap(y), v.map(T::wrap))
             }
         };
-        Ok(match to {
+        Ok(self.finished(to, y, v))
+    }
+
+    /// A call's results `y` (and `v`) where its request wants them: new tensors of this
+    /// context, or read back.
+    fn finished(&self, to: Destination, y: CpuData, v: Option<CpuData>) -> Finished {
+        match to {
             Destination::Gpu => Finished {
                 gpu: Some(GpuOutput {
                     y: Rc::new(Tensor::on_cpu(y, self.id)),
                     sum: v.map(|v| Rc::new(Tensor::on_cpu(v, self.id))),
                 }),
-                ..done
+                ..Finished::default()
             },
             _ => Finished {
                 host: Some(Output {
                     y: host_vec(&y),
                     sum: v.as_ref().map(host_vec),
                 }),
-                ..done
+                ..Finished::default()
             },
-        })
+        }
     }
 
     /// Copies `data` into a tensor of this context.
@@ -223,8 +224,7 @@ impl CpuContext {
                 y: host_vec(&data),
                 sum: None,
             }),
-            gpu: None,
-            ns: None,
+            ..Finished::default()
         })
     }
 }

@@ -1,7 +1,7 @@
 //! IEEE half ↔ f32 for the CPU kernel's inner loops.
 //!
-//! [`crate::call::dtype::f16_bits`] and [`crate::call::dtype::f16_value`] are written for clarity, with
-//! branches and `powi`; these give the same results (tested against them) without a branch
+//! [`crate::call::dtype::f16_bits`] and [`crate::call::dtype::f16_value`] are written for
+//! clarity, with branches and `powi`; these give the same results (tested against them) without a branch
 //! on the value, so that LLVM turns a block of them into SIMD integer and float operations.
 //! Both lean on the FPU's own round-to-nearest-even and on subnormals not being flushed, which
 //! holds natively and in WebAssembly (its float operations, SIMD ones included, are IEEE 754).

@@ -59,7 +59,7 @@ impl Len for Span {
 /// Only for [`Plan::new`]'s checks, which read lengths and dtypes: the numbers themselves are
 /// in the scratch, never uploaded nor copied from here.
 impl HostArray for Span {
-    fn upload(&self, _: Upload) -> Result<(), String> {
+    fn upload(&self, _: &dyn Upload) -> Result<(), String> {
         Err("an array in CPU scratch memory is never uploaded".into())
     }
 
@@ -82,10 +82,9 @@ impl HostArray for Span {
 /// big call's input and residual crossed memory twice (into scratch, then through the
 /// kernel); a block's stay in a core's cache from the copy in to the kernel. The results are
 /// written where they lie for the whole call, and copied out in one `slice()` at its end:
-/// copied out a block at a time into a fresh array, they cost more than the copies saved
-/// (twice as much in WebKit). 16 Ki and 64 Ki elements measured the same, 4 Ki slower; and
-/// blocks were as fast as one from 64×4096 up in Chromium, twice as fast at 128×4096 in
-/// WebKit (`docs/PERFORMANCE.md`, "Host arrays a block at a time").
+/// copied out a block at a time into a fresh array, they cost more than the copies saved.
+/// Much smaller blocks were slower (`docs/performance.md`, "Host arrays a block at a
+/// time").
 pub const BLOCK: usize = 64 * 1024;
 
 /// Where a call's results lie: `y` over the input's copy where the call is one block (a

@@ -1,5 +1,6 @@
-//! A buffer of the app's own on the instance's device, passed to `run` / `runWithSum` where
-//! an array goes: the app's activations come in without a trip through JavaScript.
+//! The GPU driver's side of a buffer of the app's own on the instance's device
+//! (`call::host::AppBuffer`), passed to `run` / `runWithSum` where an array goes: the app's
+//! activations come in without a trip through JavaScript.
 //!
 //! wgpu cannot bind a `GPUBuffer` it did not create, so the call copies the elements it needs
 //! into a pooled buffer of its own, on the GPU, in a submission ahead of the call's on the
@@ -7,45 +8,54 @@
 //! own: a destroyed buffer, or one of another device, is known only once the GPU process has
 //! looked, and comes back as the call's named rejection.
 
+use std::any::Any;
 use std::future::Future;
 use std::pin::Pin;
 
-use crate::call::dtype::Dtype;
 use crate::call::error::Error;
+use crate::call::host::{AppBuffer, BufferHandle};
 
 /// What a copy's error scope found, named after the argument.
 pub type Check = Pin<Box<dyn Future<Output = Result<(), Error>>>>;
 
+/// An app's buffer as this driver holds it: the `GPUBuffer` itself in the browser (wgpu
+/// cannot wrap one it did not create), a wgpu buffer natively.
 #[cfg(target_arch = "wasm32")]
-type Handle = wasm_bindgen::JsValue;
+pub type Handle = wasm_bindgen::JsValue;
 #[cfg(not(target_arch = "wasm32"))]
-type Handle = wgpu::Buffer;
+pub type Handle = wgpu::Buffer;
 
-#[derive(Clone)]
-pub struct AppBuffer {
-    /// Elements of `dtype` it holds: its whole size.
-    pub len: usize,
-    pub dtype: Dtype,
-    pub(crate) buffer: Handle,
+impl BufferHandle for Handle {
+    fn same(&self, other: &dyn BufferHandle) -> bool {
+        let other: &dyn Any = other;
+        other.downcast_ref::<Handle>() == Some(self)
+    }
 }
 
-impl AppBuffer {
-    /// `buffer` read as elements of `dtype` from offset 0 to its end.
-    pub fn new(buffer: Handle, size: u64, dtype: Dtype) -> AppBuffer {
-        AppBuffer {
-            len: (size / dtype.bytes() as u64) as usize,
-            dtype,
-            buffer,
-        }
-    }
-
-    /// The GPU handle (a `GPUBuffer` in the browser).
-    pub fn handle(&self) -> &Handle {
-        &self.buffer
-    }
+/// An app's buffer as the GPU driver reads it.
+pub trait GpuAppBuffer {
+    /// The buffer itself, where it is one this driver can read.
+    fn gpu_handle(&self) -> Option<&Handle>;
 
     /// Copies elements `start .. start + count` to the beginning of `dst` on the GPU.
-    pub fn copy_into(
+    fn copy_into(
+        &self,
+        name: &'static str,
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        dst: &wgpu::Buffer,
+        start: usize,
+        count: usize,
+    ) -> Result<Check, Error>;
+}
+
+impl GpuAppBuffer for AppBuffer {
+    fn gpu_handle(&self) -> Option<&Handle> {
+        let handle: &dyn Any = self.handle();
+        handle.downcast_ref()
+    }
+
+    fn copy_into(
         &self,
         name: &'static str,
         device: &wgpu::Device,
@@ -54,6 +64,11 @@ impl AppBuffer {
         start: usize,
         count: usize,
     ) -> Result<Check, Error> {
+        let Some(src) = self.gpu_handle() else {
+            return Err(Error::Type(format!(
+                "{name}: expected a GPUBuffer, got a buffer this package cannot read"
+            )));
+        };
         let bytes = self.dtype.bytes() as u64;
         // f16 rows have hidden % 4 == 0 (the plan checks), so both stay multiples of 4 bytes
         // as copies require.
@@ -62,7 +77,7 @@ impl AppBuffer {
         {
             let _ = name;
             let mut encoder = device.create_command_encoder(&Default::default());
-            encoder.copy_buffer_to_buffer(&self.buffer, offset, dst, 0, size);
+            encoder.copy_buffer_to_buffer(src, offset, dst, 0, size);
             queue.submit([encoder.finish()]);
             Ok(Box::pin(async { Ok(()) }))
         }
@@ -78,13 +93,7 @@ impl AppBuffer {
             let dst = raw::buffer(dst);
             let ((), found) = raw::scoped(&raw_device, || {
                 let encoder = raw_device.create_command_encoder()?;
-                encoder.copy_buffer_to_buffer(
-                    &self.buffer,
-                    offset as f64,
-                    &dst,
-                    0.0,
-                    size as f64,
-                )?;
+                encoder.copy_buffer_to_buffer(src, offset as f64, &dst, 0.0, size as f64)?;
                 raw_queue.submit(&js_sys::Array::of1(&encoder.finish()?))
             })
             .map_err(|e| {

@@ -11,10 +11,11 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::rc::Rc;
 
+use crate::call::device::{Caps, ContextId};
 use crate::call::error::Error;
 use crate::call::plan::Kernel;
 use crate::gpu::bindings::Bound;
-use crate::gpu::device::{AdapterSummary, Caps, ContextId, Device};
+use crate::gpu::device::{AdapterSummary, Device};
 use crate::gpu::kernel::Variant;
 use crate::gpu::params::Params;
 use crate::gpu::pipelines::Pipelines;

@@ -1,19 +1,10 @@
 //! The device a context runs on: adapter, device and queue, what they can do, and whether
 //! the device has been lost.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use crate::call::device::{next_context_id, Caps, ContextId};
 use crate::call::error::Error;
-
-/// Identifies a context: buffers of one device cannot be bound on another, and a lost
-/// device's buffers hold nothing.
-pub type ContextId = u64;
-
-pub(crate) fn next_context_id() -> ContextId {
-    static NEXT: AtomicU64 = AtomicU64::new(1);
-    NEXT.fetch_add(1, Ordering::Relaxed)
-}
 
 /// What the adapter says about itself, in the shape of WebGPU's `GPUAdapterInfo`.
 #[derive(Clone, Debug, Default)]
@@ -40,21 +31,6 @@ impl LostSlot {
             slot.get_or_insert(why);
         }
     }
-}
-
-/// The limits and features a call's plan depends on.
-#[derive(Clone, Copy, Debug)]
-pub struct Caps {
-    /// Largest storage binding in bytes: a chunk of rows never exceeds it.
-    pub max_binding: u64,
-    pub max_groups_per_dim: u32,
-    /// Largest workgroup the device runs (invocations, and the x dimension).
-    pub max_workgroup: u32,
-    /// f16 data through WGSL `shader-f16`; otherwise packed in u32s.
-    pub shader_f16: bool,
-    pub timestamps: bool,
-    /// Kernels tiled for a CPU adapter (`Variant::for_cpu`).
-    pub cpu_tiling: bool,
 }
 
 /// One opened device.

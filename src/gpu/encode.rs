@@ -12,56 +12,52 @@
 //! The package's own calls whose results stay on the GPU (in place, `output: "gpu"`) are
 //! dispatched through the same objects (`recorder.rs`).
 
-use js_sys::{Array, Object, Reflect};
+use js_sys::{Array, Object};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
 use crate::call::error::Error;
-use crate::call::host::Arg;
+use crate::call::host::{Arg, HostArray};
 use crate::call::plan::{Kernel, Plan};
 use crate::call::shape::Inputs;
 use crate::call::shape::Outputs;
+use crate::gpu::app_buffer::GpuAppBuffer;
 use crate::gpu::bindings::BINDINGS;
 use crate::gpu::kernel::Variant;
 use crate::gpu::params::Params;
 use crate::gpu::recorder::Recorder;
+use crate::gpu::tensor_buffer::TensorBuffer;
 use crate::gpu::webgpu_raw::{self as raw, descriptor, RawEncoder};
 use crate::gpu::GpuContext;
-use crate::js::array::JsArray;
 
-/// Records the call `x → outputs` into `encoder` as one compute pass.
-pub fn record(
+/// Records the call `x → outputs` into `encoder` (a `GPUCommandEncoder`, as the caller
+/// checked) as one compute pass.
+pub fn record<H: HostArray>(
     recorder: &mut Recorder,
     ctx: &GpuContext,
     encoder: &JsValue,
-    x: &Inputs<Arg<JsArray>>,
-    outputs: &Outputs<Arg<JsArray>>,
+    x: &Inputs<Arg<H>>,
+    outputs: &Outputs<Arg<H>>,
 ) -> Result<(), Error> {
-    if brand(encoder).as_deref() != Some("GPUCommandEncoder") {
-        return Err(Error::Type(format!(
-            "encoder: expected a GPUCommandEncoder of norm.device, got {}",
-            crate::js::value::describe(encoder)
-        )));
-    }
     let plan = Plan::encoded(x, outputs, ctx.caps(), ctx.id())?;
     ctx.dev.check_live()?;
-    if plan.shape.is_empty() {
+    if plan.shape().is_empty() {
         return Ok(());
     }
-    let variant = plan.variant;
+    let variant = plan.kernel.variant(ctx.caps(), plan.rows);
     let in_place = matches!(outputs, Outputs::InPlace);
-    let rows = plan.shape.rows as u32;
+    let rows = plan.rows as u32;
     let params = ctx.uniform(Params {
         rows,
-        width: plan.shape.hidden as u32 / variant.lanes,
-        hidden: plan.shape.hidden as f32,
+        width: plan.kernel.hidden as u32 / variant.lanes,
+        hidden: plan.kernel.hidden as f32,
         eps: x.eps,
         gamma_offset: x.norm.gamma_offset,
     });
-    let row_bytes = plan.dtype.copy_bytes(plan.shape.hidden);
-    let all_bytes = plan.dtype.copy_bytes(plan.shape.len());
+    let row_bytes = plan.kernel.dtype.copy_bytes(plan.kernel.hidden);
+    let all_bytes = plan.kernel.dtype.copy_bytes(plan.shape().len());
     let mut bound: [Option<(JsValue, Option<u64>)>; BINDINGS.len()] = Default::default();
-    let mut set = |slot: usize, a: Option<&Arg<JsArray>>, bytes: u64| {
+    let mut set = |slot: usize, a: Option<&Arg<H>>, bytes: u64| {
         if let Some(a) = a {
             bound[slot] = Some((handle(a), Some(bytes)));
         }
@@ -77,7 +73,7 @@ pub fn record(
         set(
             slot::OUTPUT,
             Some(output),
-            plan.out_dtype.copy_bytes(plan.shape.len()),
+            plan.kernel.out_dtype.copy_bytes(plan.shape().len()),
         );
         set(slot::SUM, sum.as_ref(), all_bytes);
     }
@@ -170,21 +166,11 @@ pub fn source(ctx: &GpuContext, kernel: &Kernel, rows: Option<u32>) -> Result<Js
 }
 
 /// The buffer behind an argument: the app's own, or a tensor's.
-fn handle(a: &Arg<JsArray>) -> JsValue {
+fn handle<H>(a: &Arg<H>) -> JsValue {
     match a {
-        Arg::Buffer(b) => b.handle().clone(),
+        Arg::Buffer(b) => b.gpu_handle().cloned().unwrap_or_default(),
         Arg::Gpu(t) => t.buffer().map_or(JsValue::UNDEFINED, raw::buffer),
         // `parse_encode` takes GPU data only.
         Arg::Host(_) => JsValue::UNDEFINED,
     }
-}
-
-/// A WebIDL object's interface name.
-fn brand(v: &JsValue) -> Option<String> {
-    if !v.is_object() {
-        return None;
-    }
-    Reflect::get(v, &js_sys::Symbol::to_string_tag().into())
-        .ok()
-        .and_then(|t| t.as_string())
 }

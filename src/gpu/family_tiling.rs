@@ -3,10 +3,10 @@
 //! reduce, and the WGSL's placeholders that follow from those. Measured on an H200 and an
 //! H100 through Dawn, as [`crate::gpu::tiling`] is for the fused kernel (docs/PERFORMANCE.md).
 
+use crate::call::device::Caps;
+use crate::call::options::Options;
 use crate::call::shape::NormKind;
-use crate::gpu::device::Caps;
 use crate::gpu::kernel::{Storage, Variant, FAMILY_WGSL};
-use crate::gpu::options::Options;
 use crate::gpu::tiling::{CPU_WORKGROUP, FEW_ROWS};
 
 /// Columns (of `V`) per thread that the family kernel keeps in registers at most; longer
@@ -173,7 +173,7 @@ mod tests {
     /// vectors. The choices reach the WGSL.
     #[test]
     fn the_family_preloads_for_decode_and_the_short_sandwich() {
-        use crate::gpu::device::Caps;
+        use crate::call::device::Caps;
         let caps = |cpu_tiling| Caps {
             max_binding: 1 << 30,
             max_groups_per_dim: 65535,

@@ -6,8 +6,8 @@
 //! loops carry no option branches. A variant is chosen per call from the shape, and its
 //! pipeline is built once and cached by the driver.
 
+use crate::call::options::Options;
 use crate::call::shape::NormKind;
-use crate::gpu::options::Options;
 
 /// The WGSL source of the RMSNorm variants; [`Variant::wgsl`] prepends its constants.
 pub const KERNEL_WGSL: &str = include_str!("../../shaders/fused_rms_norm.wgsl");
@@ -392,7 +392,7 @@ mod tests {
     #[cfg(not(target_arch = "wasm32"))]
     #[test]
     fn family_tilings_validate_in_every_storage() {
-        use crate::gpu::device::Caps;
+        use crate::call::device::Caps;
         use Storage::{F16Packed, F16, F32};
         let stores = [
             (F32, F32),

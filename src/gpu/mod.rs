@@ -1,7 +1,7 @@
-//! The GPU driver: the device and its limits, the pipelines with their one binding table,
-//! the kernel's WGSL variants and their tiling, the buffer pool, the one path every call
-//! takes (stage, record, submit), GPU-resident tensors, a call in flight and its readback,
-//! and (in the browser) recording into an engine's own command encoder.
+//! The GPU driver: the device, the pipelines with their one binding table, the kernels' WGSL
+//! variants and their tiling, the buffer pool, uploads and readback, the one path every call
+//! takes (stage, record, submit), tensors' buffers, a call in flight, and (in the browser)
+//! recording into an engine's own command encoder.
 //!
 //! The same code runs on the browser's WebGPU (wasm) and on Vulkan (native tests and
 //! benchmarks).
@@ -12,15 +12,16 @@ pub mod context;
 pub mod device;
 pub mod family_tiling;
 pub mod kernel;
-pub mod options;
 pub mod params;
 pub mod pending;
 pub mod pipelines;
 pub mod pool;
 mod resident;
 mod submit;
+pub mod tensor_buffer;
 mod test_hooks;
 pub mod tiling;
+pub mod transfer;
 
 #[cfg(target_arch = "wasm32")]
 pub(crate) mod encode;

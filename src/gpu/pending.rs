@@ -9,36 +9,16 @@ use std::rc::Rc;
 
 use futures_channel::oneshot;
 
-use crate::call::arrays::{host_f32_bits, new_host_vec, read_mapped, HostVec};
 use crate::call::dtype::Dtype;
 use crate::call::error::Error;
+use crate::call::results::{host_f32_bits, new_host_vec, Finished, GpuOutput, Output};
 use crate::call::shape::Shape;
 use crate::call::tensor::Tensor;
 use crate::gpu::device::{lost_error, LostSlot};
 use crate::gpu::pool::{BufferPool, Pooled};
+use crate::gpu::tensor_buffer::TensorBuffer;
+use crate::gpu::transfer::read_mapped;
 use crate::support::clock::now_ms;
-
-/// A call's results read back: `y`, and `v` when the `sum` output was asked for.
-pub struct Output {
-    pub y: HostVec,
-    pub sum: Option<HostVec>,
-}
-
-/// Results left on the GPU.
-pub struct GpuOutput {
-    pub y: Rc<Tensor>,
-    pub sum: Option<Rc<Tensor>>,
-}
-
-/// Everything a finished call hands back; which parts exist depends on its request.
-pub struct Finished {
-    /// Read back (`Destination::Host`).
-    pub host: Option<Output>,
-    /// New tensors (`Destination::Gpu`).
-    pub gpu: Option<GpuOutput>,
-    /// The timed pass's GPU time in nanoseconds, where the device has timestamps.
-    pub ns: Option<f64>,
-}
 
 /// A buffer bound by a call: pooled for the call, or a tensor that outlives it.
 pub enum Staged {
@@ -224,18 +204,12 @@ impl Pending {
     /// trip that waits on no GPU work (an empty error scope, pushed and popped).
     ///
     /// Chrome's GPU process notices finished GPU work when a wait arrives after it, or on a
-    /// timer that each message from the page pushes 2 ms away and that then fires each 1 ms
+    /// timer that each message from the page pushes away
     /// (gpu/ipc/service/command_buffer_stub.cc, kHandleMoreWorkPeriodMs). A map sent with
     /// its submission arrives before the GPU is done and waits for that timer, unless asked
-    /// again. Measured (bench/chrome/section-calls-chrome.mjs, docs/PERFORMANCE.md): in
-    /// Chromium on SwiftShader, a 1×4096 readback loop 0.82–0.91 ms a call re-asked against
-    /// 2.2–2.6 ms with the map sent at once or one task later; on an H200 in Chromium 153 the
-    /// package's `run` with host arrays, its map one task later, 0.38–0.50 ms a call in a
-    /// loop, 1.36× and 0.80× a raw readback with its map at once in two runs; 32 layers'
-    /// `read()` 3.1 ms at once or one task later, 0.9–1.3 ms after a round trip. Asking
-    /// again on every task until mapped hung the page (SwiftShader): each request pushes
-    /// the timer away, so the package asks again once.
-    /// Where the work outlasts the wait, the timer finds it as before.
+    /// again; asking again on every task until mapped hangs the page, since each request
+    /// pushes the timer away, so the package asks again once (docs/performance.md, "Waiting
+    /// for results"). Where the work outlasts the wait, the timer finds it as before.
     #[cfg(target_arch = "wasm32")]
     async fn map_when_short_work_is_done(&mut self) {
         use crate::gpu::webgpu_raw;

@@ -7,12 +7,13 @@
 //! results stay on the GPU then makes its result tensors from freed ones' buffers, with no
 //! new buffer, bind group or error scope (each a round trip to the GPU process in Chrome).
 //!
-//! Idle buffers are not evicted to meet a byte cap while calls keep coming: measured on an
-//! H200, buffers of 128 MiB and more allocated after other large ones were freed can land in
-//! memory that reads at ~40 % of the bandwidth, so a pool that frees and reallocates its large
-//! buffers as call sizes vary (prefill lengths do) falls off a cliff. Sizes are rounded up to
-//! classes (four per octave) so that calls of nearby sizes share buffers, and a buffer idle
-//! for [`IDLE_RELEASE_MS`] is released (`trim_idle`), as are all idle ones on [`trim`].
+//! Idle buffers are not evicted to meet a byte cap while calls keep coming: on an H200,
+//! buffers of 128 MiB and more allocated after other large ones were freed can land in much
+//! slower memory (docs/performance.md, "The 128 MiB cliff"), so a pool that frees and
+//! reallocates its large buffers as call sizes vary (prefill lengths do) falls off a cliff.
+//! Sizes are rounded up to classes (four per octave) so that calls of nearby sizes share
+//! buffers, and a buffer idle for [`IDLE_RELEASE_MS`] is released (`trim_idle`), as are all
+//! idle ones on [`trim`].
 //! [`MAX_IDLE_BUFFERS`] bounds how many small buffers a burst of concurrent calls leaves.
 //!
 //! [`trim`]: BufferPool::trim

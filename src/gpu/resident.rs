@@ -7,11 +7,13 @@ use crate::call::checks::check_upload;
 use crate::call::dtype::Dtype;
 use crate::call::error::Error;
 use crate::call::host::HostArray;
-use crate::call::numbers::{DeferredUpload, Upload};
+use crate::call::numbers::DeferredUpload;
 use crate::call::shape::Shape;
 use crate::call::tensor::{Placed, Tensor};
 use crate::gpu::pending::{Chunk, Pending};
 use crate::gpu::pool::Pooled;
+use crate::gpu::tensor_buffer::{Loaned, TensorBuffer};
+use crate::gpu::transfer::BufferUpload;
 use crate::gpu::GpuContext;
 
 impl GpuContext {
@@ -21,7 +23,7 @@ impl GpuContext {
         check_upload(len, dtype, &self.dev.caps)?;
         self.dev.check_live()?;
         let buffer = self.tensor_buffer(len, dtype);
-        data.upload(self.upload_to(&buffer, 0, len))
+        data.upload(&self.upload_to(&buffer, 0, len))
             .map_err(|e| Error::Type(format!("data: the browser refused the array ({e})")))?;
         Ok(Rc::new(Tensor::placed(len, dtype, self.placed(buffer))))
     }
@@ -31,18 +33,20 @@ impl GpuContext {
         t.place(|upload: &DeferredUpload| {
             let buffer = self.tensor_buffer(t.len, t.dtype);
             // A refusal here has no caller left to tell; the tensor then holds zeros.
-            let _ = upload(self.upload_to(&buffer, 0, t.len));
+            let _ = upload(&self.upload_to(&buffer, 0, t.len));
             self.placed(buffer)
         });
     }
 
     fn placed(&self, buffer: Pooled) -> Placed {
-        Placed::new(
-            buffer,
-            Rc::downgrade(&self.pool),
-            self.dev.id,
-            self.dev.lost.clone(),
-        )
+        Placed {
+            owner: self.dev.id,
+            storage: Box::new(Loaned::new(
+                buffer,
+                Rc::downgrade(&self.pool),
+                self.dev.lost.clone(),
+            )),
+        }
     }
 
     pub(crate) fn upload_to<'a>(
@@ -50,8 +54,8 @@ impl GpuContext {
         buffer: &'a wgpu::Buffer,
         start: usize,
         count: usize,
-    ) -> Upload<'a> {
-        Upload {
+    ) -> BufferUpload<'a> {
+        BufferUpload {
             queue: &self.dev.queue,
             buffer,
             start,

@@ -9,10 +9,12 @@ use crate::call::dtype::Dtype;
 use crate::call::error::Error;
 use crate::call::host::HostArray;
 use crate::call::plan::{Destination, Plan, Request};
+use crate::call::results::{GpuOutput, Output};
 use crate::call::shape::{Inputs, Shape};
+use crate::gpu::app_buffer::GpuAppBuffer;
 use crate::gpu::bindings::{slot, Bound, BINDINGS};
 use crate::gpu::params::Params;
-use crate::gpu::pending::{Chunk, GpuOutput, Output, Pending, Staged};
+use crate::gpu::pending::{Chunk, Pending, Staged};
 use crate::gpu::pool::Pooled;
 
 use super::GpuContext;
@@ -54,9 +56,9 @@ impl GpuContext {
         self.dev.check_live()?;
         self.trim_now_and_then();
         let mut pending = self.pending(
-            plan.shape,
+            plan.shape(),
             request.sum,
-            (plan.dtype, plan.out_dtype),
+            (plan.kernel.dtype, plan.kernel.out_dtype),
             request.to == Destination::Host,
         );
         self.in_call.set(true);
@@ -102,20 +104,20 @@ impl GpuContext {
         pending: &mut Pending,
     ) -> Result<(), Error> {
         if plan.request.to == Destination::Gpu {
-            let tensor = |dtype| self.tensor(plan.shape.len(), dtype);
+            let tensor = |dtype| self.tensor(plan.shape().len(), dtype);
             pending.gpu = Some(GpuOutput {
-                y: tensor(plan.out_dtype),
-                sum: plan.request.sum.then(|| tensor(plan.dtype)),
+                y: tensor(plan.kernel.out_dtype),
+                sum: plan.request.sum.then(|| tensor(plan.kernel.dtype)),
             });
         }
-        if plan.shape.is_empty() {
+        if plan.shape().is_empty() {
             return Ok(());
         }
-        let Shape { rows, hidden } = plan.shape;
+        let Shape { rows, hidden } = plan.shape();
         let Request {
             to, repeat, timed, ..
         } = plan.request;
-        let variant = plan.variant;
+        let variant = plan.kernel.variant(&self.dev.caps, plan.rows);
         let in_place = to == Destination::InPlace;
         // On the web, a call whose results stay on the GPU is dispatched through the
         // browser's WebGPU directly (`Recorder::submit`): the decode step, where the call's
@@ -135,7 +137,7 @@ impl GpuContext {
             if let Some(t) = a.resident() {
                 return Ok(Staged::Resident(t.clone()));
             }
-            let b = self.pooled_storage(count, plan.dtype, wgpu::BufferUsages::COPY_DST);
+            let b = self.pooled_storage(count, plan.kernel.dtype, wgpu::BufferUsages::COPY_DST);
             match a.app_buffer() {
                 Some(app) => copies.borrow_mut().push(app.copy_into(
                     name,
@@ -145,7 +147,7 @@ impl GpuContext {
                     start,
                     count,
                 )?),
-                None => a.upload(self.upload_to(&b, start, count)).map_err(|e| {
+                None => a.upload(&self.upload_to(&b, start, count)).map_err(|e| {
                     Error::Type(format!("{name}: the browser refused the array ({e})"))
                 })?,
             }
@@ -184,8 +186,8 @@ impl GpuContext {
                         Staged::Pooled(self.pooled_storage(n, dtype, wgpu::BufferUsages::COPY_SRC))
                     };
                     (
-                        Some(out(plan.out_dtype)),
-                        plan.request.sum.then(|| out(plan.dtype)),
+                        Some(out(plan.kernel.out_dtype)),
+                        plan.request.sum.then(|| out(plan.kernel.dtype)),
                     )
                 }
             };
@@ -249,10 +251,10 @@ impl GpuContext {
                 pending.timestamps = Some((staging, self.dev.queue.get_timestamp_period()));
             }
             if let (Destination::Host, Some(output)) = (to, &output) {
-                let y = self.readback(encoder, output, n, plan.out_dtype);
+                let y = self.readback(encoder, output, n, plan.kernel.out_dtype);
                 let sum = sum
                     .as_ref()
-                    .map(|s| self.readback(encoder, s, n, plan.dtype));
+                    .map(|s| self.readback(encoder, s, n, plan.kernel.dtype));
                 pending.chunks.push(Chunk {
                     start: first * hidden,
                     len: n,

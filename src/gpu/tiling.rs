@@ -4,11 +4,11 @@
 //! says what it was measured against (docs/PERFORMANCE.md); [`crate::gpu::kernel`] turns a
 //! choice into WGSL. The family kernel's own tiling is in [`crate::gpu::family_tiling`].
 
+use crate::call::device::Caps;
 use crate::call::dtype::Dtype;
+use crate::call::options::Options;
 use crate::call::plan::Kernel;
-use crate::gpu::device::Caps;
 use crate::gpu::kernel::{Storage, Variant};
-use crate::gpu::options::Options;
 
 /// Calls of this many rows or more may be tiled differently from decode-sized ones
 /// ([`Variant::for_many_rows`]).

@@ -12,11 +12,10 @@ use wasm_bindgen::prelude::*;
 use crate::call::checks::{eps_from_number, hidden_from_number, repeat_from_number};
 use crate::call::dtype::Dtype;
 use crate::call::error::Error;
-use crate::call::host::Arg;
+use crate::call::host::{AppBuffer, Arg};
 use crate::call::plan::Request;
 use crate::call::shape::Outputs;
 use crate::call::shape::{fit_buffers, Inputs, Norm};
-use crate::gpu::app_buffer::AppBuffer;
 use crate::js::array::{Args, JsArray};
 use crate::js::tensor::tensor_arg;
 use crate::js::value::{

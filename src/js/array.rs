@@ -2,6 +2,7 @@
 //! uploaded straight from JavaScript with `writeBuffer`, copied into wasm memory for the CPU
 //! backend, and results copied once into fresh typed arrays.
 
+use std::ops::Range;
 use std::rc::Rc;
 
 use crate::call::dtype::Dtype;
@@ -11,28 +12,9 @@ use crate::call::numbers::Len;
 use crate::call::numbers::{CpuData, Upload};
 use crate::call::shape::Inputs;
 use crate::cpu::memory::room;
-use js_sys::{ArrayBuffer, Float32Array, Function, Object, Reflect, Uint16Array};
+use js_sys::{Float32Array, Function, Object, Reflect, Uint16Array};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
-
-#[wasm_bindgen]
-extern "C" {
-    type JsQueue;
-    // With a TypedArray source, dataOffset and size count elements, not bytes.
-    #[wasm_bindgen(catch, method, js_name = writeBuffer)]
-    fn write_buffer(
-        this: &JsQueue,
-        buffer: &JsValue,
-        offset: f64,
-        data: &JsValue,
-        data_offset: f64,
-        size: f64,
-    ) -> Result<(), JsValue>;
-
-    type JsBuffer;
-    #[wasm_bindgen(method, js_name = getMappedRange)]
-    fn get_mapped_range(this: &JsBuffer, offset: f64, size: f64) -> ArrayBuffer;
-}
 
 /// `%TypedArray%.prototype`'s own accessors and methods. A subclass (or a Proxy) may
 /// override `length`, `buffer` or `Symbol.toStringTag` with getters that lie or throw;
@@ -155,28 +137,22 @@ impl Len for JsArray {
 }
 
 impl HostArray for JsArray {
-    fn upload(&self, to: Upload) -> Result<(), String> {
-        let Upload { start, count, .. } = to;
-        let (Some(q), Some(b)) = (to.queue.as_webgpu(), to.buffer.as_webgpu()) else {
-            return Err("WebGPU objects expected in a wasm build".into());
-        };
-        let q: &JsQueue = q.unchecked_ref();
-        let written = if (count * self.dtype.bytes()).is_multiple_of(4) {
-            q.write_buffer(b.as_ref(), 0.0, &self.array, start as f64, count as f64)
-        } else {
-            // writeBuffer moves whole 4-byte words: pad an odd count of halves.
-            self.bits().and_then(|bits| {
-                let padded = Uint16Array::new_with_length(count as u32 + 1);
-                padded.set(&bits.subarray(start as u32, (start + count) as u32), 0);
-                q.write_buffer(b.as_ref(), 0.0, &padded, 0.0, (count + 1) as f64)
-            })
-        };
-        written.map_err(|e| {
+    fn upload(&self, to: &dyn Upload) -> Result<(), String> {
+        let Range { start, end } = to.range();
+        let count = end - start;
+        if (count * self.dtype.bytes()).is_multiple_of(4) {
+            return to.write_typed_array(&self.array, start, count);
+        }
+        // writeBuffer moves whole 4-byte words: pad an odd count of halves.
+        let bits = self.bits().map_err(|e| {
             Reflect::get(&e, &"message".into())
                 .ok()
                 .and_then(|m| m.as_string())
                 .unwrap_or_else(|| "writeBuffer failed".into())
-        })
+        })?;
+        let padded = Uint16Array::new_with_length(count as u32 + 1);
+        padded.set(&bits.subarray(start as u32, end as u32), 0);
+        to.write_typed_array(&padded, 0, count + 1)
     }
 
     fn dtype(&self) -> Dtype {
@@ -232,70 +208,5 @@ impl HostArray for JsArray {
                 Ok(CpuData::F16(v))
             }
         }
-    }
-}
-
-/// A result under assembly: a fresh typed array owned by JavaScript.
-pub enum HostVec {
-    F32(Float32Array),
-    F16(Uint16Array),
-}
-
-impl From<HostVec> for JsValue {
-    fn from(v: HostVec) -> JsValue {
-        match v {
-            HostVec::F32(a) => a.into(),
-            // Always the bits: every browser has Uint16Array and every TypeScript lib
-            // types it (`new Float16Array(bits.buffer)` views it where that exists).
-            HostVec::F16(a) => a.into(),
-        }
-    }
-}
-
-/// The bits of an f32 result (for words that are not numbers, like timestamps). Typed
-/// array copies move bytes, so no NaN pattern is canonicalized on the way.
-pub fn host_f32_bits(v: HostVec) -> Vec<u32> {
-    match v {
-        HostVec::F32(a) => js_sys::Uint32Array::new(&a.buffer()).to_vec(),
-        HostVec::F16(a) => a.to_vec().into_iter().map(u32::from).collect(),
-    }
-}
-
-pub fn new_host_vec(len: usize, dtype: Dtype) -> HostVec {
-    match dtype {
-        Dtype::F32 => HostVec::F32(Float32Array::new_with_length(len as u32)),
-        Dtype::F16 => HostVec::F16(Uint16Array::new_with_length(len as u32)),
-    }
-}
-
-/// A result computed in wasm memory, copied out into a fresh typed array.
-pub fn host_vec(data: &CpuData) -> HostVec {
-    // `slice()` of a view: `new Float32Array(view)` (js-sys's `From<&[f32]>`) took 66 % of
-    // a 1×4096 call in Chromium, about twice `slice()`'s time. The view lives only for
-    // this copy: nothing allocates meanwhile, so wasm memory cannot grow and detach it.
-    match data {
-        CpuData::F32(v) => HostVec::F32(unsafe { Float32Array::view(v) }.slice(0, v.len() as u32)),
-        CpuData::F16(v) => HostVec::F16(unsafe { Uint16Array::view(v) }.slice(0, v.len() as u32)),
-    }
-}
-
-pub fn read_mapped(
-    buffer: &wgpu::Buffer,
-    dst: &mut HostVec,
-    start: usize,
-    count: usize,
-    dtype: Dtype,
-) {
-    let Some(b) = buffer.as_webgpu() else {
-        unreachable!("webgpu backend")
-    };
-    let b: &JsBuffer = b.unchecked_ref();
-    let range = b.get_mapped_range(0.0, (count * dtype.bytes()).next_multiple_of(4) as f64);
-    match dst {
-        HostVec::F32(d) => d.set(&Float32Array::new(&range), start as u32),
-        HostVec::F16(d) => d.set(
-            &Uint16Array::new_with_byte_offset_and_length(&range, 0, count as u32),
-            start as u32,
-        ),
     }
 }

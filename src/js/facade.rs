@@ -19,14 +19,14 @@ use wasm_bindgen_futures::future_to_promise;
 use crate::backend::Engine;
 use crate::call::error::Error;
 use crate::call::plan::{Destination, Request};
+use crate::call::results::Finished;
 use crate::gpu::device::AdapterSummary;
-use crate::gpu::pending::Finished;
 use crate::gpu::GpuContext;
 use crate::js::args::{parse_args, parse_encode, parse_timed, upload_arg};
 use crate::js::array::Args;
 use crate::js::options::{parse_kernels, parse_source, settings};
 use crate::js::tensor::{live_tensors, tensor_value};
-use crate::js::value::{object, to_js};
+use crate::js::value::{expect_encoder, object, to_js};
 use crate::support::clock::now_ms;
 
 #[wasm_bindgen]
@@ -200,6 +200,7 @@ impl FusedRmsNorm {
         // An argument's getter may call back into this instance; `encode` within `encode`
         // is refused rather than allowed to trip the borrow.
         let mut recorder = ctx.recorder().map_err(to_js)?;
+        expect_encoder(&encoder).map_err(to_js)?;
         crate::gpu::encode::record(&mut recorder, &ctx, &encoder, &x, &outputs).map_err(to_js)
     }
 

@@ -7,8 +7,8 @@ use crate::backend::Choice;
 use crate::call::checks::hidden_from_number;
 use crate::call::dtype::Dtype;
 use crate::call::error::Error;
+use crate::call::options::Options;
 use crate::call::plan::Kernel;
-use crate::gpu::options::Options;
 use crate::instance::Settings;
 use crate::js::value::{
     check_keys, describe, dtype_field, flag, flag_or_true, gamma_offset_field, get, is_array,

@@ -12,6 +12,7 @@ use wasm_bindgen_futures::future_to_promise;
 use crate::backend::Engine;
 use crate::call::error::Error;
 use crate::call::tensor::Tensor;
+use crate::gpu::tensor_buffer::TensorBuffer;
 use crate::js::value::{get, prototype_of, to_js};
 
 /// Data on the GPU: made by `FusedRmsNorm.upload` or returned by `run` / `runWithSum` with

@@ -136,6 +136,22 @@ pub fn to_js(e: Error) -> JsValue {
     err.into()
 }
 
+/// `encode`'s `encoder`: a `GPUCommandEncoder`, by its WebIDL brand (`Symbol.toStringTag`).
+pub fn expect_encoder(v: &JsValue) -> Result<(), Error> {
+    let brand = v
+        .is_object()
+        .then(|| Reflect::get(v, &js_sys::Symbol::to_string_tag().into()).ok())
+        .flatten()
+        .and_then(|t| t.as_string());
+    if brand.as_deref() != Some("GPUCommandEncoder") {
+        return Err(Error::Type(format!(
+            "encoder: expected a GPUCommandEncoder of norm.device, got {}",
+            describe(v)
+        )));
+    }
+    Ok(())
+}
+
 /// How a value looks to a reader of an error message.
 pub fn describe(v: &JsValue) -> String {
     if v.is_undefined() {

@@ -15,7 +15,8 @@ mod web {
 
     thread_local! {
         /// `globalThis.performance`, looked up once: every call reads the clock (the pool's
-        /// idle times), and finding it by name each time was 5 % of a decode-sized call.
+        /// idle times), and finding it by name each time showed in a decode-sized call's
+        /// cost (docs/performance.md, "The call's own cost").
         static PERFORMANCE: Option<Performance> = js_sys::Reflect::get(&js_sys::global(), &"performance".into())
             .ok()
             .filter(|p| p.is_object())

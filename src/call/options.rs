@@ -1,5 +1,7 @@
-//! What a call asks of the kernel beyond its shape: its optional arrays and outputs and its
-//! normalization, a key of the pipeline cache (each a compile-time constant of a variant).
+//! What a call asks of a kernel beyond its shape and dtypes: its optional arrays and outputs
+//! and its normalization. With those, it is what a kernel is specialised for
+//! ([`Kernel`](crate::call::plan::Kernel)); the GPU driver compiles each combination as a
+//! pipeline of its own.
 
 use crate::call::shape::{Inputs, NormKind};
 
@@ -24,8 +26,9 @@ impl Default for Options {
 }
 
 impl Options {
-    /// Whether these options need the family kernel whatever the shape: LayerNorm, the
-    /// sandwich.
+    /// Whether these options go beyond the pre-norm RMSNorm that the GPU's fused kernel
+    /// computes (LayerNorm, the sandwich), so that they need its family kernel whatever the
+    /// shape.
     pub fn need_family(&self) -> bool {
         self.kind == NormKind::Layer || self.post_gamma
     }
