@@ -12,7 +12,7 @@
 //! The package's own calls whose results stay on the GPU (in place, `output: "gpu"`) are
 //! dispatched through the same objects (`recorder.rs`).
 
-use js_sys::{Array, Object, Reflect};
+use js_sys::{Array, Object};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
@@ -37,7 +37,7 @@ pub fn record(
     x: &Inputs<Arg<JsArray>>,
     outputs: &Outputs<Arg<JsArray>>,
 ) -> Result<(), Error> {
-    if brand(encoder).as_deref() != Some("GPUCommandEncoder") {
+    if !raw::is_webgpu(encoder, "GPUCommandEncoder") {
         return Err(Error::Type(format!(
             "encoder: expected a GPUCommandEncoder of norm.device, got {}",
             crate::js::value::describe(encoder)
@@ -179,12 +179,3 @@ fn handle(a: &Arg<JsArray>) -> JsValue {
     }
 }
 
-/// A WebIDL object's interface name.
-fn brand(v: &JsValue) -> Option<String> {
-    if !v.is_object() {
-        return None;
-    }
-    Reflect::get(v, &js_sys::Symbol::to_string_tag().into())
-        .ok()
-        .and_then(|t| t.as_string())
-}

@@ -10,6 +10,25 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 
+/// Whether `v` is the WebGPU interface `name` (`"GPUBuffer"`, `"GPUCommandEncoder"`): an
+/// instance of the runtime's global of that name where it has one (browsers, Deno), else by
+/// its brand, `Symbol.toStringTag`, which WebIDL objects carry but Deno's do not. An object
+/// that only claims the brand is not one where the global exists.
+pub fn is_webgpu(v: &JsValue, name: &str) -> bool {
+    if !v.is_object() {
+        return false;
+    }
+    let class = Reflect::get(&js_sys::global(), &JsValue::from_str(name)).unwrap_or_default();
+    if class.is_function() {
+        let prototype = Reflect::get(&class, &JsValue::from_str("prototype")).unwrap_or_default();
+        return prototype.is_object() && prototype.unchecked_ref::<Object>().is_prototype_of(v);
+    }
+    Reflect::get(v, &js_sys::Symbol::to_string_tag().into())
+        .ok()
+        .and_then(|t| t.as_string())
+        .is_some_and(|tag| tag == name)
+}
+
 #[wasm_bindgen]
 extern "C" {
     pub type RawDevice;
