@@ -1,6 +1,6 @@
 // The in-browser half of `npm run bench:calls`: what one call of the package costs the CPU
-// beside raw WebGPU doing the same dispatch from JavaScript on the same device (issue 12
-// point 0; bench/dawn/bench.mjs `calls` measures the same on Dawn outside a browser).
+// beside raw WebGPU doing the same dispatch from JavaScript on the same device
+// (bench/dawn/bench.mjs `calls` measures the same on Dawn outside a browser).
 //
 //   package  norm.run({ inPlace: true }) on resident tensors, awaited one by one, and
 //            left in flight (all made, then awaited together)

@@ -5,8 +5,8 @@
 //   node bench/calls.mjs [--hidden 4096] [--calls 500] [--loops 5] [--pkg DIR]
 //
 // On a CPU adapter (SwiftShader) every submit also runs the kernel on the same cores, so the
-// absolute times say more about SwiftShader than about the calls; the H200 figures come from
-// bench/dawn/bench.mjs `calls` (docs/PERFORMANCE.md).
+// absolute times say more about SwiftShader than about the calls. On a real GPU: `npm run
+// bench:chrome` (its calls section) and `npm run bench:dawn` (docs/performance.md).
 import { openBench, options as opt } from "./driver.mjs";
 
 const cfg = { hidden: Number(opt.hidden ?? 4096), calls: Number(opt.calls ?? 500), loops: Number(opt.loops ?? 5) };

@@ -2,7 +2,7 @@
 // is bench/cpu-page.mjs): the package with `backend: "cpu"` against onnxruntime-web's
 // WebAssembly EP running the same SkipSimplifiedLayerNormalization, a plain JavaScript loop,
 // and the package with `backend: "webgpu"` and `"auto"`, end to end per call. Prints a table
-// and the issue's targets, writes bench-out/cpu.json.
+// and the targets the CPU backend is held to, writes bench-out/cpu.json.
 
 // A decode row, prefill and batch sizes at width 4096, and a wide batch at width 1024.
 const DEFAULT_SHAPES = "1x4096,16x4096,128x4096,1024x4096,4096x1024";
@@ -79,7 +79,7 @@ function breakdown(results) {
   return markdown(head, rows);
 }
 
-// The issue's targets, each { target, met, detail } from the medians of this run.
+// The targets, each { target, met, detail } from the medians of this run.
 function targets(results, setup) {
   const ok = results.filter((r) => !r.error);
   const slowerThan = (other) => {
@@ -93,7 +93,7 @@ function targets(results, setup) {
   };
   const one = ok.find((r) => r.rows === 1 && r.hidden === 4096);
   const speedup = one?.ms.webgpu && median(one, "webgpu") / median(one, "auto");
-  // Issue 23's bar against ORT; beside each ratio, the same with the fresh result's floor
+  // The bar against ORT (0.8×); beside each ratio, the same with the fresh result's floor
   // taken from both times (both libraries return a fresh array: what the ratio is where
   // first touching new pages costs little).
   const ort = ok.map((r) => {

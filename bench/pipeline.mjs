@@ -9,8 +9,7 @@
 //
 // Every variant runs once per round, in rotating order; each row count takes between --min
 // and --max rounds (--max-large above 16 rows), stopping after --budget-ms once --min are done.
-// On a 2-core CPU adapter (SwiftShader) the defaults take under a minute (a few minutes with
-// builds before the CPU-adapter tiling of 2bdc84e).
+// On a 2-core CPU adapter (SwiftShader) the defaults take under a minute.
 // --pkg measures another build of the package instead of ./pkg.
 import { openBench, options as opt } from "./driver.mjs";
 

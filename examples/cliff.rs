@@ -8,9 +8,11 @@
 //! cargo run --release --example cliff
 //! CLIFF_ROWS=16,32 cargo run --release --example cliff    # other row counts (a CPU check)
 //! ```
-//! On an H200, buffers of 128 MiB and more allocated after others were freed can land in
+//! Prints µs per dispatch for each row count, the package's and the directly dispatched
+//! kernel's, and their ratio. Hardware: a Vulkan GPU with 256 MiB storage bindings; on an
+//! H200, buffers of 128 MiB and more allocated after others were freed can land in
 //! memory that reads at ~40 %; a pool that frees and reallocates them as sizes vary falls off
-//! that cliff (docs/PERFORMANCE.md).
+//! that cliff (docs/performance.md, "The 128 MiB cliff").
 
 // Native only (host slices are native arrays); `wasm-pack test` builds every example for
 // wasm too, where this is an empty program.

@@ -1,33 +1,42 @@
 #!/usr/bin/env bash
-# `npm run bench:chrome`: the package in a real Chromium (issue 22 item 1): kernel per shape and option against `a + b`, churn, call costs, a token's chain, onnxruntime-web.
+# `npm run bench:chrome`: the package in a real Chromium, its GPU process between the page and
+# the driver: the kernel per shape and option against `a + b`, the normalization family, churn,
+# call costs, waits, a token's chain, onnxruntime-web. Hardware: a machine with an NVIDIA GPU
+# and its Vulkan driver gives GPU figures (docs/performance.md, "Chrome on a real GPU");
+# elsewhere the browser's SwiftShader runs, and every table says NO ROOFLINE CLAIMS and prints
+# µs only.
 #
-#   bash scripts/bench-chrome.sh prepare     # here (npm registry): .gl/chrome-1/ and .gl/chrome-2/
-#                                            # (git-ignored, each < 45 MB), prints the device calls
-#   bash scripts/bench-chrome.sh run-part1   # device call 1 (carry [".gl/chrome-1"]): part one to /tmp
-#   bash scripts/bench-chrome.sh probe       # device call 2 instead: the adapter each launch
+#   bash scripts/bench-chrome.sh             # here, with /usr/bin/chromium (npm run bench:chrome)
+#
+# A GPU machine without network gets the browser (npm @sparticuz/chromium) in two parts of
+# under 45 MB each, so that each fits a transfer of at most 64 MiB with the rest:
+#   bash scripts/bench-chrome.sh prepare     # where there is network: fills .gl/chrome-1/ and
+#                                            # .gl/chrome-2/ (git-ignored), prints the steps
+#   bash scripts/bench-chrome.sh run-part1   # on the GPU machine, with .gl/chrome-1 copied
+#                                            # there: keeps part one in /tmp
+#   bash scripts/bench-chrome.sh run [SECTIONS]  # then on the same machine, with .gl/chrome-2:
+#                                            # joins the parts, runs SECTIONS
+#   bash scripts/bench-chrome.sh probe       # instead of run: the adapter each launch
 #                                            # configuration offers (bench/chrome/probe.html)
-#   bash scripts/bench-chrome.sh run [SECTIONS]  # device call 2, at once (carry [".gl/chrome-2"]);
-#                                            # here: /usr/bin/chromium (or BENCH_CHROME_BROWSER=sparticuz)
-#   bash scripts/bench-chrome.sh             # run, here (npm run bench:chrome)
 #
 # SECTIONS: any of kernel family churn calls layers waits ort memory (default: all but memory, in that order). kernel and
 # family run one fresh browser per shape; the others one browser each. BENCH_CHROME_ARGS go to
 # every page (bench/dawn/bench.mjs's options and bench/chrome's), e.g.
 #   BENCH_CHROME_ARGS="--shapes 1x896,16x4096" bash scripts/bench-chrome.sh run
-# Tables on stdout (markdown), JSON and .md per page in bench-out/chrome/ (here); on the device
-# $OUT/tables.md and $OUT/pages.tar (see fold_page). There, leave stdout unpiped: a pipe through
-# `tail` prints nothing when the call's time limit ends the run.
-# bench/ and www/lib travel with the working tree; only the two .gl folders are carried.
+# Prints markdown tables on stdout; JSON and .md per page go to bench-out/chrome/, or where
+# $OUT is set to $OUT/tables.md and $OUT/pages.tar (see fold_page). Leave stdout unpiped: a
+# pipe through `tail` prints nothing when a time limit ends the run.
+# bench/ and www/lib come with the working tree; the two .gl folders hold everything else.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 SPARTICUZ=@sparticuz/chromium@153.0.0
-P1=.gl/chrome-1 P2=.gl/chrome-2              # what travels (one device call each)
+P1=.gl/chrome-1 P2=.gl/chrome-2              # the two parts (one transfer each)
 PART1_TMP=/tmp/bench-chrome-part1            # where call 1 leaves part one for call 2
 RUN=${CHROME_RUN_DIR:-.gl/chrome-run}        # what is unpacked (never carried)
 PORT=${BENCH_CHROME_PORT:-8765}
 PAGE_TIMEOUT=${BENCH_CHROME_PAGE_TIMEOUT:-500}
-ORT_WASM="jsep asyncify"                     # onnxruntime-web's wasm builds that travel
+ORT_WASM="jsep asyncify"                     # onnxruntime-web's wasm builds, in part two
 say() { printf '\033[1m[bench:chrome]\033[0m %s\n' "$*" >&2; }
 # shellcheck source=scripts/bench-lib.sh
 . scripts/bench-lib.sh
@@ -42,7 +51,7 @@ prepare() {
       "$tmp"/package/bin/chromium.br "$tmp"/package/bin/al2023.tar.br "$tmp"/package/bin/swiftshader.tar.br
     say "xz -9e of the browser ($(du -h "$tmp/package/bin/chromium" | cut -f1); a few minutes)"
     xz -9e -T0 -c "$tmp/package/bin/chromium" >"$tmp/chromium.xz"
-    # Two parts, each under what one device call carries (64 MiB with everything else).
+    # Two parts, each fitting a 64 MiB transfer with everything beside it.
     (cd "$tmp" && split -b 45000000 -a 2 chromium.xz chromium.xz.)
     [ ! -e "$tmp/chromium.xz.ac" ] || { say "the browser is more than two parts: raise split -b"; exit 1; }
     mv "$tmp/chromium.xz.aa" "$P1/" && mv "$tmp/chromium.xz.ab" "$P2/"
@@ -61,15 +70,15 @@ prepare() {
   loader_debs "$P2/debs"
   snapshot_pkg "$P2/pkg"
   say "ready: $P1 $(du -sh "$P1" | cut -f1), $P2 $(du -sh "$P2" | cut -f1) ($(tail -1 "$P2/pkg/SNAPSHOT.txt"))"
-  say "device calls (run tool, kind nvidia-h200), the second at once after the first:"
-  echo '    1. carry [".gl/chrome-1"], timeout_s 120:  bash scripts/bench-chrome.sh run-part1' >&2
-  echo '    2. carry [".gl/chrome-2"], timeout_s 600:  bash scripts/bench-chrome.sh run' >&2
+  say "on the GPU machine, the second step on the same machine as the first (part one waits in /tmp):"
+  echo '    1. with .gl/chrome-1 there:  bash scripts/bench-chrome.sh run-part1' >&2
+  echo '    2. with .gl/chrome-2 there:  bash scripts/bench-chrome.sh run' >&2
 }
 
 run_part1() {
   [ -s "$P1/chromium.xz.aa" ] || { say "$P1 is not prepared: run 'bash scripts/bench-chrome.sh prepare' where there is network"; exit 1; }
   mkdir -p "$PART1_TMP" && cp "$P1"/chromium.xz.aa "$P1"/VERSION "$PART1_TMP/"
-  say "part one in $PART1_TMP ($(cat "$P1/VERSION")); now, at once: bash scripts/bench-chrome.sh run (carry [\".gl/chrome-2\"])"
+  say "part one in $PART1_TMP ($(cat "$P1/VERSION")); next, on this machine with .gl/chrome-2: bash scripts/bench-chrome.sh run"
 }
 
 # Part two joined with part one, the libraries and loaders unpacked; sets BIN and the environment.
@@ -77,7 +86,7 @@ unpack_sparticuz() {
   [ -s "$P2/chromium.xz.ab" ] || { say "$P2 is not prepared: run 'bash scripts/bench-chrome.sh prepare' where there is network"; exit 1; }
   local aa=$PART1_TMP/chromium.xz.aa
   [ -s "$aa" ] || aa=$P1/chromium.xz.aa # here, where both folders are
-  [ -s "$aa" ] || { say "no part one ($PART1_TMP): a new machine; start again from 'run-part1' (carry [\".gl/chrome-1\"])"; exit 1; }
+  [ -s "$aa" ] || { say "no part one in $PART1_TMP: first run 'bash scripts/bench-chrome.sh run-part1' on this machine, with .gl/chrome-1"; exit 1; }
   mkdir -p "$RUN/lib" "$RUN/ort"
   RUN=$(cd "$RUN" && pwd)
   if [ ! -x "$RUN/chromium" ] || [ "$P2/chromium.xz.ab" -nt "$RUN/chromium" ]; then
@@ -95,7 +104,7 @@ unpack_sparticuz() {
   BIN=$RUN/chromium
   local sw=$RUN
   local libs; libs=$(find "$RUN/lib" -name '*.so*' -printf '%h\n' | sort -u | paste -sd:)
-  # Prepended: the image's own LD_LIBRARY_PATH (/usr/local/nvidia/lib64) stays (TOOLCHAIN.md).
+  # Prepended: the machine's own LD_LIBRARY_PATH (NVIDIA's /usr/local/nvidia/lib64) stays.
   export LD_LIBRARY_PATH="$libs:$sw:$RUN/root/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   # GL (ANGLE on Vulkan) needs VK_EXT_headless_surface, which NVIDIA's driver lacks: GL on
   # SwiftShader, WebGPU on NVIDIA. Without an NVIDIA ICD: SwiftShader alone (a CPU adapter).
@@ -107,7 +116,7 @@ unpack_sparticuz() {
   # SwiftShader alone (Internal Vulkan error -3), and the GPU process exits; the defaults work.
   if [ ! -f $nv ]; then
     FLAGS=(--headless --no-sandbox --enable-unsafe-webgpu --enable-webgpu-developer-features)
-    export LD_LIBRARY_PATH="$libs:$sw" # TOOLCHAIN.md's local recipe: its own loader, no ICD list
+    export LD_LIBRARY_PATH="$libs:$sw" # the browser's own loader, no ICD list
     unset VK_DRIVER_FILES ANGLE_PREFERRED_DEVICE
   fi
   cp "$P2/ort/ort.webgpu.min.mjs" "$RUN/ort/"
@@ -150,9 +159,9 @@ page() {
   fold_page "$name"
 }
 
-# The device brings back at most 8 files from $OUT (kernel and family alone write 4 a shape):
-# there each page's files go into pages.tar and its table onto tables.md as soon as the page
-# ends, so that a run cut off by its time limit still brings back every page it finished.
+# Where $OUT is set (a machine from which only a few files come back; kernel and family alone
+# write 4 a shape), each page's files go into pages.tar and its table onto tables.md as soon as
+# the page ends, so that a run cut off by a time limit still leaves every page it finished.
 fold_page() {
   [ -n "${OUT:-}" ] || return 0
   local name=$1
@@ -183,7 +192,7 @@ run() {
   local joined; joined=$(IFS=,; echo "${shapes[*]:-}")
   for s in "${sections[@]}"; do
     case $s in
-      # 20 dispatches a pass after 1 s of warm-up (issue 22), one fresh browser per shape.
+      # 20 dispatches a pass after 1 s of warm-up (the GPU's clock up), one fresh browser per shape.
       kernel | family) local list; [ "$s" = kernel ] && list=("${big[@]}") || list=("${fam[@]}")
         for sh in "${list[@]}"; do page "$s-$sh" "$s" --shapes "$sh" --max-n 20 --pass-us 1e12 "${rest[@]}"; done ;;
       churn | ort) page "$s" "$s" ${joined:+--shapes "$joined"} "${rest[@]}" ;;
@@ -197,8 +206,8 @@ run() {
   return $STATUS
 }
 
-# probe: which adapter each launch configuration offers (the GPU recipe of TOOLCHAIN.md and
-# variations of it), one fresh browser each, on bench/chrome/probe.html. Device call 2 (as run).
+# probe: which adapter each launch configuration offers (the one `run` uses on a GPU machine,
+# and variations of it), one fresh browser each, on bench/chrome/probe.html. After run-part1, as run.
 probe() {
   unpack_sparticuz
   OUTDIR=${OUT:-bench-out/chrome}

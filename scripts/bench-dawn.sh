@@ -1,20 +1,23 @@
 #!/usr/bin/env bash
 # `npm run bench:dawn`: the package on Chrome's WebGPU implementation (Dawn, via dawn.node from
-# npm webgpu@0.6.2) — call cost beside raw WebGPU, kernel time in a dependent chain against an
-# `a + b` roofline, and the 128 MiB cliff sequence (bench/dawn/, issue 12 point 4).
+# npm webgpu@0.6.2) under Node, without a browser — call cost beside raw WebGPU, kernel time in
+# a dependent chain against an `a + b` roofline, the normalization family, and the 128 MiB cliff
+# sequence (bench/dawn/README.md says what each number is). Hardware: a machine with a Vulkan
+# GPU; without one Dawn has no adapter and nothing is measured (exit status 2). Prints markdown
+# tables (docs/performance.md, "Dawn in Node", has the current ones).
 #
-#   bash scripts/bench-dawn.sh prepare        # here (has network): fills .gl/dawn/ (~30 MB,
-#                                             # git-ignored) and prints the device command
-#   bash scripts/bench-dawn.sh run [SECTIONS] # where the GPU is: unpacks node, dawn.node and
-#                                             # the Vulkan loader from .gl/dawn/, runs SECTIONS
-#   bash scripts/bench-dawn.sh                # both, here (npm run bench:dawn)
+#   bash scripts/bench-dawn.sh                # both steps, here (npm run bench:dawn)
+#   bash scripts/bench-dawn.sh prepare        # where there is network: fills .gl/dawn/ (~30 MB,
+#                                             # git-ignored) and prints the command to run
+#   bash scripts/bench-dawn.sh run [SECTIONS] # where the GPU is, with .gl/dawn copied there
+#                                             # (no network needed): unpacks node, dawn.node and
+#                                             # the Vulkan loader from it, runs SECTIONS
 #
-# SECTIONS: any of cliff calls kernel sweep (default: the first three, each in a fresh process,
+# SECTIONS: any of cliff calls kernel family memory sweep (default: the first three, each in a fresh process,
 # cliff first; sweep needs --wgsl FILE in BENCH_DAWN_ARGS, see bench/dawn/bench.mjs). Options for bench/dawn/bench.mjs go in BENCH_DAWN_ARGS, e.g.
 #   BENCH_DAWN_ARGS="--shapes 1x4096,16384x4096 --calls 200" bash scripts/bench-dawn.sh run kernel
-# bench/dawn/ (bench.mjs and the modules beside it) is not copied here: it travels to the device
-# with the working tree, the whole folder; only .gl/dawn is carried.
-# Results: tables on stdout, JSON in $OUT (device) or bench-out/dawn/ (here).
+# bench/dawn/ (bench.mjs and the modules beside it) comes with the working tree, not in .gl/dawn.
+# Results: tables on stdout, JSON in $OUT where it is set, else bench-out/dawn/.
 # Exit status 2: no usable GPU adapter (the message says why; nothing was measured).
 # Local functional check on a CPU adapter (SwiftShader's Vulkan ICD shipped with Chromium):
 #   DAWN_VK_ICD=/usr/lib/chromium/vk_swiftshader_icd.json BENCH_DAWN_ARGS="--shapes 1x896,4x4099 \
@@ -23,7 +26,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 WEBGPU_VERSION=0.6.2
-DIR=.gl/dawn                                 # what travels to the device (carry: [".gl/dawn"])
+DIR=.gl/dawn                                 # what a GPU machine without network needs
 RUN=${DAWN_RUN_DIR:-.gl/dawn-run}            # what is unpacked from it (never carried)
 say() { printf '\033[1m[bench:dawn]\033[0m %s\n' "$*" >&2; }
 
@@ -47,7 +50,7 @@ prepare() {
   loader_debs "$DIR/debs"
   snapshot_pkg "$DIR/pkg"
   say "ready: $(du -sh "$DIR" | cut -f1) in $DIR ($(tail -1 "$DIR/pkg/SNAPSHOT.txt"))"
-  say "device command (run tool, kind nvidia-h200, carry [\".gl/dawn\"]):"
+  say "on the GPU machine, with $DIR copied there:"
   echo "    bash scripts/bench-dawn.sh run" >&2
 }
 
@@ -70,9 +73,9 @@ unpack() {
   NODE=$RUN/bin/node
   [ -x "$NODE" ] || NODE=$(command -v node || true)
   [ -n "$NODE" ] || { say "no node binary: neither $DIR/node.xz nor node on PATH"; exit 1; }
-  # The loaders, where the system has no libvulkan.so.1 (the device image has the NVIDIA
-  # driver but none). As root on a machine with the NVIDIA driver: the verified recipe,
-  # unpacked into / and `ldconfig`. Otherwise (or DAWN_LOADER_MODE=ldpath): unpacked beside
+  # The loaders, where the system has no libvulkan.so.1 (a machine may have the NVIDIA
+  # driver but none). As root on a machine with the NVIDIA driver: unpacked into / and
+  # `ldconfig`. Otherwise (or DAWN_LOADER_MODE=ldpath): unpacked beside
   # the rest and found through LD_LIBRARY_PATH. DAWN_BUNDLED_LOADER=1 uses the carried
   # loaders even where the system has one. (No `grep -q` here: under pipefail its early exit
   # fails the pipeline through ldconfig's SIGPIPE.)
@@ -150,5 +153,5 @@ case "${1:-}" in
   prepare) prepare ;;
   run) shift; run "$@" ;;
   "") prepare; run ;;
-  *) echo "usage: bash scripts/bench-dawn.sh [prepare | run [cliff] [calls] [kernel] [sweep]]" >&2; exit 64 ;;
+  *) echo "usage: bash scripts/bench-dawn.sh [prepare | run [cliff] [calls] [kernel] [family] [memory] [sweep]]" >&2; exit 64 ;;
 esac

@@ -1,4 +1,4 @@
-# Helpers shared by bench-dawn.sh and bench-chrome.sh: the loader debs and the pkg/ snapshot (prepare), unpacking where xz and dpkg may be missing (device).
+# Helpers shared by bench-dawn.sh and bench-chrome.sh: the loader debs and the pkg/ snapshot (prepare, where there is network), unpacking where xz and dpkg may be missing (the GPU machine).
 # shellcheck shell=bash
 
 unxz_to() { # unxz_to SRC DEST: xz where there is one, else Python's lzma
@@ -20,16 +20,16 @@ while off + 60 <= len(data):
 PY
 }
 
-# loader_debs DIR: the loaders the device machine lacks (the Vulkan loader and GLVND's, amd64 .debs).
+# loader_debs DIR: the loaders a GPU machine may lack (the Vulkan loader and GLVND's, amd64 .debs).
 # snapshot_pkg DIR: pkg/ as it is now, into DIR (another build may rewrite pkg/ meanwhile).
 LOADER_DEBS="libvulkan1 libegl1 libglvnd0 libopengl0 libgl1 libglx0 libgles2"
 
 loader_debs() {
   mkdir -p "$1"
-  # The loaders the device machine lacks: the Vulkan loader and, as the device notes list
-  # them for headless rendering there, GLVND's (NVIDIA's ICD lives in libGLX_nvidia.so.0).
+  # The loaders a machine with only NVIDIA's driver lacks: the Vulkan loader and GLVND's
+  # (NVIDIA's ICD lives in libGLX_nvidia.so.0, which needs libGLdispatch).
   if ! ls "$1"/libvulkan1_*.deb "$1"/libglvnd0_*.deb >/dev/null 2>&1; then
-    say "downloading the loaders (libvulkan1 + GLVND, amd64) for the device machine"
+    say "downloading the loaders (libvulkan1 + GLVND, amd64) for the GPU machine"
     lists=$(mktemp -d)
     mkdir -p "$lists/partial"
     o="-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 -oDir::State::Lists=$lists"

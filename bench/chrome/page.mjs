@@ -1,7 +1,7 @@
 // The page's program for `npm run bench:chrome`: opens the packed package in this Chromium with the tap, runs one section, POSTs its tables and JSON back.
 // The sections are bench/dawn's (the same measurements as Dawn in Node, here behind Chrome's GPU
 // process) plus the ones of this folder; console.log lines are the report, collected and sent to
-// bench/chrome/serve.py, which prints them and writes the JSON (the H200 machine has no Node).
+// bench/chrome/serve.py, which prints them and writes the JSON (a GPU machine needs no Node).
 import { parseArgs } from "../dawn/options.mjs";
 import { Raw } from "../dawn/raw.mjs";
 import { sectionCalls } from "../dawn/section-calls.mjs";
@@ -69,7 +69,7 @@ async function main() {
   if (!SECTIONS[section]) throw new Error(`unknown section ${section} (${Object.keys(SECTIONS).join(", ")}, ort)`);
   const ctx = await open();
   const real = ctx.kind.realGpu;
-  // Real Chrome: 1 s of warm-up before every timed pass, as issue 22 measured; a CPU adapter gets less.
+  // Real Chrome: 1 s of warm-up before every timed pass, so that the GPU's clock is up; a CPU adapter gets less.
   ctx.raw = new Raw(ctx.device, { warmMiB: real ? 64 : 0.25, warmMs: args.num("warm-ms", real ? 1000 : 50) });
   Object.assign(out, { provenance: ctx.provenance, realGpu: real });
   console.log(`[bench:chrome] ${name}: adapter ${JSON.stringify(ctx.kind.fields)}; backend ${ctx.kind.backend}`);

@@ -1,4 +1,4 @@
-// Call costs at 1×4096 in real Chrome (issue 22's table): the rows bench/dawn's calls section lacks, then the table beside raw WebGPU.
+// Call costs at 1×4096 in real Chrome: the rows bench/dawn's calls section lacks, then the table beside raw WebGPU.
 // Runs after sectionCalls (same page, same device), whose numbers it reuses from `out.calls`.
 import { fmt, log, table } from "../dawn/report.mjs";
 import { timeLoops } from "../dawn/timing.mjs";
@@ -54,7 +54,7 @@ export async function sectionCallsChrome(ctx, out, { num }) {
   c.package.encodeSubmit = encodeSubmit;
   const cell = (t) => `${fmt(t.median)} (${fmt(t.min)}–${fmt(t.max)})`;
   const ratio = (a, b) => `${fmt(a.median / b.median, 2)}×`;
-  log(`\n### Call costs as issue 22 tabulates them (µs per call, ${rows}×${hidden}, median of ${loops} loops)`);
+  log(`\n### Call costs beside raw WebGPU (µs per call, ${rows}×${hidden}, median of ${loops} loops)`);
   table(
     ["call", "raw WebGPU µs", "the package µs", "package / raw"],
     [

@@ -1,6 +1,6 @@
-// The churn sequence (issue 22): one browser, sizes up and down, host arrays and tensors and the app's own buffers between calls, successive samples printed.
-// An app with varying prompt lengths produces this order; issue 22 saw the kernel slow down sample
-// by sample after host-array calls at 256 MiB. Each step churns first, then times, in a dependent
+// The churn sequence: one browser, sizes up and down, host arrays and tensors and the app's own buffers between calls, successive samples printed.
+// An app with varying prompt lengths produces this order; a kernel that slowed down sample by
+// sample after host-array calls at 256 MiB would show here. Each step churns first, then times, in a dependent
 // chain on buffers made just then: `a + b` and the package's own kernel (plain, bias+beta), and
 // the package's gpuTime on resident tensors; every timing is `--samples` successive passes.
 import { ChainBuffers } from "../dawn/chain-buffers.mjs";

@@ -1,5 +1,5 @@
 // (c) A token's chain: 32 layers recorded with `encode` into one encoder, submitted, then waited for, in ms per token.
-// Three ways an app waits (issue 22 item 6): `onSubmittedWorkDone`, its own copy of the last
+// Three ways an app waits: `onSubmittedWorkDone`, its own copy of the last
 // result into a mappable buffer of its own in the same encoder and `mapAsync` (the least a
 // readback can cost in WebGPU), or the last result's `read()`; beside them the kernels' own GPU
 // time (gpuTime of one layer's call, times the layer count).

@@ -1,5 +1,5 @@
 # The page server for `npm run bench:chrome`: serves the checkout, the package snapshot and onnxruntime-web, takes results as POSTs.
-# Python, because the H200 machine has no Node. Mounts: /pkg/ -> --pkg, /ort/ -> --ort, /models/
+# Python, so that a GPU machine needs no Node. Mounts: /pkg/ -> --pkg, /ort/ -> --ort, /models/
 # -> held in memory (the page makes the ONNX models and POSTs them), anything else -> --root.
 # POST /result/NAME {lines, out, error?}: prints the lines to stdout, writes --out/NAME.json and
 # NAME.md, and touches --out/NAME.done (the shell waits on it). POST /log: one line to stderr.

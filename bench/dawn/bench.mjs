@@ -1,9 +1,10 @@
-// The Dawn bench's program: one section of the packed package on Chrome's WebGPU (Dawn, through dawn.node), issue 12 point 4.
+// The Dawn bench's program: one section of the packed package on Chrome's WebGPU (Dawn, through dawn.node), on a real GPU.
 // Prints tables; writes the numbers as JSON too (--json FILE).
 //
 //   node bench/dawn/bench.mjs calls   [--calls 500] [--loops 5]
 //   node bench/dawn/bench.mjs kernel  [--shapes 1x896,1x4096,...] [--budget-s 240] [--keep-wgsl 1]
 //   node bench/dawn/bench.mjs cliff   [--cliff-rows 4096,8191,8192,16384] [--cliff-hidden 4096]
+//   node bench/dawn/bench.mjs family  [--shapes 1x4096,8192x4096,...]
 //   node bench/dawn/bench.mjs memory  [--mem-mib 128,192,256,384] [--mem-big 256] [--mem-churn 6] [--mem-slice-mib 1]
 //   node bench/dawn/bench.mjs sweep   --wgsl FILE [--shapes 1x4096,...] [--sweep-options plain,bias+beta,sum]
 //
@@ -48,7 +49,7 @@ async function main() {
       console.log(`\n[bench:dawn] ${section}: ${e.setup ? "NOT SET UP" : "NO USABLE WEBGPU ADAPTER"} — nothing measured.\n  ${e.message}`);
       if (!e.setup) {
         console.log("  On a machine without a Vulkan GPU Dawn has no adapter (Debian 12's lavapipe lacks a feature Dawn requires).");
-        console.log("  Run on the H200 device machine (bash scripts/bench-dawn.sh prepare prints the command); DAWN_FLAGS=backend=null exercises the harness on Dawn's Null backend.");
+        console.log("  Run it on a machine with a Vulkan GPU (bash scripts/bench-dawn.sh prepare prints the command); DAWN_FLAGS=backend=null exercises the harness on Dawn's Null backend.");
       }
       process.exit(2);
     }

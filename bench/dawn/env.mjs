@@ -58,7 +58,7 @@ export async function open() {
   const seen = newSeen();
   tap(gpu, seen, { subgroups: process.env.DAWN_SUBGROUPS === "1" });
 
-  // What the package needs to find WebGPU outside a browser (docs: TOOLCHAIN.md).
+  // What the package needs to find WebGPU outside a browser: `navigator.gpu` and WebGPU's globals.
   Object.assign(globalThis, globals);
   Object.defineProperty(globalThis, "navigator", { value: { gpu }, configurable: true, writable: true });
   globalThis.Window = class Window {};

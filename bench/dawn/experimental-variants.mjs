@@ -1,7 +1,7 @@
 // A program of its own: kernel variants the crate does not build, added to a sweep's JSON list.
 // It reads the JSON that `cargo run --release --example bench -- --emit-wgsl IN --shapes ...`
-// writes and writes OUT with, beside each variant, the same kernel changed one way (issue 12;
-// docs/PERFORMANCE.md):
+// writes and writes OUT with, beside each variant, the same kernel changed one way
+// (docs/performance.md, "Measured and not taken"):
 //
 //   --subgroups   the workgroup reduction through WGSL subgroup builtins, two ways:
 //     sgA  every lane stores its partial; after one barrier lane l folds partials l, l + s,
@@ -22,7 +22,7 @@
 //   node bench/dawn/experimental-variants.mjs --subgroups IN.json OUT.json
 //   DAWN_SUBGROUPS=1 BENCH_DAWN_ARGS="--wgsl OUT.json ..." bash scripts/bench-dawn.sh run sweep
 //
-// The package's device does not ask for `subgroups` (wgpu 30 cannot; see docs/PERFORMANCE.md):
+// The package's device does not ask for `subgroups` (wgpu 30 cannot; docs/performance.md):
 // DAWN_SUBGROUPS=1 makes the bench's tap ask for it. These variants are measured, not shipped.
 import { readFileSync, writeFileSync } from "node:fs";
 

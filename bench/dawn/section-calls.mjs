@@ -107,6 +107,6 @@ export async function sectionCalls(ctx, out, { num }) {
     ],
   );
   log(`package's own cost beyond raw: awaited in place ${fmt(pkg.inPlaceAwaited.median - rawT.scopesAwaited.median)} µs (${fmt(pkg.inPlaceAwaited.median / rawT.scopesAwaited.median, 2)}×), in flight ${fmt(pkg.inPlaceInFlight.median - rawT.noAwait.median)} µs (${fmt(pkg.inPlaceInFlight.median / rawT.noAwait.median, 2)}×)`);
-  if (!ctx.kind.realGpu) log(`NOTE: ${ctx.kind.isNull ? "Null backend: nothing executes on a GPU" : "CPU adapter"}; these are not H200 numbers.`);
+  if (!ctx.kind.realGpu) log(`NOTE: ${ctx.kind.isNull ? "Null backend: nothing executes on a GPU" : "CPU adapter"}; these are not GPU numbers.`);
   out.calls = { hidden, rows, calls, loops, package: pkg, raw: rawT };
 }

@@ -11,7 +11,7 @@ const FAMILY_SHAPES = "1x896,1x4096,16x4096,2048x4096,8192x4096,65536x128,131072
 /**
  * Each variant: its extra arguments (on resident tensors `t`), the bytes it must move per
  * call, as arrays of n f32 (`arrays`) and of n f16 (`halves`), and the elementwise kernel that
- * moves the same bytes (its roofline, issue 21): `a + b`, `out = a`, or `f16(a + b)`.
+ * moves the same bytes (its roofline): `a + b`, `out = a`, or `f16(a + b)`.
  */
 const VARIANTS = [
   ["rms (plain)", (t) => ({ residual: t.res }), { arrays: 3 }, "ab"],

@@ -1,4 +1,4 @@
-// The `memory` section: what large buffers cost on this stack, on raw WebGPU only (issue 22 item 2).
+// The `memory` section: what large buffers cost on this stack, on raw WebGPU only.
 // `a + b` in a dependent chain (each dispatch reads what the previous wrote) over arrays of
 // several sizes allocated first in the process; the same 256 MiB problem held as two buffers of
 // 128 MiB per array; then the same chain on the buffers allocated first and on buffers allocated

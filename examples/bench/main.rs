@@ -20,6 +20,10 @@
 //! loads) are also compared with a scalar `out = a + b`. `--emit-wgsl` writes the WGSL of
 //! the chosen and swept variants for `--shapes` as JSON (for `bench/dawn/bench.mjs sweep`)
 //! and exits without a GPU.
+//!
+//! Hardware: any Vulkan GPU (the current figures: `docs/performance.md`, "wgpu on Vulkan");
+//! on lavapipe, with `--quick`, a check that it runs. Prints a table per run (µs, share of the
+//! roofline's bandwidth and time over the roofline's, per shape and option set).
 
 mod args;
 mod emit;
