@@ -108,17 +108,24 @@ extern "C" {
 
 #[wasm_bindgen(inline_js = r#"
 const waiting = [];
-let port;
+let channel;
 export function nextTask() {
   return new Promise((resolve) => {
     if (typeof MessageChannel !== "function") return setTimeout(resolve, 0);
-    if (!port) {
-      const channel = new MessageChannel();
-      channel.port1.onmessage = () => waiting.shift()();
-      port = channel.port2;
+    if (!channel) {
+      const c = (channel = new MessageChannel());
+      c.port1.onmessage = () => {
+        waiting.shift()();
+        // In Node and Deno (whose ports have unref) an open port keeps the process running
+        // after the app is done: closed once nothing waits. Browsers keep theirs.
+        if (!waiting.length && typeof c.port1.unref === "function") {
+          c.port1.close();
+          channel = undefined;
+        }
+      };
     }
     waiting.push(resolve);
-    port.postMessage(0);
+    channel.port2.postMessage(0);
   });
 }
 "#)]
