@@ -493,7 +493,11 @@ fn f16_storage_matches_the_reference_on_both_paths() {
         .features()
         .contains(wgpu::Features::SHADER_F16);
     assert_eq!(paths[0], offered, "shader-f16 used exactly where offered");
-    eprintln!("device offers shader-f16: {offered}");
+    // The suite's adapter, lavapipe, offers it: there both paths must run, not the packed
+    // one twice.
+    if native.adapter().device.contains("llvmpipe") {
+        assert!(offered, "lavapipe offers shader-f16");
+    }
     let mut packed = context();
     packed.set_shader_f16(false);
     let mut rng = Rng(0x5EED_0009);

@@ -35,12 +35,12 @@ for (const shaderF16 of [true, false])
     const r = await inFamily(async (H, [entries, shaderF16, dtype, outputDtype]) => {
       const n = await window.lib.pkg.FusedRmsNorm.create({ shaderF16 });
       const s = await H.sweep(n, { entries, dtype, outputDtype, shapes: [{ rows: 3, hidden: 64 }] });
-      return { ...s, path: n.debugStats().shaderF16 };
+      return { ...s, path: n.debugStats().shaderF16, offered: n.device.features.has("shader-f16") };
     }, [GPU_ENTRIES, shaderF16, dtype, outputDtype ?? null]);
     assert.deepEqual(r.failures, []);
     // In place runs only where the output's dtype is the data's.
     assert.equal(r.checked, 16 * (outputDtype ? GPU_ENTRIES.length - 2 : GPU_ENTRIES.length));
-    if (!shaderF16) assert.equal(r.path, false, "shaderF16: false takes the packed path");
+    assert.equal(r.path, shaderF16 && r.offered, "shader-f16 is used exactly where asked for and offered");
     t.diagnostic(`${r.checked} results checked on the ${r.path ? "shader-f16" : "packed"} path`);
   });
 
