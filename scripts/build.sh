@@ -10,4 +10,8 @@ wasm-pack --quiet build --target web --release --out-dir pkg --no-pack --mode no
 rm -f pkg/.gitignore
 cat src/js/freed_guard.js >> pkg/webgpu_rmsnorm.js
 cat src/js/dispose.d.ts >> pkg/webgpu_rmsnorm.d.ts
-ls -l pkg/webgpu_rmsnorm.js pkg/webgpu_rmsnorm.d.ts pkg/webgpu_rmsnorm_bg.wasm
+# The package's entry: wasm-bindgen's module with an init() that also reads the .wasm from disk
+# where fetch cannot (Node).
+cp src/js/entry.js pkg/index.js
+cp src/js/entry.d.ts pkg/index.d.ts
+ls -l pkg/index.js pkg/webgpu_rmsnorm.js pkg/webgpu_rmsnorm.d.ts pkg/webgpu_rmsnorm_bg.wasm

@@ -494,7 +494,11 @@ fn f16_storage_matches_the_reference_on_both_paths() {
         .features()
         .contains(wgpu::Features::SHADER_F16);
     assert_eq!(paths[0], offered, "shader-f16 used exactly where offered");
-    eprintln!("device offers shader-f16: {offered}");
+    // The suite's adapter, lavapipe, offers it: there both paths must run, not the packed
+    // one twice.
+    if native.adapter().device.contains("llvmpipe") {
+        assert!(offered, "lavapipe offers shader-f16");
+    }
     let mut packed = context();
     packed.set_shader_f16(false);
     let mut rng = Rng(0x5EED_0009);
@@ -664,6 +668,9 @@ fn idle_buffers_are_bounded_released_when_idle_and_trimmed() {
     let x = case.inputs();
     // 200 calls in flight at once hold ~1,000 buffers; when they are done, the pool keeps
     // at most MAX_IDLE_BUFFERS of them.
+    // Every buffer is returned after this moment, so none has been idle long at it, however
+    // slowly the calls run.
+    let before_returns = now_ms();
     let pending: Vec<_> = (0..200)
         .map(|_| ctx.submit(&x, Request::host(true)).unwrap())
         .collect();
@@ -676,7 +683,7 @@ fn idle_buffers_are_bounded_released_when_idle_and_trimmed() {
         "{stats:?}"
     );
     assert!(
-        ctx.trim_idle(now_ms()) > 0,
+        ctx.trim_idle(before_returns) > 0,
         "just returned: not idle long enough"
     );
     assert_eq!(ctx.trim_idle(now_ms() + IDLE_RELEASE_MS), 0);

@@ -10,6 +10,37 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 
+/// Whether `v` is the WebGPU interface `name` (`"GPUBuffer"`, `"GPUCommandEncoder"`): an
+/// instance of the runtime's global of that name where it has one (browsers, Deno), else by
+/// its brand, `Symbol.toStringTag`, which WebIDL objects carry but Deno's do not. An object
+/// that only claims the brand is not one where the global exists. A hostile object (a revoked
+/// or throwing Proxy) is none: every step here catches.
+pub fn is_webgpu(v: &JsValue, name: &str) -> bool {
+    if !v.is_object() {
+        return false;
+    }
+    let class = Reflect::get(&js_sys::global(), &JsValue::from_str(name)).unwrap_or_default();
+    if !class.is_function() {
+        return Reflect::get(v, &js_sys::Symbol::to_string_tag().into())
+            .ok()
+            .and_then(|t| t.as_string())
+            .is_some_and(|tag| tag == name);
+    }
+    let Ok(prototype) = Reflect::get(&class, &JsValue::from_str("prototype")) else {
+        return false;
+    };
+    // The prototype chain, as `instanceof` walks it; a Proxy could make it endless.
+    let mut at = v.clone();
+    for _ in 0..32 {
+        match Reflect::get_prototype_of(&at) {
+            Ok(p) if JsValue::from(&p) == prototype => return true,
+            Ok(p) if p.is_object() => at = p.into(),
+            _ => return false,
+        }
+    }
+    false
+}
+
 #[wasm_bindgen]
 extern "C" {
     pub type RawDevice;
@@ -89,17 +120,24 @@ extern "C" {
 
 #[wasm_bindgen(inline_js = r#"
 const waiting = [];
-let port;
+let channel;
 export function nextTask() {
   return new Promise((resolve) => {
     if (typeof MessageChannel !== "function") return setTimeout(resolve, 0);
-    if (!port) {
-      const channel = new MessageChannel();
-      channel.port1.onmessage = () => waiting.shift()();
-      port = channel.port2;
+    if (!channel) {
+      const c = (channel = new MessageChannel());
+      c.port1.onmessage = () => {
+        waiting.shift()();
+        // In Node and Deno (whose ports have unref) an open port keeps the process running
+        // after the app is done: closed once nothing waits. Browsers keep theirs.
+        if (!waiting.length && typeof c.port1.unref === "function") {
+          c.port1.close();
+          channel = undefined;
+        }
+      };
     }
     waiting.push(resolve);
-    port.postMessage(0);
+    channel.port2.postMessage(0);
   });
 }
 "#)]

@@ -95,14 +95,13 @@ fn array_arg(
     )))
 }
 
-/// An app's `GPUBuffer`, recognised by its brand (`Symbol.toStringTag`, which WebIDL
-/// interfaces carry); a look-alike gets past this and is refused by WebGPU itself.
+/// An app's `GPUBuffer`, recognised as the runtime's WebGPU recognises its own
+/// (`webgpu_raw::is_webgpu`).
 fn gpu_buffer_arg(v: &JsValue, name: &str, from: Sources) -> Result<Option<AppBuffer>, Error> {
     if !v.is_object() {
         return Ok(None);
     }
-    let tag = Reflect::get(v, &js_sys::Symbol::to_string_tag().into()).unwrap_or_default();
-    if tag.as_string().as_deref() != Some("GPUBuffer") {
+    if !crate::gpu::webgpu_raw::is_webgpu(v, "GPUBuffer") {
         return Ok(None);
     }
     let number = |k: &'static str| get(v, k).as_f64().unwrap_or(0.0);

@@ -7,6 +7,7 @@ pub mod array;
 mod cpu_call;
 pub mod facade;
 mod options;
+mod panic;
 mod tensor;
 mod tensor_call;
 mod types;

@@ -136,14 +136,10 @@ pub fn to_js(e: Error) -> JsValue {
     err.into()
 }
 
-/// `encode`'s `encoder`: a `GPUCommandEncoder`, by its WebIDL brand (`Symbol.toStringTag`).
+/// `encode`'s `encoder`: a `GPUCommandEncoder`, as this runtime's WebGPU recognises its own
+/// (`webgpu_raw::is_webgpu`).
 pub fn expect_encoder(v: &JsValue) -> Result<(), Error> {
-    let brand = v
-        .is_object()
-        .then(|| Reflect::get(v, &js_sys::Symbol::to_string_tag().into()).ok())
-        .flatten()
-        .and_then(|t| t.as_string());
-    if brand.as_deref() != Some("GPUCommandEncoder") {
+    if !crate::gpu::webgpu_raw::is_webgpu(v, "GPUCommandEncoder") {
         return Err(Error::Type(format!(
             "encoder: expected a GPUCommandEncoder of norm.device, got {}",
             describe(v)

@@ -25,7 +25,7 @@ export const CHROMIUM_ARGS = [
 ];
 
 export function assertBuilt() {
-  for (const f of ["webgpu_rmsnorm.js", "webgpu_rmsnorm.d.ts", "webgpu_rmsnorm_bg.wasm"]) {
+  for (const f of ["index.js", "index.d.ts", "webgpu_rmsnorm.js", "webgpu_rmsnorm.d.ts", "webgpu_rmsnorm_bg.wasm"]) {
     if (!existsSync(resolve(ROOT, "pkg", f))) {
       throw new Error(`pkg/${f} is missing: run \`bash scripts/build.sh\` before the end-to-end tests`);
     }

@@ -150,16 +150,13 @@ for (const backend of ["webgpu", "cpu"]) test(`timing calls: repeat must be an i
     const failures = [];
     for (const method of ["timeDispatches", "gpuTime"]) {
       for (const [value, name] of bad) {
-        const t0 = performance.now();
         let got;
         try {
           got = await n[method](a, value).then(() => "resolved", (e) => e);
         } catch (e) {
           got = `threw synchronously ${e?.name}`;
         }
-        const ms = performance.now() - t0;
         if (got?.name !== name || !got.message.startsWith("repeat:")) failures.push(`${method}(args, ${String(value)}): ${got?.name ?? got}: ${got?.message}`);
-        if (ms > 2000) failures.push(`${method}(args, ${String(value)}) took ${ms} ms to reject`);
       }
       const most = await n[method](a, 10000).then((v) => v, (e) => e);
       if (most instanceof Error) failures.push(`${method}(args, 10000): ${most.name}: ${most.message}`);
@@ -588,13 +585,13 @@ for (const backend of ["webgpu", "cpu"]) test(`the common call on tensors (read 
     freed.free();
     const base = { ...t, hidden: a.hidden };
     const bad = {
-      "a freed input": { ...base, input: freed },
-      "eps -1": { ...base, eps: -1 }, "eps NaN": { ...base, eps: NaN }, "eps a string": { ...base, eps: "1e-5" },
-      "hidden 0": { ...base, hidden: 0 }, "hidden 2.5": { ...base, hidden: 2.5 }, "hidden 48": { ...base, hidden: 48 },
-      "hidden a string": { ...base, hidden: "64" }, "inPlace with output gpu": { ...base, inPlace: true, output: "gpu" },
-      "inPlace a string": { ...base, inPlace: "yes" }, "output gpux": { ...base, output: "gpux" },
-      "a misspelt Eps": { ...base, Eps: 1e-5 }, "beta null": { ...base, beta: null },
-      "gamma the wrong length": { ...base, gamma: t.input }, "no gamma": { ...base, gamma: undefined },
+      "a freed input": ["InvalidStateError", { ...base, input: freed }],
+      "eps -1": ["ShapeError", { ...base, eps: -1 }], "eps NaN": ["ShapeError", { ...base, eps: NaN }], "eps a string": ["TypeError", { ...base, eps: "1e-5" }],
+      "hidden 0": ["ShapeError", { ...base, hidden: 0 }], "hidden 2.5": ["ShapeError", { ...base, hidden: 2.5 }], "hidden 48": ["ShapeError", { ...base, hidden: 48 }],
+      "hidden a string": ["TypeError", { ...base, hidden: "64" }], "inPlace with output gpu": ["TypeError", { ...base, inPlace: true, output: "gpu" }],
+      "inPlace a string": ["TypeError", { ...base, inPlace: "yes" }], "output gpux": ["TypeError", { ...base, output: "gpux" }],
+      "a misspelt Eps": ["TypeError", { ...base, Eps: 1e-5 }], "beta null": ["TypeError", { ...base, beta: null }],
+      "gamma the wrong length": ["ShapeError", { ...base, gamma: t.input }], "no gamma": ["TypeError", { ...base, gamma: undefined }],
     };
     failures.push(...(await readings.rejectAlike(n, bad)));
     const after = await n.run({ ...base, eps: a.eps });

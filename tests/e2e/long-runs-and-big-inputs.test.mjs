@@ -14,67 +14,34 @@ const { inPage, harnessPage, servers } = reliabilitySuite("webgpu-rmsnorm-long-a
 // Long runs
 // ---------------------------------------------------------------------------------------
 
-test("long run: 10,000 consecutive calls (4×256): wasm memory and live buffers flat, per-call time not drifting", { timeout: 120_000 }, async (t) => {
+test("long run: 10,000 consecutive calls (4×256): results right throughout, wasm memory, live buffers and pipelines flat", { timeout: 120_000 }, async (t) => {
   const r = await inPage(async () => {
     const h = await window.harness;
     const L = await h.FusedRmsNorm.create();
     const N = 10_000;
     const args = h.makeArgs({ rows: 4, hidden: 256, bias: true, beta: true, seed: 8 });
-    const times = new Float64Array(N);
     const failures = [];
-    let at500, at10000;
-    const t0 = performance.now();
+    let at500;
     for (let i = 0; i < N; i++) {
       const withSum = i % 10 === 9;
-      const s = performance.now();
       const got = withSum ? await L.runWithSum(args) : await L.run(args);
-      times[i] = performance.now() - s;
       if (i % 1000 === 0 || i === N - 1) {
         const rep = withSum ? h.check(args, got.output, got.sum) : h.check(args, got);
         if (!rep.ok) failures.push(`call ${i + 1}: ${rep.problems.join("; ")}`);
       }
       if (i + 1 === 500) at500 = L.debugStats();
     }
-    at10000 = L.debugStats();
-    const total = performance.now() - t0;
-    const mean = (a, b) => times.slice(a, b).reduce((s, x) => s + x, 0) / (b - a);
-    const quantile = (a, q) => Float64Array.from(a).sort()[Math.floor(a.length * q)];
-    // A call's round trip in this browser is ~0.5 ms or ~2.4 ms (whether its map resolves
-    // before Chrome's GPU process polls again), in runs of either that moved a window's mean
-    // from 1.0 to 2.0 ms and its median from 0.6 to 2.4 with no leak (measured here). A leak
-    // slows every call, the fast ones too: so each window's tenth percentile, and up to three
-    // more windows of 1,000 calls while the last looks slower (one window in four runs here
-    // had under a tenth of fast calls), since a drift persists.
-    const p10 = (a) => quantile(a, 0.1);
-    const early = p10(times.slice(500, 1500));
-    let late = p10(times.slice(N - 1000, N));
-    const again = [];
-    while (late > 1.5 * early && again.length < 3) {
-      const more = new Float64Array(1000);
-      for (let i = 0; i < more.length; i++) {
-        const s = performance.now();
-        await L.run(args);
-        more[i] = performance.now() - s;
-      }
-      again.push(p10(more));
-      late = Math.min(late, ...again);
-    }
+    const at10000 = L.debugStats();
     L.free();
-    const sorted = Array.from(times).sort((a, b) => a - b);
-    return {
-      failures, at500, at10000, totalMs: Math.round(total),
-      early, late, again, first: times[0],
-      meanEarly: mean(500, 1500), meanLate: mean(N - 1000, N),
-      medianEarly: quantile(times.slice(500, 1500), 0.5), medianLate: quantile(times.slice(N - 1000, N), 0.5),
-      p50: sorted[N >> 1], p99: sorted[Math.floor(N * 0.99)], max: sorted[N - 1],
-    };
+    return { failures, at500, at10000 };
   });
-  t.diagnostic(`10,000 calls in ${r.totalMs} ms; tenth percentile per call: calls 500–1500 ${r.early.toFixed(3)} ms, last 1000 ${r.late.toFixed(3)} ms${r.again.length ? ` (the lowest of it and ${r.again.length} more: ${r.again.map((x) => x.toFixed(3)).join(", ")} ms)` : ""}; median ${r.medianEarly.toFixed(3)} → ${r.medianLate.toFixed(3)} ms; mean ${r.meanEarly.toFixed(3)} → ${r.meanLate.toFixed(3)} ms; p50 ${r.p50.toFixed(2)} p99 ${r.p99.toFixed(2)} max ${r.max.toFixed(1)} ms (first ${r.first.toFixed(1)} ms)`);
   t.diagnostic(`debugStats at call 500 ${JSON.stringify(r.at500)}, at call 10,000 ${JSON.stringify(r.at10000)}`);
   assert.deepEqual(r.failures, []);
+  // A leak of anything a call holds shows in one of these; its time is the benchmarks' concern.
   assert.equal(r.at10000.wasmMemoryBytes, r.at500.wasmMemoryBytes, "wasm memory grew after warm-up");
   assert.equal(r.at10000.liveBuffers, r.at500.liveBuffers, "live GPU buffers grew after warm-up");
-  assert.ok(r.late <= 1.5 * r.early, `per-call time drifted up: tenth percentile ${r.early} ms → ${r.late} ms`);
+  assert.equal(r.at10000.liveTensors, r.at500.liveTensors, "live tensors grew after warm-up");
+  assert.equal(r.at10000.pipelines, r.at500.pipelines, "pipelines compiled after warm-up");
 });
 
 // ---------------------------------------------------------------------------------------
@@ -253,20 +220,21 @@ test("CPU backend: a call whose results alone pass what one wasm allocation can 
     // 2 GiB of halves with f32 results (4 GiB), and 2 GiB of f32 with y and sum (4 GiB):
     // never written, so the OS commits no pages for them.
     const halves = new Uint16Array(2 ** 30);
-    const t0 = performance.now();
+    out.memoryBefore = n.debugStats().wasmMemoryBytes;
     out.f16ToF32 = (await h.settle(n.run({ input: halves, gamma: new Uint16Array(4096), hidden: 4096, outputDtype: "f32" }))).err;
-    out.ms = performance.now() - t0;
+    out.memoryAfter = n.debugStats().wasmMemoryBytes;
     const floats = new Float32Array(2 ** 29);
     out.withSum = (await h.settle(n.runWithSum({ input: floats, gamma: new Float32Array(4096), hidden: 4096 }))).err;
     const small = h.makeArgs({ rows: 3, hidden: 96, bias: true, seed: 5 });
     out.afterOk = h.check(small, await n.run(small)).ok;
     return out;
   });
-  t.diagnostic(`${JSON.stringify(r.f16ToF32)} in ${Math.round(r.ms)} ms; ${JSON.stringify(r.withSum)}`);
+  t.diagnostic(`${JSON.stringify(r.f16ToF32)}; ${JSON.stringify(r.withSum)}`);
   for (const e of [r.f16ToF32, r.withSum]) {
     assert.equal(e?.name, "RangeError", JSON.stringify(e));
     assert.match(e.message, /^input: the call needs \d+ MiB of the CPU backend's wasm memory in one piece/);
   }
-  assert.ok(r.ms < 1000, `refused at once, not after copying 2 GiB (${r.ms} ms)`);
+  // Refused before any of the 2 GiB was copied in: wasm memory did not grow for it.
+  assert.equal(r.memoryAfter, r.memoryBefore, "refused at once, not after copying 2 GiB into wasm memory");
   assert.ok(r.afterOk, "a good call after the rejections");
 });

@@ -13,150 +13,9 @@ import { packagePage, timedTest as test } from "./package-page.mjs";
 
 const { inPage, problems } = packagePage("rmsnorm-family-");
 
-// What the tests share in the page, as source (evaluated there): the variants, their
-// arguments in a dtype, the entry points, and the sweep that checks them.
-const FAMILY = String.raw`(() => {
-  const { ref, seeded, f16 } = window.lib;
-  // kind × residual × postGamma × gammaOffset; bias and beta ride along, each on in half.
-  const VARIANTS = [];
-  for (const kind of ["rms", "layer"])
-    for (const residual of [true, false])
-      for (const postGamma of [false, true])
-        for (const gammaOffset of [0, 1]) {
-          const i = VARIANTS.length;
-          VARIANTS.push({ kind, residual, postGamma, gammaOffset, bias: i % 4 === 1 || i % 4 === 2, beta: i % 2 === 1 });
-        }
-  const label = (v) => [v.kind, v.residual ? "residual" : "no residual", v.postGamma && "postGamma", v.gammaOffset && "gammaOffset " + v.gammaOffset, v.bias && "bias", v.beta && "beta"].filter(Boolean).join(" + ");
-
-  /** Variant v's f32 arguments: only the fields it has (kind always, to name it). */
-  function caseOf(v, { rows = 3, hidden = 64, seed = 1 } = {}) {
-    const a = seeded.caseArgs({ rows, hidden, bias: v.bias, beta: v.beta, seed: seed * 17 + VARIANTS.indexOf(v) });
-    if (!v.residual) delete a.residual;
-    if (v.postGamma) a.postGamma = seeded.filled(hidden, seeded.rng(seed + 99), -1.5, 1.5);
-    if (v.gammaOffset) a.gammaOffset = v.gammaOffset;
-    a.kind = v.kind;
-    return a;
-  }
-
-  /** The call in dtype d: what the package gets, and the f32 values the reference takes. */
-  function inDtype(a, d) {
-    if (d !== "f16") return { call: a, host: a };
-    const { bits, host } = f16.argsToF16(a);
-    return { call: bits, host };
-  }
-
-  const S = () => GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC;
-  const typedOf = (d) => (d === "f16" ? Uint16Array : Float32Array);
-  const zeros = (d, n) => new (typedOf(d))(n);
-  const arrays = (call) => f16.ALL_ARRAY_KEYS.filter((k) => call[k]);
-  const tensors = (n, call) => {
-    const t = { ...call };
-    for (const k of arrays(call)) t[k] = n.upload(call[k]);
-    return t;
-  };
-  const free = (t, call) => arrays(call).forEach((k) => t[k].free());
-  const submit = (device, record) => {
-    const e = device.createCommandEncoder();
-    record(e);
-    device.queue.submit([e.finish()]);
-  };
-
-  // Each entry point: (n, c, o) → { output, sum? } read back, o = { dtype, outputDtype, extra }
-  // (extra: the outputDtype field, where the sweep gives one). "in place" writes y over the
-  // data, so it runs only where the output's dtype is the data's.
-  const ENTRIES = {
-    run: async (n, c, o) => ({ output: await n.run({ ...c.call, ...o.extra }) }),
-    runWithSum: async (n, c, o) => n.runWithSum({ ...c.call, ...o.extra }),
-    "output gpu": async (n, c, o) => {
-      const t = await n.run({ ...c.call, ...o.extra, output: "gpu" });
-      const r = { output: await t.read(), tensorDtype: t.dtype };
-      t.free();
-      return r;
-    },
-    "runWithSum output gpu, tensor arguments": async (n, c, o) => {
-      const t = tensors(n, c.call);
-      const r = await n.runWithSum({ ...t, ...o.extra, output: "gpu" });
-      const out = { output: await r.output.read(), sum: await r.sum.read(), tensorDtype: r.output.dtype };
-      r.output.free(); r.sum.free(); free(t, c.call);
-      return out;
-    },
-    "in place": async (n, c, o) => {
-      const t = { ...c.call, input: n.upload(c.call.input) };
-      if (c.call.residual) t.residual = n.upload(c.call.residual);
-      const none = await n.run({ ...t, inPlace: true, ...o.extra });
-      const out = { output: await t.input.read(), sum: t.residual && (await t.residual.read()), resolved: none };
-      t.input.free(); t.residual?.free();
-      return out;
-    },
-    "GPUBuffer arguments": async (n, c, o) => {
-      const { bufferOf } = await import("/lib/app-gpu.js");
-      const b = { ...c.call, dtype: o.dtype };
-      for (const k of arrays(c.call)) b[k] = bufferOf(n.device, c.call[k], S());
-      return { output: await n.run({ ...b, ...o.extra }) };
-    },
-    "encode into tensors": async (n, c, o) => {
-      const t = tensors(n, c.call);
-      const len = c.call.input.length;
-      const output = n.upload(zeros(o.outputDtype ?? o.dtype, len)), sum = n.upload(zeros(o.dtype, len));
-      submit(n.device, (e) => n.encode(e, { ...t, ...o.extra, output, sum }));
-      const out = { output: await output.read(), sum: await sum.read() };
-      [output, sum].forEach((x) => x.free()); free(t, c.call);
-      return out;
-    },
-    "encode in place": async (n, c, o) => {
-      const t = tensors(n, c.call);
-      submit(n.device, (e) => n.encode(e, { ...t, ...o.extra, inPlace: true }));
-      const out = { output: await t.input.read(), sum: t.residual && (await t.residual.read()) };
-      free(t, c.call);
-      return out;
-    },
-  };
-  const CPU_ENTRIES = ["run", "runWithSum", "output gpu", "runWithSum output gpu, tensor arguments", "in place"];
-
-  /**
-   * Every variant × shape × entry point on n, with data of dtype and (if given) outputDtype:
-   * each result against the reference, of the dtypes the call promises. Returns the failures
-   * and how many results were checked.
-   */
-  async function sweep(n, { entries, dtype = "f32", outputDtype, variants = VARIANTS, shapes = [{}] }) {
-    const failures = [];
-    let checked = 0;
-    for (const v of variants)
-      for (const shape of shapes) {
-        const c = inDtype(caseOf(v, shape), dtype);
-        for (const name of entries) {
-          const inPlace = name.includes("in place");
-          if (inPlace && outputDtype && outputDtype !== dtype) continue;
-          const outD = inPlace ? dtype : outputDtype ?? dtype;
-          const what = label(v) + " " + (shape.rows ?? 3) + "x" + (shape.hidden ?? 64) + ", " + name + ", " + dtype + (outputDtype ? " → outputDtype " + outputDtype : "");
-          try {
-            const r = await ENTRIES[name](n, c, { dtype, outputDtype, extra: outputDtype ? { outputDtype } : {} });
-            const problems = [];
-            if (!(r.output instanceof typedOf(outD))) problems.push("output is " + r.output?.constructor?.name + ", want " + typedOf(outD).name);
-            if (r.sum !== undefined && !(r.sum instanceof typedOf(dtype))) problems.push("sum is " + r.sum?.constructor?.name);
-            if (r.tensorDtype !== undefined && r.tensorDtype !== outD) problems.push("the output tensor's dtype is " + r.tensorDtype);
-            if ("resolved" in r && r.resolved !== undefined) problems.push("in place resolved with a value");
-            if (inPlace && c.call.residual && r.sum === undefined) problems.push("no residual written in place");
-            const rep = ref.compare(c.host, r.output, { sum: r.sum });
-            if (!rep.ok) problems.push(...rep.problems);
-            if (problems.length) failures.push(what + ": " + problems.join("; "));
-            checked++;
-          } catch (e) {
-            failures.push(what + ": " + e?.name + ": " + e?.message);
-          }
-        }
-      }
-    return { failures, checked };
-  }
-  return { VARIANTS, ENTRIES, CPU_ENTRIES, label, caseOf, inDtype, sweep, tensors, free, typedOf, zeros, submit };
-})()`;
-
-/** Runs `fn(H, arg)` in a page, H being FAMILY's helpers; `backend` is window.backend there. */
+/** Runs `fn(H, arg)` in a page, H being the family's helpers (tests/e2e/page/family.js); `backend` is window.backend there. */
 const inFamily = (fn, arg, backend = "webgpu") =>
-  inPage(async ([source, fnSource, arg]) => {
-    const H = eval(source);
-    return eval(fnSource)(H, arg);
-  }, [FAMILY, String(fn), arg], { query: `?backend=${backend}` });
+  inPage(async ([fnSource, arg]) => eval(fnSource)(window.lib.family, arg), [String(fn), arg], { query: `?backend=${backend}` });
 
 const GPU_ENTRIES = ["run", "runWithSum", "output gpu", "runWithSum output gpu, tensor arguments", "in place", "GPUBuffer arguments", "encode into tensors", "encode in place"];
 
@@ -176,12 +35,12 @@ for (const shaderF16 of [true, false])
     const r = await inFamily(async (H, [entries, shaderF16, dtype, outputDtype]) => {
       const n = await window.lib.pkg.FusedRmsNorm.create({ shaderF16 });
       const s = await H.sweep(n, { entries, dtype, outputDtype, shapes: [{ rows: 3, hidden: 64 }] });
-      return { ...s, path: n.debugStats().shaderF16 };
+      return { ...s, path: n.debugStats().shaderF16, offered: n.device.features.has("shader-f16") };
     }, [GPU_ENTRIES, shaderF16, dtype, outputDtype ?? null]);
     assert.deepEqual(r.failures, []);
     // In place runs only where the output's dtype is the data's.
     assert.equal(r.checked, 16 * (outputDtype ? GPU_ENTRIES.length - 2 : GPU_ENTRIES.length));
-    if (!shaderF16) assert.equal(r.path, false, "shaderF16: false takes the packed path");
+    assert.equal(r.path, shaderF16 && r.offered, "shader-f16 is used exactly where asked for and offered");
     t.diagnostic(`${r.checked} results checked on the ${r.path ? "shader-f16" : "packed"} path`);
   });
 

@@ -58,6 +58,8 @@ test("npm tarball holds the wasm, JS, types, licenses, README and changelog, and
     "CHANGELOG.md",
     "LICENSE-MIT",
     "LICENSE-APACHE",
+    "pkg/index.js",
+    "pkg/index.d.ts",
     "pkg/webgpu_rmsnorm.js",
     "pkg/webgpu_rmsnorm.d.ts",
     "pkg/webgpu_rmsnorm_bg.wasm",
@@ -86,7 +88,7 @@ test("installed package resolves by its bare name through its exports map", asyn
     { cwd: app },
   );
   const resolved = relative(app, fileURLToPath(stdout.trim())).split("\\").join("/");
-  assert.equal(resolved, "node_modules/webgpu-rmsnorm/pkg/webgpu_rmsnorm.js");
+  assert.equal(resolved, "node_modules/webgpu-rmsnorm/pkg/index.js");
   const html = await readFile(join(app, "index.html"), "utf8");
   assert.ok(html.includes(`"./${resolved}"`), "the import map points at the file node resolves");
 

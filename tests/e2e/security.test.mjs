@@ -76,7 +76,7 @@ test("security (control): without 'wasm-unsafe-eval' the CSP blocks the module; 
 test("security: the shipped JS (glue and wasm-bindgen's snippets) has no eval( or new Function", async () => {
   const snippets = (await readdir(join(ROOT, "pkg", "snippets"), { recursive: true })).filter((f) => f.endsWith(".js"));
   assert.ok(snippets.length > 0, "pkg/snippets holds the inline JavaScript");
-  const sources = ["webgpu_rmsnorm.js", ...snippets.map((f) => join("snippets", f))];
+  const sources = ["index.js", "webgpu_rmsnorm.js", ...snippets.map((f) => join("snippets", f))];
   const js = (await Promise.all(sources.map((f) => readFile(join(ROOT, "pkg", f), "utf8")))).join("\n");
   const hits = [/\beval\s*\(/, /\bnew\s+Function\b/, /\bsetTimeout\s*\(\s*["'`]/, /\bsetInterval\s*\(\s*["'`]/]
     .flatMap((re) => js.split("\n").map((line, i) => [re, line, i + 1]).filter(([re, line]) => re.test(line)))
