@@ -1,6 +1,6 @@
 //! The GPU driver: a device, its pipelines and buffer pool (this file); the one path every
-//! call takes through them (`submit.rs`: plan → stage → record → submit → a `Pending`);
-//! and tensors' uploads and readback (`resident.rs`).
+//! call takes through them (`submit.rs`: plan → stage (`stage.rs`) → record (`recording.rs`)
+//! → submit → a `Pending`); and tensors' uploads and readback (`resident.rs`).
 //!
 //! The same code runs on the browser's WebGPU (wasm) and on Vulkan (native tests and
 //! benchmarks). Uploads go through `writeBuffer`, every dispatch of a call goes into one
@@ -32,9 +32,9 @@ pub struct GpuContext {
     pub(super) in_call: Cell<bool>,
     /// Uniform blocks by content (see `uniform` in `submit.rs`).
     pub(super) uniforms: RefCell<HashMap<[u8; Params::SIZE], wgpu::Buffer>>,
-    /// The kernel's objects made on the browser's WebGPU directly: for `norm.encode`, and
-    /// for this context's calls whose results stay on the GPU (`Recorder::submit` in
-    /// `encode.rs`).
+    /// The kernel's objects made on the browser's WebGPU directly: for `norm.encode`
+    /// (`encode.rs`), and for this context's calls whose results stay on the GPU
+    /// (`BrowserRecording` in `recording.rs`).
     #[cfg(target_arch = "wasm32")]
     pub(super) recorder: RefCell<Option<crate::gpu::recorder::Recorder>>,
 }
@@ -182,8 +182,8 @@ impl GpuContext {
             k.check()?;
             for variant in k.variants(&self.dev.caps) {
                 // On the web, calls whose results stay on the GPU dispatch the browser's own
-                // pipeline (`encode.rs`'s `Recorder`), and in place is always such a call: its kernel needs
-                // no wgpu pipeline there.
+                // pipeline (`recorder.rs`), and in place is always such a call: its kernel
+                // needs no wgpu pipeline there.
                 if !(cfg!(target_arch = "wasm32") && variant.in_place) {
                     self.pipeline(variant);
                 }

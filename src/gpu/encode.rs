@@ -21,10 +21,11 @@ use crate::call::host::Arg;
 use crate::call::plan::{Kernel, Plan};
 use crate::call::shape::Inputs;
 use crate::call::shape::Outputs;
-use crate::gpu::bindings::BINDINGS;
+use crate::gpu::bindings::{slot, BINDINGS};
 use crate::gpu::kernel::Variant;
 use crate::gpu::params::Params;
-use crate::gpu::recorder::Recorder;
+use crate::gpu::recorder::{RawBound, Recorder};
+use crate::gpu::submit::call_params;
 use crate::gpu::webgpu_raw::{self as raw, descriptor, RawEncoder};
 use crate::gpu::GpuContext;
 use crate::js::array::JsArray;
@@ -48,49 +49,13 @@ pub fn record(
     if plan.shape.is_empty() {
         return Ok(());
     }
-    let variant = plan.variant;
     let in_place = matches!(outputs, Outputs::InPlace);
-    let rows = plan.shape.rows as u32;
-    let params = ctx.uniform(Params {
-        rows,
-        width: plan.shape.hidden as u32 / variant.lanes,
-        hidden: plan.shape.hidden as f32,
-        eps: x.eps,
-        gamma_offset: x.norm.gamma_offset,
-    });
-    let row_bytes = plan.dtype.copy_bytes(plan.shape.hidden);
-    let all_bytes = plan.dtype.copy_bytes(plan.shape.len());
-    let mut bound: [Option<(JsValue, Option<u64>)>; BINDINGS.len()] = Default::default();
-    let mut set = |slot: usize, a: Option<&Arg<JsArray>>, bytes: u64| {
-        if let Some(a) = a {
-            bound[slot] = Some((handle(a), Some(bytes)));
-        }
-    };
-    use crate::gpu::bindings::slot;
-    set(slot::INPUT, Some(&x.input), all_bytes);
-    set(slot::RESIDUAL, x.residual.as_ref(), all_bytes);
-    set(slot::GAMMA, Some(&x.gamma), row_bytes);
-    set(slot::BETA, x.beta.as_ref(), row_bytes);
-    set(slot::BIAS, x.bias.as_ref(), row_bytes);
-    set(slot::POST_GAMMA, x.post_gamma.as_ref(), row_bytes);
-    if let Outputs::To { output, sum } = outputs {
-        set(
-            slot::OUTPUT,
-            Some(output),
-            plan.out_dtype.copy_bytes(plan.shape.len()),
-        );
-        set(slot::SUM, sum.as_ref(), all_bytes);
-    }
-    bound[slot::PARAMS] = Some((raw::buffer(&params), Some(Params::SIZE as u64)));
-    for b in BINDINGS.iter().filter(|b| b.present(in_place)) {
-        let i = b.index as usize;
-        if bound[i].is_none() {
-            bound[i] = Some((raw::buffer(ctx.stub(b, in_place)), Some(16)));
-        }
-    }
-    let pipeline = recorder.pipeline(variant)?;
+    let bound = bind(ctx, &plan, x, outputs, in_place);
+    let pipeline = recorder.pipeline(plan.variant)?;
     let group = recorder.group(in_place, &bound)?;
-    let (gx, gy) = variant.grid(rows, ctx.caps().max_groups_per_dim);
+    let (gx, gy) = plan
+        .variant
+        .grid(plan.shape.rows as u32, ctx.caps().max_groups_per_dim);
     let encoder: &RawEncoder = encoder.unchecked_ref();
     let refused = |e: JsValue| {
         Error::Type(format!(
@@ -103,6 +68,45 @@ pub fn record(
     pass.set_bind_group(0, &group).map_err(refused)?;
     pass.dispatch_workgroups(gx, gy, 1).map_err(refused)?;
     pass.end().map_err(refused)
+}
+
+/// The app's buffers and tensors `x → outputs` binds, each by the bytes the call uses, the
+/// uniform block, and stubs for the absent optional bindings.
+fn bind(
+    ctx: &GpuContext,
+    plan: &Plan,
+    x: &Inputs<Arg<JsArray>>,
+    outputs: &Outputs<Arg<JsArray>>,
+    in_place: bool,
+) -> RawBound {
+    let params = ctx.uniform(call_params(x, plan, plan.shape.rows));
+    let row_bytes = plan.dtype.copy_bytes(plan.shape.hidden);
+    let all_bytes = plan.dtype.copy_bytes(plan.shape.len());
+    let mut bound = RawBound::default();
+    let mut set = |slot: usize, a: Option<&Arg<JsArray>>, bytes: u64| {
+        if let Some(a) = a {
+            bound[slot] = Some((handle(a), Some(bytes)));
+        }
+    };
+    set(slot::INPUT, Some(&x.input), all_bytes);
+    set(slot::RESIDUAL, x.residual.as_ref(), all_bytes);
+    set(slot::GAMMA, Some(&x.gamma), row_bytes);
+    set(slot::BETA, x.beta.as_ref(), row_bytes);
+    set(slot::BIAS, x.bias.as_ref(), row_bytes);
+    set(slot::POST_GAMMA, x.post_gamma.as_ref(), row_bytes);
+    if let Outputs::To { output, sum } = outputs {
+        let output_bytes = plan.out_dtype.copy_bytes(plan.shape.len());
+        set(slot::OUTPUT, Some(output), output_bytes);
+        set(slot::SUM, sum.as_ref(), all_bytes);
+    }
+    bound[slot::PARAMS] = Some((raw::buffer(&params), Some(Params::SIZE as u64)));
+    for b in BINDINGS.iter().filter(|b| b.present(in_place)) {
+        let i = b.index as usize;
+        if bound[i].is_none() {
+            bound[i] = Some((raw::buffer(ctx.stub(b, in_place)), Some(16)));
+        }
+    }
+    bound
 }
 
 /// The kernel `kernel` compiles to on `ctx`'s device, described for an engine's own
