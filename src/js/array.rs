@@ -206,7 +206,8 @@ impl HostArray for JsArray {
                 .map_err(|e| Error::Type(format!("{name}: the browser refused the array ({e})")))
         };
         // Into the vector's spare capacity, then its length set: zero-filling first
-        // writes every byte twice (measured: ~14 % of a 1024×4096 call). The view lives
+        // writes every byte twice, a measurable part of a large call (docs/performance.md,
+        // "The CPU backend"). The view lives
         // only for this copy: nothing allocates meanwhile, so wasm memory cannot grow and
         // detach it.
         match self.dtype {
@@ -270,9 +271,10 @@ pub fn new_host_vec(len: usize, dtype: Dtype) -> HostVec {
 
 /// A result computed in wasm memory, copied out into a fresh typed array.
 pub fn host_vec(data: &CpuData) -> HostVec {
-    // `slice()` of a view: `new Float32Array(view)` (js-sys's `From<&[f32]>`) took 66 % of
-    // a 1×4096 call in Chromium, about twice `slice()`'s time. The view lives only for
-    // this copy: nothing allocates meanwhile, so wasm memory cannot grow and detach it.
+    // `slice()` of a view: `new Float32Array(view)` (js-sys's `From<&[f32]>`) took most of
+    // a decode-sized call in Chromium, about twice `slice()`'s time (docs/performance.md,
+    // "The CPU backend"). The view lives only for this copy: nothing allocates meanwhile, so
+    // wasm memory cannot grow and detach it.
     match data {
         CpuData::F32(v) => HostVec::F32(unsafe { Float32Array::view(v) }.slice(0, v.len() as u32)),
         CpuData::F16(v) => HostVec::F16(unsafe { Uint16Array::view(v) }.slice(0, v.len() as u32)),

@@ -1,6 +1,9 @@
-//! The JavaScript boundary (wasm only): the `FusedRmsNorm` class, reading arguments and
-//! options from JavaScript values, host arrays as `Float32Array`s, tensors, and the
-//! TypeScript types; `freed_guard.js` and `dispose.d.ts` are appended to the generated glue.
+//! The JavaScript boundary (wasm only): the `FusedRmsNorm` class (`facade/`) and
+//! `GpuTensor` (`tensor.rs`); reading arguments (`args.rs`, with the one-step readers of the
+//! common calls in `tensor_call.rs` and `cpu_call.rs`) and options (`options.rs`) from
+//! JavaScript values (`value.rs`); typed arrays as host data (`array.rs`); the TypeScript
+//! types (`types/`). `freed_guard.js` and `dispose.d.ts` are appended to wasm-bindgen's
+//! generated glue by `scripts/build.sh`.
 
 mod args;
 pub mod array;
