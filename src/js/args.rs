@@ -18,20 +18,15 @@ use crate::call::shape::Outputs;
 use crate::call::shape::{fit_buffers, Inputs, Norm};
 use crate::gpu::app_buffer::AppBuffer;
 use crate::js::array::{Args, JsArray};
+use crate::js::keys::{keys_of, Readers, CALL_KEYS};
 use crate::js::tensor::tensor_arg;
 use crate::js::value::{
     check_keys, describe, dtype_field, flag, gamma_offset_field, get, is_array, is_view,
     kind_field, rows_field,
 };
 
-/// `encode`'s argument fields: a call's, then `sum` (with `output`, where the results go).
-#[rustfmt::skip]
-const ENCODE_KEYS: [&str; 16] = [
-    "input", "residual", "gamma", "beta", "bias", "postGamma", "hidden", "eps", "kind",
-    "gammaOffset", "outputDtype", "output", "inPlace", "dtype", "rows", "sum",
-];
-/// The fields of a call's argument object: `encode`'s but `sum`.
-pub(crate) const ARGS_KEYS: &[&str] = ENCODE_KEYS.split_at(15).0;
+static RUN_KEYS: &[&str] = keys_of!(CALL_KEYS, Readers::RUN);
+static ENCODE_KEYS: &[&str] = keys_of!(CALL_KEYS, Readers::ENCODE);
 const UPLOAD_OPTIONS_KEYS: [&str; 1] = ["dtype"];
 
 /// Where a call takes its arrays from, and what it does with the app's `GPUBuffer`s.
@@ -187,7 +182,7 @@ pub fn parse_args(args: &JsValue, sum: bool) -> Result<(Args, Request), Error> {
         usage: COPY_SRC,
         dtype: Dtype::F32,
     };
-    let mut x = parse_inputs(args, ARGS_KEYS, from)?;
+    let mut x = parse_inputs(args, RUN_KEYS, from)?;
     fit_buffers(&mut x, None, rows_field(args)?)?;
     let o = get(args, "output");
     let request = match o.as_string().as_deref() {
@@ -220,7 +215,7 @@ pub fn parse_encode(args: &JsValue) -> Result<(Args, Outputs<Arg<JsArray>>), Err
         usage: STORAGE,
         dtype: Dtype::F32,
     };
-    let mut x = parse_inputs(args, &ENCODE_KEYS, from)?;
+    let mut x = parse_inputs(args, ENCODE_KEYS, from)?;
     // The app's buffers hold what the call says: the data's dtype, `output` outputDtype's.
     let data = Sources {
         dtype: dtype_field(args, "dtype")?.unwrap_or(Dtype::F32),
