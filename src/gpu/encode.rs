@@ -114,9 +114,9 @@ fn bind(
 /// the workgroup grid for `rows` where given.
 pub fn source(ctx: &GpuContext, kernel: &Kernel, rows: Option<u32>) -> Result<JsValue, Error> {
     kernel.check()?;
-    // Without `rows`, the decode-sized tiling with one workgroup a row, so that an engine
-    // dispatching a workgroup a row (as `kernelSource` asked before rows could be split)
-    // still covers every column for any number of rows.
+    // Without `rows`, the decode-sized tiling with one workgroup a row: an engine that sizes
+    // its grid itself dispatches a workgroup a row (`workgroupsPerRow` is 1), and every
+    // column is still covered for any number of rows.
     let variant = match rows {
         Some(r) => kernel.variant(ctx.caps(), r as usize),
         None => Variant {

@@ -111,16 +111,16 @@ impl GpuContext {
         }
         #[cfg(target_arch = "wasm32")]
         if BrowserRecording::takes(plan) {
-            return self.record(x, plan, pending, BrowserRecording);
+            return self.record_chunks(x, plan, pending, BrowserRecording);
         }
         let recording = WgpuRecording::new(self, plan);
-        self.record(x, plan, pending, recording)
+        self.record_chunks(x, plan, pending, recording)
     }
 
     /// The steps of a call with rows: stage its arrays, allocate each chunk's outputs,
     /// record (and time, and copy for readback) each chunk, submit. `pending` keeps every
     /// buffer until the GPU is done with it.
-    fn record<A: HostArray>(
+    fn record_chunks<A: HostArray>(
         &self,
         x: &Inputs<A>,
         plan: &Plan,
