@@ -12,12 +12,11 @@
 //! The package's own calls whose results stay on the GPU (in place, `output: "gpu"`) are
 //! dispatched through the same objects (`recorder.rs`).
 
-use js_sys::{Array, Object, Reflect};
+use js_sys::{Array, Object};
 use wasm_bindgen::prelude::*;
-use wasm_bindgen::JsCast;
 
 use crate::call::error::Error;
-use crate::call::host::Arg;
+use crate::call::host::{Arg, HostArray};
 use crate::call::plan::{Kernel, Plan};
 use crate::call::shape::Inputs;
 use crate::call::shape::Outputs;
@@ -28,22 +27,16 @@ use crate::gpu::recorder::{RawBound, Recorder};
 use crate::gpu::submit::call_params;
 use crate::gpu::webgpu_raw::{self as raw, descriptor, RawEncoder};
 use crate::gpu::GpuContext;
-use crate::js::array::JsArray;
 
-/// Records the call `x → outputs` into `encoder` as one compute pass.
-pub fn record(
+/// Records the call `x → outputs` into `encoder` (an app's, its brand checked where the
+/// arguments are read) as one compute pass.
+pub fn record<H: HostArray>(
     recorder: &mut Recorder,
     ctx: &GpuContext,
-    encoder: &JsValue,
-    x: &Inputs<Arg<JsArray>>,
-    outputs: &Outputs<Arg<JsArray>>,
+    encoder: &RawEncoder,
+    x: &Inputs<Arg<H>>,
+    outputs: &Outputs<Arg<H>>,
 ) -> Result<(), Error> {
-    if brand(encoder).as_deref() != Some("GPUCommandEncoder") {
-        return Err(Error::Type(format!(
-            "encoder: expected a GPUCommandEncoder of norm.device, got {}",
-            crate::js::value::describe(encoder)
-        )));
-    }
     let plan = Plan::encoded(x, outputs, ctx.caps(), ctx.id())?;
     ctx.dev.check_live()?;
     if plan.shape.is_empty() {
@@ -56,7 +49,6 @@ pub fn record(
     let (gx, gy) = plan
         .variant
         .grid(plan.shape.rows as u32, ctx.caps().max_groups_per_dim);
-    let encoder: &RawEncoder = encoder.unchecked_ref();
     let refused = |e: JsValue| {
         Error::Type(format!(
             "encoder: expected a GPUCommandEncoder that is still recording, got one WebGPU refused ({})",
@@ -72,18 +64,18 @@ pub fn record(
 
 /// The app's buffers and tensors `x → outputs` binds, each by the bytes the call uses, the
 /// uniform block, and stubs for the absent optional bindings.
-fn bind(
+fn bind<H: HostArray>(
     ctx: &GpuContext,
     plan: &Plan,
-    x: &Inputs<Arg<JsArray>>,
-    outputs: &Outputs<Arg<JsArray>>,
+    x: &Inputs<Arg<H>>,
+    outputs: &Outputs<Arg<H>>,
     in_place: bool,
 ) -> RawBound {
     let params = ctx.uniform(call_params(x, plan, plan.shape.rows));
     let row_bytes = plan.dtype.copy_bytes(plan.shape.hidden);
     let all_bytes = plan.dtype.copy_bytes(plan.shape.len());
     let mut bound = RawBound::default();
-    let mut set = |slot: usize, a: Option<&Arg<JsArray>>, bytes: u64| {
+    let mut set = |slot: usize, a: Option<&Arg<H>>, bytes: u64| {
         if let Some(a) = a {
             bound[slot] = Some((handle(a), Some(bytes)));
         }
@@ -174,21 +166,11 @@ pub fn source(ctx: &GpuContext, kernel: &Kernel, rows: Option<u32>) -> Result<Js
 }
 
 /// The buffer behind an argument: the app's own, or a tensor's.
-fn handle(a: &Arg<JsArray>) -> JsValue {
+fn handle<H>(a: &Arg<H>) -> JsValue {
     match a {
         Arg::Buffer(b) => b.handle().clone(),
         Arg::Gpu(t) => t.buffer().map_or(JsValue::UNDEFINED, raw::buffer),
         // `parse_encode` takes GPU data only.
         Arg::Host(_) => JsValue::UNDEFINED,
     }
-}
-
-/// A WebIDL object's interface name.
-fn brand(v: &JsValue) -> Option<String> {
-    if !v.is_object() {
-        return None;
-    }
-    Reflect::get(v, &js_sys::Symbol::to_string_tag().into())
-        .ok()
-        .and_then(|t| t.as_string())
 }

@@ -17,11 +17,12 @@ use crate::call::plan::Request;
 use crate::call::shape::Outputs;
 use crate::call::shape::{fit_buffers, Inputs, Norm};
 use crate::gpu::app_buffer::AppBuffer;
+use crate::gpu::webgpu_raw::RawEncoder;
 use crate::js::array::{Args, JsArray};
 use crate::js::keys::{keys_of, Readers, CALL_KEYS};
 use crate::js::tensor::tensor_arg;
 use crate::js::value::{
-    check_keys, describe, dtype_field, flag, gamma_offset_field, get, is_array, is_view,
+    brand, check_keys, describe, dtype_field, flag, gamma_offset_field, get, is_array, is_view,
     kind_field, rows_field,
 };
 
@@ -94,11 +95,7 @@ fn array_arg(
 /// An app's `GPUBuffer`, recognised by its brand (`Symbol.toStringTag`, which WebIDL
 /// interfaces carry); a look-alike gets past this and is refused by WebGPU itself.
 fn gpu_buffer_arg(v: &JsValue, name: &str, from: Sources) -> Result<Option<AppBuffer>, Error> {
-    if !v.is_object() {
-        return Ok(None);
-    }
-    let tag = Reflect::get(v, &js_sys::Symbol::to_string_tag().into()).unwrap_or_default();
-    if tag.as_string().as_deref() != Some("GPUBuffer") {
+    if brand(v).as_deref() != Some("GPUBuffer") {
         return Ok(None);
     }
     let number = |k: &'static str| get(v, k).as_f64().unwrap_or(0.0);
@@ -206,6 +203,18 @@ pub fn parse_args(args: &JsValue, sum: bool) -> Result<(Args, Request), Error> {
         )));
     }
     Ok((x, Request::in_place()))
+}
+
+/// `encode`'s encoder: a `GPUCommandEncoder` by its brand (a look-alike gets past this and is
+/// refused by WebGPU itself).
+pub fn encoder_arg(v: &JsValue) -> Result<&RawEncoder, Error> {
+    if brand(v).as_deref() != Some("GPUCommandEncoder") {
+        return Err(Error::Type(format!(
+            "encoder: expected a GPUCommandEncoder of norm.device, got {}",
+            describe(v)
+        )));
+    }
+    Ok(v.unchecked_ref())
 }
 
 /// `encode`'s arguments: the inputs (GPU data only), and where the results go.

@@ -137,6 +137,17 @@ pub fn to_js(e: Error) -> JsValue {
     err.into()
 }
 
+/// A WebIDL object's interface name (`Symbol.toStringTag`, which WebGPU's objects carry);
+/// `None` for anything else, and where reading it throws.
+pub fn brand(v: &JsValue) -> Option<String> {
+    if !v.is_object() {
+        return None;
+    }
+    Reflect::get(v, &js_sys::Symbol::to_string_tag().into())
+        .ok()
+        .and_then(|t| t.as_string())
+}
+
 /// How a value looks to a reader of an error message.
 pub fn describe(v: &JsValue) -> String {
     if v.is_undefined() {

@@ -12,7 +12,7 @@ use crate::call::error::Error;
 use crate::call::plan::{Destination, Request};
 use crate::gpu::pending::Finished;
 use crate::gpu::GpuContext;
-use crate::js::args::{parse_args, parse_encode, parse_timed, upload_arg};
+use crate::js::args::{encoder_arg, parse_args, parse_encode, parse_timed, upload_arg};
 use crate::js::array::Args;
 use crate::js::options::{parse_kernels, parse_source};
 use crate::js::tensor::tensor_value;
@@ -115,7 +115,8 @@ impl FusedRmsNorm {
         // An argument's getter may call back into this instance; `encode` within `encode`
         // is refused rather than allowed to trip the borrow.
         let mut recorder = ctx.recorder().map_err(to_js)?;
-        crate::gpu::encode::record(&mut recorder, &ctx, &encoder, &x, &outputs).map_err(to_js)
+        let encoder = encoder_arg(&encoder).map_err(to_js)?;
+        crate::gpu::encode::record(&mut recorder, &ctx, encoder, &x, &outputs).map_err(to_js)
     }
 
     /// The WGSL this instance runs for `kernel` (as `prepare` takes it, plus `rows` for the
