@@ -1,6 +1,6 @@
 //! The GPU driver: a device, its pipelines and buffer pool (this file); the one path every
-//! call takes through them (`submit.rs`: plan → stage → record → submit → a `Pending`);
-//! and tensors' uploads and readback (`resident.rs`).
+//! call takes through them (`submit.rs`: plan → stage (`stage.rs`) → record (`recording.rs`)
+//! → submit → a `Pending`); and tensors' uploads and readback (`resident.rs`).
 //!
 //! The same code runs on the browser's WebGPU (wasm) and on Vulkan (native tests and
 //! benchmarks). Uploads go through `writeBuffer`, every dispatch of a call goes into one
@@ -14,6 +14,7 @@ use std::rc::Rc;
 use crate::call::device::{Caps, ContextId};
 use crate::call::error::Error;
 use crate::call::plan::Kernel;
+use crate::call::plan::Plan;
 use crate::gpu::bindings::Bound;
 use crate::gpu::device::{AdapterSummary, Device};
 use crate::gpu::kernel::Variant;
@@ -33,9 +34,9 @@ pub struct GpuContext {
     pub(super) in_call: Cell<bool>,
     /// Uniform blocks by content (see `uniform` in `submit.rs`).
     pub(super) uniforms: RefCell<HashMap<[u8; Params::SIZE], wgpu::Buffer>>,
-    /// The kernel's objects made on the browser's WebGPU directly: for `norm.encode`, and
-    /// for this context's calls whose results stay on the GPU (`Recorder::submit` in
-    /// `encode.rs`).
+    /// The kernel's objects made on the browser's WebGPU directly: for `norm.encode`
+    /// (`encode.rs`), and for this context's calls whose results stay on the GPU
+    /// (`BrowserRecording` in `recording.rs`).
     #[cfg(target_arch = "wasm32")]
     pub(super) recorder: RefCell<Option<crate::gpu::recorder::Recorder>>,
 }
@@ -117,6 +118,11 @@ impl GpuContext {
         self.dev.id
     }
 
+    /// The kernel variant this device runs `plan` with.
+    pub fn variant(&self, plan: &Plan) -> Variant {
+        plan.kernel.variant(&self.dev.caps, plan.rows)
+    }
+
     /// Why the device is gone, if it is.
     pub fn lost_reason(&self) -> Option<String> {
         self.dev.lost_reason()
@@ -183,8 +189,8 @@ impl GpuContext {
             k.check()?;
             for variant in k.variants(&self.dev.caps) {
                 // On the web, calls whose results stay on the GPU dispatch the browser's own
-                // pipeline (`encode.rs`'s `Recorder`), and in place is always such a call: its kernel needs
-                // no wgpu pipeline there.
+                // pipeline (`recorder.rs`), and in place is always such a call: its kernel
+                // needs no wgpu pipeline there.
                 if !(cfg!(target_arch = "wasm32") && variant.in_place) {
                     self.pipeline(variant);
                 }

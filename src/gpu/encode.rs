@@ -14,7 +14,6 @@
 
 use js_sys::{Array, Object};
 use wasm_bindgen::prelude::*;
-use wasm_bindgen::JsCast;
 
 use crate::call::error::Error;
 use crate::call::host::{Arg, HostArray};
@@ -22,20 +21,21 @@ use crate::call::plan::{Kernel, Plan};
 use crate::call::shape::Inputs;
 use crate::call::shape::Outputs;
 use crate::gpu::app_buffer::GpuAppBuffer;
-use crate::gpu::bindings::BINDINGS;
+use crate::gpu::bindings::{slot, BINDINGS};
 use crate::gpu::kernel::Variant;
 use crate::gpu::params::Params;
-use crate::gpu::recorder::Recorder;
+use crate::gpu::recorder::{RawBound, Recorder};
+use crate::gpu::submit::call_params;
 use crate::gpu::tensor_buffer::TensorBuffer;
 use crate::gpu::webgpu_raw::{self as raw, descriptor, RawEncoder};
 use crate::gpu::GpuContext;
 
-/// Records the call `x → outputs` into `encoder` (a `GPUCommandEncoder`, as the caller
-/// checked) as one compute pass.
+/// Records the call `x → outputs` into `encoder` (an app's, its brand checked where the
+/// arguments are read) as one compute pass.
 pub fn record<H: HostArray>(
     recorder: &mut Recorder,
     ctx: &GpuContext,
-    encoder: &JsValue,
+    encoder: &RawEncoder,
     x: &Inputs<Arg<H>>,
     outputs: &Outputs<Arg<H>>,
 ) -> Result<(), Error> {
@@ -44,50 +44,12 @@ pub fn record<H: HostArray>(
     if plan.shape().is_empty() {
         return Ok(());
     }
-    let variant = plan.kernel.variant(ctx.caps(), plan.rows);
     let in_place = matches!(outputs, Outputs::InPlace);
-    let rows = plan.rows as u32;
-    let params = ctx.uniform(Params {
-        rows,
-        width: plan.kernel.hidden as u32 / variant.lanes,
-        hidden: plan.kernel.hidden as f32,
-        eps: x.eps,
-        gamma_offset: x.norm.gamma_offset,
-    });
-    let row_bytes = plan.kernel.dtype.copy_bytes(plan.kernel.hidden);
-    let all_bytes = plan.kernel.dtype.copy_bytes(plan.shape().len());
-    let mut bound: [Option<(JsValue, Option<u64>)>; BINDINGS.len()] = Default::default();
-    let mut set = |slot: usize, a: Option<&Arg<H>>, bytes: u64| {
-        if let Some(a) = a {
-            bound[slot] = Some((handle(a), Some(bytes)));
-        }
-    };
-    use crate::gpu::bindings::slot;
-    set(slot::INPUT, Some(&x.input), all_bytes);
-    set(slot::RESIDUAL, x.residual.as_ref(), all_bytes);
-    set(slot::GAMMA, Some(&x.gamma), row_bytes);
-    set(slot::BETA, x.beta.as_ref(), row_bytes);
-    set(slot::BIAS, x.bias.as_ref(), row_bytes);
-    set(slot::POST_GAMMA, x.post_gamma.as_ref(), row_bytes);
-    if let Outputs::To { output, sum } = outputs {
-        set(
-            slot::OUTPUT,
-            Some(output),
-            plan.kernel.out_dtype.copy_bytes(plan.shape().len()),
-        );
-        set(slot::SUM, sum.as_ref(), all_bytes);
-    }
-    bound[slot::PARAMS] = Some((raw::buffer(&params), Some(Params::SIZE as u64)));
-    for b in BINDINGS.iter().filter(|b| b.present(in_place)) {
-        let i = b.index as usize;
-        if bound[i].is_none() {
-            bound[i] = Some((raw::buffer(ctx.stub(b, in_place)), Some(16)));
-        }
-    }
+    let bound = bind(ctx, &plan, x, outputs, in_place);
+    let variant = ctx.variant(&plan);
     let pipeline = recorder.pipeline(variant)?;
     let group = recorder.group(in_place, &bound)?;
-    let (gx, gy) = variant.grid(rows, ctx.caps().max_groups_per_dim);
-    let encoder: &RawEncoder = encoder.unchecked_ref();
+    let (gx, gy) = variant.grid(plan.shape().rows as u32, ctx.caps().max_groups_per_dim);
     let refused = |e: JsValue| {
         Error::Type(format!(
             "encoder: expected a GPUCommandEncoder that is still recording, got one WebGPU refused ({})",
@@ -101,14 +63,53 @@ pub fn record<H: HostArray>(
     pass.end().map_err(refused)
 }
 
+/// The app's buffers and tensors `x → outputs` binds, each by the bytes the call uses, the
+/// uniform block, and stubs for the absent optional bindings.
+fn bind<H: HostArray>(
+    ctx: &GpuContext,
+    plan: &Plan,
+    x: &Inputs<Arg<H>>,
+    outputs: &Outputs<Arg<H>>,
+    in_place: bool,
+) -> RawBound {
+    let params = ctx.uniform(call_params(x, &ctx.variant(plan), plan, plan.shape().rows));
+    let row_bytes = plan.kernel.dtype.copy_bytes(plan.shape().hidden);
+    let all_bytes = plan.kernel.dtype.copy_bytes(plan.shape().len());
+    let mut bound = RawBound::default();
+    let mut set = |slot: usize, a: Option<&Arg<H>>, bytes: u64| {
+        if let Some(a) = a {
+            bound[slot] = Some((handle(a), Some(bytes)));
+        }
+    };
+    set(slot::INPUT, Some(&x.input), all_bytes);
+    set(slot::RESIDUAL, x.residual.as_ref(), all_bytes);
+    set(slot::GAMMA, Some(&x.gamma), row_bytes);
+    set(slot::BETA, x.beta.as_ref(), row_bytes);
+    set(slot::BIAS, x.bias.as_ref(), row_bytes);
+    set(slot::POST_GAMMA, x.post_gamma.as_ref(), row_bytes);
+    if let Outputs::To { output, sum } = outputs {
+        let output_bytes = plan.kernel.out_dtype.copy_bytes(plan.shape().len());
+        set(slot::OUTPUT, Some(output), output_bytes);
+        set(slot::SUM, sum.as_ref(), all_bytes);
+    }
+    bound[slot::PARAMS] = Some((raw::buffer(&params), Some(Params::SIZE as u64)));
+    for b in BINDINGS.iter().filter(|b| b.present(in_place)) {
+        let i = b.index as usize;
+        if bound[i].is_none() {
+            bound[i] = Some((raw::buffer(ctx.stub(b, in_place)), Some(16)));
+        }
+    }
+    bound
+}
+
 /// The kernel `kernel` compiles to on `ctx`'s device, described for an engine's own
 /// pipeline: WGSL, entry point, bindings (from the binding table), the uniform block, and
 /// the workgroup grid for `rows` where given.
 pub fn source(ctx: &GpuContext, kernel: &Kernel, rows: Option<u32>) -> Result<JsValue, Error> {
     kernel.check()?;
-    // Without `rows`, the decode-sized tiling with one workgroup a row, so that an engine
-    // dispatching a workgroup a row (as `kernelSource` asked before rows could be split)
-    // still covers every column for any number of rows.
+    // Without `rows`, the decode-sized tiling with one workgroup a row: an engine that sizes
+    // its grid itself dispatches a workgroup a row (`workgroupsPerRow` is 1), and every
+    // column is still covered for any number of rows.
     let variant = match rows {
         Some(r) => kernel.variant(ctx.caps(), r as usize),
         None => Variant {

@@ -2,8 +2,8 @@
 //! expose its own as WebGPU objects): layouts from the binding table, pipelines by variant,
 //! bind groups by buffers. `encode` records with them into an app's encoder
 //! (`encode.rs`), and the package's own calls whose results stay on the GPU submit through
-//! them ([`Recorder::submit`]): on the web that costs a decode step less than wgpu's path
-//! (docs/PERFORMANCE.md).
+//! them ([`Recorder::submit`], behind `recording.rs`'s `BrowserRecording`): on the web that
+//! costs a decode step less than wgpu's path (docs/performance.md, "Dawn in Node").
 
 use js_sys::{Array, Object};
 use wasm_bindgen::prelude::*;
@@ -23,6 +23,10 @@ const MAX_GROUPS: usize = 128;
 /// What a bind group binds: in place or not, and each binding's buffer by the number
 /// [`Recorder::id`] gave it.
 type GroupKey = (bool, [u32; BINDINGS.len()]);
+
+/// The buffers of a dispatch on the browser's WebGPU, by the binding table's slots: each
+/// with the bytes bound, or whole.
+pub(crate) type RawBound = [Option<(JsValue, Option<u64>)>; BINDINGS.len()];
 
 /// The WebGPU objects `encode` and the package's own GPU-resident calls record with, for
 /// one device (a `GpuContext` holds one).
@@ -75,8 +79,7 @@ impl Recorder {
             Some(g) => g.clone(),
             None => {
                 creating();
-                let bound: [Option<(JsValue, Option<u64>)>; BINDINGS.len()] =
-                    bound.map(|b| b.map(|b| (raw::buffer(b), None)));
+                let bound: RawBound = bound.map(|b| b.map(|b| (raw::buffer(b), None)));
                 let group = self.create_group(variant.in_place, &bound)?;
                 if let Some(k) = key {
                     if self.own_groups.len() >= MAX_GROUPS {
@@ -168,11 +171,7 @@ impl Recorder {
         Ok(pipeline)
     }
 
-    pub(super) fn group(
-        &mut self,
-        in_place: bool,
-        bound: &[Option<(JsValue, Option<u64>)>; BINDINGS.len()],
-    ) -> Result<JsValue, Error> {
+    pub(super) fn group(&mut self, in_place: bool, bound: &RawBound) -> Result<JsValue, Error> {
         let mut key = [0u32; BINDINGS.len()];
         for (k, b) in key.iter_mut().zip(bound) {
             if let Some((buffer, _)) = b {
@@ -194,11 +193,7 @@ impl Recorder {
     }
 
     /// A bind group of `bound`: each buffer whole, or its first `size` bytes.
-    fn create_group(
-        &mut self,
-        in_place: bool,
-        bound: &[Option<(JsValue, Option<u64>)>; BINDINGS.len()],
-    ) -> Result<JsValue, Error> {
+    fn create_group(&mut self, in_place: bool, bound: &RawBound) -> Result<JsValue, Error> {
         let (group_layout, _) = self.layouts(in_place)?;
         let entries: Array = bound
             .iter()

@@ -1,9 +1,9 @@
-//! One call through the driver: check ([`Plan`]) → stage the inputs → record the
-//! dispatches (through wgpu, or on the web through the browser's WebGPU directly) → submit
-//! → a [`Pending`] that resolves to the results. Every entry point (arrays, tensors, in
-//! place, `output: "gpu"`, f16, the timing calls) comes through [`GpuContext::submit`].
-
-use std::cell::RefCell;
+//! One call through the driver, as a list of steps: check ([`Plan`]) → stage the inputs
+//! (`stage.rs`) → allocate the outputs → record each chunk's dispatches, timing and readback
+//! copies (`recording.rs`: through wgpu, or on the web through the browser's WebGPU directly)
+//! → submit → a [`Pending`] that resolves to the results (`pending.rs`). Every entry point
+//! (arrays, tensors, in place, `output: "gpu"`, f16, the timing calls) comes through
+//! [`GpuContext::submit`].
 
 use crate::call::dtype::Dtype;
 use crate::call::error::Error;
@@ -11,11 +11,14 @@ use crate::call::host::HostArray;
 use crate::call::plan::{Destination, Plan, Request};
 use crate::call::results::{GpuOutput, Output};
 use crate::call::shape::{Inputs, Shape};
-use crate::gpu::app_buffer::GpuAppBuffer;
 use crate::gpu::bindings::{slot, Bound, BINDINGS};
+use crate::gpu::kernel::Variant;
 use crate::gpu::params::Params;
-use crate::gpu::pending::{Chunk, Pending, Staged};
-use crate::gpu::pool::Pooled;
+use crate::gpu::pending::{Pending, Staged};
+#[cfg(target_arch = "wasm32")]
+use crate::gpu::recording::BrowserRecording;
+use crate::gpu::recording::{ChunkWork, Recording, Rows, WgpuRecording};
+use crate::gpu::stage::{Columns, RowData, Staging};
 
 use super::GpuContext;
 
@@ -82,9 +85,9 @@ impl GpuContext {
     /// Pushes the call's error scopes, if not yet pushed, before it creates a GPU object.
     /// A call that creates nothing (every object cached, every buffer from the pool: in
     /// place, results left on the GPU as tensors whose buffers freed ones had, host arrays
-    /// once warm) pushes none and resolves without waiting on them: on Dawn on an H200,
-    /// awaiting two scopes cost a call 12 µs; in Chromium 153 on an H200 a call that created
-    /// its result buffers and awaited their scopes cost 280–320 µs against 47–49 in place.
+    /// once warm) pushes none and resolves without waiting on them: in a browser, a small call
+    /// that awaits its scopes costs several times one that does not (docs/performance.md,
+    /// "Chrome on a real GPU").
     /// Such a call records the same commands on the same objects as an earlier call that
     /// was checked, and a lost device is caught by the next call.
     pub(super) fn creating(&self) {
@@ -96,184 +99,88 @@ impl GpuContext {
         }
     }
 
-    /// Makes `plan`'s new tensors, records and submits its dispatches, chunk by chunk of rows.
+    /// Records and submits `plan`'s dispatches, chunk by chunk of rows: through the
+    /// browser's WebGPU objects where [`BrowserRecording`] takes the call, else through wgpu.
     fn encode<A: HostArray>(
         &self,
         x: &Inputs<A>,
         plan: &Plan,
         pending: &mut Pending,
     ) -> Result<(), Error> {
-        if plan.request.to == Destination::Gpu {
-            let tensor = |dtype| self.tensor(plan.shape().len(), dtype);
-            pending.gpu = Some(GpuOutput {
-                y: tensor(plan.kernel.out_dtype),
-                sum: plan.request.sum.then(|| tensor(plan.kernel.dtype)),
-            });
-        }
+        pending.gpu = self.gpu_results(plan);
         if plan.shape().is_empty() {
             return Ok(());
         }
-        let Shape { rows, hidden } = plan.shape();
-        let Request {
-            to, repeat, timed, ..
-        } = plan.request;
-        let variant = plan.kernel.variant(&self.dev.caps, plan.rows);
-        let in_place = to == Destination::InPlace;
-        // On the web, a call whose results stay on the GPU is dispatched through the
-        // browser's WebGPU directly (`Recorder::submit`): the decode step, where the call's
-        // own cost is what an app waits for. Readbacks and timed calls go through wgpu.
-        let direct = cfg!(target_arch = "wasm32")
-            && !timed
-            && to != Destination::Host
-            && rows <= plan.rows_per_chunk;
-        let mut through_wgpu = (!direct).then(|| {
-            (
-                self.pipeline(variant),
-                self.dev.device.create_command_encoder(&Default::default()),
-            )
-        });
-        let copies = RefCell::new(Vec::new());
-        let stage = |name: &'static str, a: &A, start: usize, count: usize| {
-            if let Some(t) = a.resident() {
-                return Ok(Staged::Resident(t.clone()));
-            }
-            let b = self.pooled_storage(count, plan.kernel.dtype, wgpu::BufferUsages::COPY_DST);
-            match a.app_buffer() {
-                Some(app) => copies.borrow_mut().push(app.copy_into(
-                    name,
-                    &self.dev.device,
-                    &self.dev.queue,
-                    &b,
-                    start,
-                    count,
-                )?),
-                None => a.upload(&self.upload_to(&b, start, count)).map_err(|e| {
-                    Error::Type(format!("{name}: the browser refused the array ({e})"))
-                })?,
-            }
-            Ok(Staged::Pooled(b))
-        };
-        let per_row = |name, a: Option<&A>| a.map(|a| stage(name, a, 0, hidden)).transpose();
-        let gamma = stage("gamma", &x.gamma, 0, hidden)?;
-        let beta = per_row("beta", x.beta.as_ref())?;
-        let bias = per_row("bias", x.bias.as_ref())?;
-        let post_gamma = per_row("postGamma", x.post_gamma.as_ref())?;
+        #[cfg(target_arch = "wasm32")]
+        if BrowserRecording::takes(plan) {
+            return self.record_chunks(x, plan, pending, BrowserRecording);
+        }
+        let recording = WgpuRecording::new(self, plan);
+        self.record_chunks(x, plan, pending, recording)
+    }
 
-        for first in (0..rows).step_by(plan.rows_per_chunk) {
-            let n_rows = plan.rows_per_chunk.min(rows - first);
-            let n = n_rows * hidden;
-            let input = stage("input", &x.input, first * hidden, n)?;
-            let residual = x
-                .residual
-                .as_ref()
-                .map(|r| stage("residual", r, first * hidden, n))
-                .transpose()?;
-            let params = self.uniform(Params {
-                rows: n_rows as u32,
-                width: (hidden as u32) / variant.lanes,
-                hidden: hidden as f32,
-                eps: x.eps,
-                gamma_offset: x.norm.gamma_offset,
-            });
-            let (output, sum) = match (to, &pending.gpu) {
-                (Destination::InPlace, _) => (None, None),
-                (_, Some(out)) => (
-                    Some(Staged::Resident(out.y.clone())),
-                    out.sum.clone().map(Staged::Resident),
-                ),
-                (_, None) => {
-                    let out = |dtype| {
-                        Staged::Pooled(self.pooled_storage(n, dtype, wgpu::BufferUsages::COPY_SRC))
-                    };
-                    (
-                        Some(out(plan.kernel.out_dtype)),
-                        plan.request.sum.then(|| out(plan.kernel.dtype)),
-                    )
-                }
-            };
-            let mut bound: Bound = [None; BINDINGS.len()];
-            bound[slot::INPUT] = Some(&input);
-            bound[slot::RESIDUAL] = residual.as_deref();
-            bound[slot::GAMMA] = Some(&gamma);
-            bound[slot::BETA] = beta.as_deref();
-            bound[slot::BIAS] = bias.as_deref();
-            bound[slot::POST_GAMMA] = post_gamma.as_deref();
-            bound[slot::OUTPUT] = output.as_deref();
-            bound[slot::SUM] = sum.as_deref();
-            bound[slot::PARAMS] = Some(&params);
-            let Some((pipeline, encoder)) = &mut through_wgpu else {
-                #[cfg(target_arch = "wasm32")]
-                self.recorder()?.submit(
-                    variant,
-                    self.pipelines.binding(in_place, &bound),
-                    n_rows as u32,
-                    self.caps().max_groups_per_dim,
-                    &|| self.creating(),
-                )?;
-                pending.kept.extend(std::iter::once(input).chain(residual));
-                pending.kept.extend(output.into_iter().chain(sum));
-                continue;
-            };
-            let group = self.bind_group(in_place, &bound);
-            // The first chunk's pass is the one timed (a timed call is one chunk in practice).
-            let query = (timed && self.dev.caps.timestamps && first == 0).then(|| {
-                self.creating();
-                self.dev.device.create_query_set(&wgpu::QuerySetDescriptor {
-                    label: Some("pass time"),
-                    ty: wgpu::QueryType::Timestamp,
-                    count: 2,
-                })
-            });
-            {
-                let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                    label: None,
-                    timestamp_writes: query.as_ref().map(|query_set| {
-                        wgpu::ComputePassTimestampWrites {
-                            query_set,
-                            beginning_of_pass_write_index: Some(0),
-                            end_of_pass_write_index: Some(1),
-                        }
-                    }),
-                });
-                for _ in 0..repeat {
-                    self.dispatch(&mut pass, (variant, pipeline), &group, n_rows as u32);
-                }
-            }
-            if let Some(query) = query {
-                let resolved = self.dev.device.create_buffer(&wgpu::BufferDescriptor {
-                    label: Some("pass time"),
-                    size: 16,
-                    usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
-                    mapped_at_creation: false,
-                });
-                encoder.resolve_query_set(&query, 0..2, &resolved, 0);
-                let staging = self.readback(encoder, &resolved, 4, Dtype::F32);
-                pending.timestamps = Some((staging, self.dev.queue.get_timestamp_period()));
-            }
-            if let (Destination::Host, Some(output)) = (to, &output) {
-                let y = self.readback(encoder, output, n, plan.kernel.out_dtype);
-                let sum = sum
-                    .as_ref()
-                    .map(|s| self.readback(encoder, s, n, plan.kernel.dtype));
-                pending.chunks.push(Chunk {
-                    start: first * hidden,
-                    len: n,
-                    y,
-                    sum,
-                });
-            }
-            pending.kept.extend(std::iter::once(input).chain(residual));
-            pending.kept.extend(output.into_iter().chain(sum));
+    /// The steps of a call with rows: stage its arrays, allocate each chunk's outputs,
+    /// record (and time, and copy for readback) each chunk, submit. `pending` keeps every
+    /// buffer until the GPU is done with it.
+    fn record_chunks<A: HostArray>(
+        &self,
+        x: &Inputs<A>,
+        plan: &Plan,
+        pending: &mut Pending,
+        mut recording: impl Recording,
+    ) -> Result<(), Error> {
+        let mut staging = Staging::new(self, plan);
+        let columns = staging.columns(x)?;
+        for rows in chunks(plan) {
+            let data = staging.rows(x, rows)?;
+            let (output, sum) = self.outputs(plan, rows, pending);
+            let params = self.uniform(call_params(x, &self.variant(plan), plan, rows.count));
+            let bound = bind(&columns, &data, (&output, &sum), &params);
+            recording.record(self, &ChunkWork { plan, rows, bound }, pending)?;
+            pending
+                .kept
+                .extend(data.into_kept().chain(output).chain(sum));
         }
-        pending.kept.push(gamma);
-        pending
-            .kept
-            .extend(beta.into_iter().chain(bias).chain(post_gamma));
-        pending.copies.extend(copies.take());
-        if let Some((_, encoder)) = through_wgpu {
-            self.dev.queue.submit([encoder.finish()]);
-        }
+        pending.kept.extend(columns.into_kept());
+        pending.copies.extend(staging.into_copies());
+        recording.submit(self);
         Ok(())
+    }
+
+    /// The new tensors a call whose results stay on the GPU resolves with.
+    fn gpu_results(&self, plan: &Plan) -> Option<GpuOutput> {
+        let tensor = |dtype| self.tensor(plan.shape().len(), dtype);
+        (plan.request.to == Destination::Gpu).then(|| GpuOutput {
+            y: tensor(plan.kernel.out_dtype),
+            sum: plan.request.sum.then(|| tensor(plan.kernel.dtype)),
+        })
+    }
+
+    /// Where a chunk's `y` and `v` are written: nowhere new in place (over `input` and
+    /// `residual`), into the call's new tensors, or into pooled buffers to read back.
+    fn outputs(
+        &self,
+        plan: &Plan,
+        rows: Rows,
+        pending: &Pending,
+    ) -> (Option<Staged>, Option<Staged>) {
+        match (plan.request.to, &pending.gpu) {
+            (Destination::InPlace, _) => (None, None),
+            (_, Some(out)) => (
+                Some(Staged::Resident(out.y.clone())),
+                out.sum.clone().map(Staged::Resident),
+            ),
+            (_, None) => {
+                let n = rows.count * plan.shape().hidden;
+                let out = |dtype| {
+                    Staged::Pooled(self.pooled_storage(n, dtype, wgpu::BufferUsages::COPY_SRC))
+                };
+                (
+                    Some(out(plan.kernel.out_dtype)),
+                    plan.request.sum.then(|| out(plan.kernel.dtype)),
+                )
+            }
+        }
     }
 
     pub(crate) fn pending(
@@ -304,17 +211,6 @@ impl GpuContext {
         }
     }
 
-    /// A pooled storage buffer of `len` elements.
-    fn pooled_storage(&self, len: usize, dtype: Dtype, extra: wgpu::BufferUsages) -> Pooled {
-        let usage = wgpu::BufferUsages::STORAGE | extra;
-        self.pool.take(
-            &self.dev.device,
-            usage,
-            (len * dtype.bytes()) as u64,
-            &|| self.creating(),
-        )
-    }
-
     /// The uniform buffer holding `params`: one per distinct block, written once. An app
     /// calls with few shapes, so this saves a buffer and a `writeBuffer` per call.
     pub(crate) fn uniform(&self, params: Params) -> wgpu::Buffer {
@@ -331,21 +227,44 @@ impl GpuContext {
         uniforms.insert(bytes, b.clone());
         b
     }
+}
 
-    /// A mappable copy of the first `n` elements of `src`, recorded into `encoder`.
-    pub(crate) fn readback(
-        &self,
-        encoder: &mut wgpu::CommandEncoder,
-        src: &wgpu::Buffer,
-        n: usize,
-        dtype: Dtype,
-    ) -> Pooled {
-        let usage = wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST;
-        let bytes = dtype.copy_bytes(n);
-        let staging = self
-            .pool
-            .take(&self.dev.device, usage, bytes, &|| self.creating());
-        encoder.copy_buffer_to_buffer(src, 0, &staging, 0, bytes);
-        staging
+/// The chunks of `plan`'s rows, each as many rows as one storage binding holds.
+fn chunks(plan: &Plan) -> impl Iterator<Item = Rows> {
+    let (all, per_chunk) = (plan.shape().rows, plan.rows_per_chunk);
+    (0..all).step_by(per_chunk).map(move |first| Rows {
+        first,
+        count: per_chunk.min(all - first),
+    })
+}
+
+/// The buffers a chunk's dispatches bind, by the binding table's slots.
+fn bind<'a>(
+    columns: &'a Columns,
+    data: &'a RowData,
+    (output, sum): (&'a Option<Staged>, &'a Option<Staged>),
+    params: &'a wgpu::Buffer,
+) -> Bound<'a> {
+    let mut bound: Bound = [None; BINDINGS.len()];
+    bound[slot::INPUT] = Some(&data.input);
+    bound[slot::RESIDUAL] = data.residual.as_deref();
+    bound[slot::GAMMA] = Some(&columns.gamma);
+    bound[slot::BETA] = columns.beta.as_deref();
+    bound[slot::BIAS] = columns.bias.as_deref();
+    bound[slot::POST_GAMMA] = columns.post_gamma.as_deref();
+    bound[slot::OUTPUT] = output.as_deref();
+    bound[slot::SUM] = sum.as_deref();
+    bound[slot::PARAMS] = Some(params);
+    bound
+}
+
+/// The uniform block of a dispatch of `rows` rows of `x` as `plan` runs it.
+pub(crate) fn call_params<A>(x: &Inputs<A>, variant: &Variant, plan: &Plan, rows: usize) -> Params {
+    Params {
+        rows: rows as u32,
+        width: (plan.shape().hidden as u32) / variant.lanes,
+        hidden: plan.shape().hidden as f32,
+        eps: x.eps,
+        gamma_offset: x.norm.gamma_offset,
     }
 }

@@ -105,8 +105,8 @@ export function submitDispatch(device, queue, pipeline, group, x, y) {
 extern "C" {
     /// One dispatch recorded and submitted in one crossing into JavaScript. Made call by
     /// call from wasm, through wgpu, the same eight WebGPU calls cost a decode-sized call
-    /// ~2 µs more on Dawn than from JavaScript (glue per call, descriptor objects, the
-    /// encoder's label read back).
+    /// more (glue per call, descriptor objects, the encoder's label read back:
+    /// docs/performance.md, "Dawn in Node").
     #[wasm_bindgen(catch, js_name = submitDispatch)]
     pub fn submit_dispatch(
         device: &RawDevice,
@@ -147,7 +147,8 @@ extern "C" {
 }
 
 /// Resolves in the next task of the event loop: a message to a channel of the package's own
-/// (nested `setTimeout(0)`s are clamped to 4 ms).
+/// (browsers clamp nested `setTimeout(0)`s to several milliseconds, as the HTML standard
+/// allows).
 pub async fn next_task() {
     if let Ok(p) = next_task_promise() {
         let _ = JsFuture::from(p).await;

@@ -16,21 +16,17 @@ use crate::call::host::{AppBuffer, Arg};
 use crate::call::plan::Request;
 use crate::call::shape::Outputs;
 use crate::call::shape::{fit_buffers, Inputs, Norm};
+use crate::gpu::webgpu_raw::{is_webgpu, RawEncoder};
 use crate::js::array::{Args, JsArray};
+use crate::js::keys::{keys_of, Readers, CALL_KEYS};
 use crate::js::tensor::tensor_arg;
 use crate::js::value::{
     check_keys, describe, dtype_field, flag, gamma_offset_field, get, is_array, is_view,
     kind_field, rows_field,
 };
 
-/// `encode`'s argument fields: a call's, then `sum` (with `output`, where the results go).
-#[rustfmt::skip]
-const ENCODE_KEYS: [&str; 16] = [
-    "input", "residual", "gamma", "beta", "bias", "postGamma", "hidden", "eps", "kind",
-    "gammaOffset", "outputDtype", "output", "inPlace", "dtype", "rows", "sum",
-];
-/// The fields of a call's argument object: `encode`'s but `sum`.
-pub(crate) const ARGS_KEYS: &[&str] = ENCODE_KEYS.split_at(15).0;
+static RUN_KEYS: &[&str] = keys_of!(CALL_KEYS, Readers::RUN);
+static ENCODE_KEYS: &[&str] = keys_of!(CALL_KEYS, Readers::ENCODE);
 const UPLOAD_OPTIONS_KEYS: [&str; 1] = ["dtype"];
 
 /// Where a call takes its arrays from, and what it does with the app's `GPUBuffer`s.
@@ -98,10 +94,7 @@ fn array_arg(
 /// An app's `GPUBuffer`, recognised as the runtime's WebGPU recognises its own
 /// (`webgpu_raw::is_webgpu`).
 fn gpu_buffer_arg(v: &JsValue, name: &str, from: Sources) -> Result<Option<AppBuffer>, Error> {
-    if !v.is_object() {
-        return Ok(None);
-    }
-    if !crate::gpu::webgpu_raw::is_webgpu(v, "GPUBuffer") {
+    if !is_webgpu(v, "GPUBuffer") {
         return Ok(None);
     }
     let number = |k: &'static str| get(v, k).as_f64().unwrap_or(0.0);
@@ -185,7 +178,7 @@ pub fn parse_args(args: &JsValue, sum: bool) -> Result<(Args, Request), Error> {
         usage: COPY_SRC,
         dtype: Dtype::F32,
     };
-    let mut x = parse_inputs(args, ARGS_KEYS, from)?;
+    let mut x = parse_inputs(args, RUN_KEYS, from)?;
     fit_buffers(&mut x, None, rows_field(args)?)?;
     let o = get(args, "output");
     let request = match o.as_string().as_deref() {
@@ -211,6 +204,18 @@ pub fn parse_args(args: &JsValue, sum: bool) -> Result<(Args, Request), Error> {
     Ok((x, Request::in_place()))
 }
 
+/// `encode`'s encoder: a `GPUCommandEncoder`, as this runtime's WebGPU recognises its own
+/// (`is_webgpu`).
+pub fn encoder_arg(v: &JsValue) -> Result<&RawEncoder, Error> {
+    if !is_webgpu(v, "GPUCommandEncoder") {
+        return Err(Error::Type(format!(
+            "encoder: expected a GPUCommandEncoder of norm.device, got {}",
+            describe(v)
+        )));
+    }
+    Ok(v.unchecked_ref())
+}
+
 /// `encode`'s arguments: the inputs (GPU data only), and where the results go.
 pub fn parse_encode(args: &JsValue) -> Result<(Args, Outputs<Arg<JsArray>>), Error> {
     let from = Sources {
@@ -218,7 +223,7 @@ pub fn parse_encode(args: &JsValue) -> Result<(Args, Outputs<Arg<JsArray>>), Err
         usage: STORAGE,
         dtype: Dtype::F32,
     };
-    let mut x = parse_inputs(args, &ENCODE_KEYS, from)?;
+    let mut x = parse_inputs(args, ENCODE_KEYS, from)?;
     // The app's buffers hold what the call says: the data's dtype, `output` outputDtype's.
     let data = Sources {
         dtype: dtype_field(args, "dtype")?.unwrap_or(Dtype::F32),

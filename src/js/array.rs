@@ -182,7 +182,8 @@ impl HostArray for JsArray {
                 .map_err(|e| Error::Type(format!("{name}: the browser refused the array ({e})")))
         };
         // Into the vector's spare capacity, then its length set: zero-filling first
-        // writes every byte twice (measured: ~14 % of a 1024×4096 call). The view lives
+        // writes every byte twice, a measurable part of a large call (docs/performance.md,
+        // "The CPU backend"). The view lives
         // only for this copy: nothing allocates meanwhile, so wasm memory cannot grow and
         // detach it.
         match self.dtype {

@@ -3,9 +3,9 @@
 //! function; its arrays are copied by another into scratch memory kept across calls
 //! (`cpu/scratch.rs`), the per-column ones once and the rows a block at a time (one block at
 //! decode size), and the results copied out, and their Promise made, by a third: 3 + 1 per
-//! block. Read field by field, a 1×4096 call took
-//! ~200 crossings (each typed array's slots, flags, the copies, every value handle dropped),
-//! most of its time in Firefox and WebKit.
+//! block. Read field by field, a decode-sized call took some two hundred crossings (each
+//! typed array's slots, flags, the copies, every value handle dropped), most of its time in
+//! Firefox and WebKit (docs/performance.md, "The CPU backend").
 //!
 //! Anything else, and every call that any check refuses, returns `None`: the caller then
 //! takes the field-by-field path of `args.rs`, which has every message, so errors are the
@@ -24,7 +24,7 @@ use crate::call::shape::{Inputs, Norm, NormKind, DEFAULT_EPS};
 use crate::cpu::driver::CpuContext;
 use crate::cpu::memory::reserve;
 use crate::cpu::scratch::{lay_out, Span};
-use crate::js::args::ARGS_KEYS;
+use crate::js::keys::{keys_of, Readers, CALL_KEYS};
 use crate::js::value::to_js;
 
 #[wasm_bindgen(inline_js = r#"
@@ -201,7 +201,8 @@ thread_local! {
 
 fn header() -> u32 {
     if !READY.get() {
-        let names: js_sys::Array = ARGS_KEYS.iter().map(|k| JsValue::from_str(k)).collect();
+        let known: &[&str] = keys_of!(CALL_KEYS, Readers::RUN);
+        let names: js_sys::Array = known.iter().map(|k| JsValue::from_str(k)).collect();
         cpu_init(&wasm_bindgen::memory(), &names);
         READY.set(true);
     }

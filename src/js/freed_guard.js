@@ -8,6 +8,13 @@
 // synchronous ones and the getters. A second free() (a `using` block after an explicit
 // free, say) does nothing. And `create` before `init()` has finished rejects the same way
 // instead of throwing a TypeError from deep inside the glue.
+//
+// What this relies on in wasm-bindgen's generated glue (besides the classes and `wasm`, the
+// glue's bindings it names) is listed, with why, in src/js/glue.rs, under the same names;
+// tests/js_boundary.rs checks that they agree.
+const GLUE_POINTER_FIELD = "__wbg_ptr";
+const GLUE_INTERNAL_PREFIX = "__";
+
 function invalidState(message) {
   const e = new Error(message);
   e.name = "InvalidStateError";
@@ -19,24 +26,24 @@ const ASYNC_MEMBERS = new Set(["run", "runWithSum", "timeDispatches", "gpuTime",
 for (const Class of [FusedRmsNorm, GpuTensor]) {
   const proto = Class.prototype;
   for (const name of Object.getOwnPropertyNames(proto)) {
-    if (name === "constructor" || name === "free" || name.startsWith("__")) continue;
+    if (name === "constructor" || name === "free" || name.startsWith(GLUE_INTERNAL_PREFIX)) continue;
     const d = Object.getOwnPropertyDescriptor(proto, name);
     const dead = () => invalidState(`${name}: expected a live ${Class.name}, got one that was freed (or never created)`);
     if (typeof d.value === "function") {
       const call = d.value;
       d.value = ASYNC_MEMBERS.has(name)
-        ? function (...args) { return this?.__wbg_ptr ? call.apply(this, args) : Promise.reject(dead()); }
-        : function (...args) { if (!this?.__wbg_ptr) throw dead(); return call.apply(this, args); };
+        ? function (...args) { return this?.[GLUE_POINTER_FIELD] ? call.apply(this, args) : Promise.reject(dead()); }
+        : function (...args) { if (!this?.[GLUE_POINTER_FIELD]) throw dead(); return call.apply(this, args); };
     } else {
       const { get, set } = d;
-      if (get) d.get = function () { if (!this?.__wbg_ptr) throw dead(); return get.call(this); };
-      if (set) d.set = function (v) { if (!this?.__wbg_ptr) throw dead(); set.call(this, v); };
+      if (get) d.get = function () { if (!this?.[GLUE_POINTER_FIELD]) throw dead(); return get.call(this); };
+      if (set) d.set = function (v) { if (!this?.[GLUE_POINTER_FIELD]) throw dead(); set.call(this, v); };
     }
     Object.defineProperty(proto, name, d);
   }
   const free = proto.free;
   proto.free = function () {
-    if (this?.__wbg_ptr) free.call(this);
+    if (this?.[GLUE_POINTER_FIELD]) free.call(this);
   };
   if (Symbol.dispose) proto[Symbol.dispose] = proto.free;
 }

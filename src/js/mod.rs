@@ -1,11 +1,17 @@
-//! The JavaScript boundary (wasm only): the `FusedRmsNorm` class, reading arguments and
-//! options from JavaScript values, host arrays as `Float32Array`s, tensors, and the
-//! TypeScript types; `freed_guard.js` and `dispose.d.ts` are appended to the generated glue.
+//! The JavaScript boundary (wasm only): the `FusedRmsNorm` class (`facade/`) and
+//! `GpuTensor` (`tensor.rs`); reading arguments (`args.rs`, with the one-step readers of the
+//! common calls in `tensor_call.rs` and `cpu_call.rs`) and options (`options.rs`) from
+//! JavaScript values (`value.rs`), each reader's keys from one table (`keys.rs`); typed
+//! arrays as host data (`array.rs`); the TypeScript types (`types/`). What the package relies
+//! on in wasm-bindgen's generated glue is in `glue.rs`; `freed_guard.js` and `dispose.d.ts`
+//! are appended to that glue by `scripts/build.sh`.
 
 mod args;
 pub mod array;
 mod cpu_call;
 pub mod facade;
+mod glue;
+mod keys;
 mod options;
 mod panic;
 mod tensor;

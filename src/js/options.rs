@@ -10,20 +10,15 @@ use crate::call::error::Error;
 use crate::call::options::Options;
 use crate::call::plan::Kernel;
 use crate::instance::Settings;
+use crate::js::keys::{keys_of, Readers, KERNEL_KEYS};
 use crate::js::value::{
     check_keys, describe, dtype_field, flag, flag_or_true, gamma_offset_field, get, is_array,
     kind_field, rows_field,
 };
 
 const OPTIONS_KEYS: [&str; 3] = ["backend", "powerPreference", "shaderF16"];
-/// `kernelSource`'s fields: a kernel's, then `rows` (to size the grid for).
-#[rustfmt::skip]
-const SOURCE_KEYS: [&str; 12] = [
-    "hidden", "bias", "beta", "sum", "dtype", "inPlace", "kind", "residual", "postGamma",
-    "gammaOffset", "outputDtype", "rows",
-];
-/// `prepare`'s: a kernel's fields, `kernelSource`'s but `rows`.
-const PREPARE_KEYS: &[&str] = SOURCE_KEYS.split_at(11).0;
+static PREPARE_KEYS: &[&str] = keys_of!(KERNEL_KEYS, Readers::PREPARE);
+static SOURCE_KEYS: &[&str] = keys_of!(KERNEL_KEYS, Readers::KERNEL_SOURCE);
 
 /// `prepare`'s argument: one `{ hidden, bias?, beta?, sum?, dtype?, inPlace? }` or an array
 /// of them.
@@ -42,7 +37,7 @@ pub fn parse_kernels(v: &JsValue) -> Result<Vec<Kernel>, Error> {
 
 /// `kernelSource`'s argument: a kernel as `prepare` takes it, and `rows` to size the grid for.
 pub fn parse_source(v: &JsValue) -> Result<(Kernel, Option<u32>), Error> {
-    let kernel = parse_kernel(v, &SOURCE_KEYS)?;
+    let kernel = parse_kernel(v, SOURCE_KEYS)?;
     let rows = rows_field(v)?.map(|r| r as u32);
     Ok((kernel, rows))
 }

@@ -13,6 +13,7 @@ use crate::backend::Engine;
 use crate::call::error::Error;
 use crate::call::tensor::Tensor;
 use crate::gpu::tensor_buffer::TensorBuffer;
+use crate::js::glue::POINTER_FIELD;
 use crate::js::value::{get, prototype_of, to_js};
 
 /// Data on the GPU: made by `FusedRmsNorm.upload` or returned by `run` / `runWithSum` with
@@ -88,8 +89,8 @@ pub fn tensor_arg(v: &JsValue, name: &str) -> Result<Option<Rc<Tensor>>, Error> 
     if !ours {
         return Ok(None);
     }
-    // wasm-bindgen zeroes the pointer on free(); reading the handle then would throw.
-    let freed = get(v, "__wbg_ptr").as_f64().unwrap_or(0.0) == 0.0;
+    // The glue zeroes the pointer on free(); reading the handle then would throw.
+    let freed = get(v, POINTER_FIELD).as_f64().unwrap_or(0.0) == 0.0;
     let tensor = (!freed)
         .then(|| get(v, "__handle").as_f64())
         .flatten()

@@ -3,6 +3,8 @@
 //! other argument object, and every error, goes through the field-by-field reading of
 //! `args.rs`, which has the messages; the values are checked by the same functions.
 
+use std::cell::Cell;
+
 use wasm_bindgen::prelude::*;
 
 use crate::call::checks::{eps_from_number, hidden_from_number};
@@ -11,18 +13,25 @@ use crate::call::host::Arg;
 use crate::call::plan::Request;
 use crate::call::shape::{fit_buffers, Inputs};
 use crate::js::array::Args;
+use crate::js::glue::POINTER_FIELD;
+use crate::js::keys::{keys_of, Readers, CALL_KEYS};
 
 #[wasm_bindgen(inline_js = r#"
-const KNOWN = new Set(["input", "residual", "gamma", "beta", "bias", "hidden", "eps", "inPlace", "output"]);
 const TENSORS = ["input", "residual", "gamma", "beta", "bias"];
+// The keys this path takes (keys.rs), and the glue's pointer field (glue.rs).
+let known, pointer;
+export function tensorCallInit(names, pointerField) {
+  known = new Set(names);
+  pointer = pointerField;
+}
 export function readTensorCall(a, proto, out) {
   try {
     if (a === null || typeof a !== "object" || Object.getPrototypeOf(a) !== Object.prototype) return false;
-    for (const k in a) if (!KNOWN.has(k)) return false;
+    for (const k in a) if (!known.has(k)) return false;
     for (let i = 0; i < 5; i++) {
       const t = a[TENSORS[i]];
       if (t === undefined && i >= 3) { out[i] = 0; continue; }
-      if (t === null || typeof t !== "object" || Object.getPrototypeOf(t) !== proto || t.__wbg_ptr === 0) return false;
+      if (t === null || typeof t !== "object" || Object.getPrototypeOf(t) !== proto || t[pointer] === 0) return false;
       out[i] = t.__handle;
     }
     const hidden = a.hidden, eps = a.eps, inPlace = a.inPlace, output = a.output;
@@ -44,11 +53,28 @@ export function readTensorCall(a, proto, out) {
 }
 "#)]
 extern "C" {
+    #[wasm_bindgen(js_name = tensorCallInit)]
+    fn tensor_call_init(names: &js_sys::Array, pointer_field: &str);
     /// The common call (a plain object of live `GpuTensor`s, numbers and known flags: a
     /// decode step) read in one crossing into `out`; `false` for anything else. Read field by
-    /// field it took ~30 crossings into JavaScript, 3–4 µs of a 15 µs call on Dawn.
+    /// field it took some thirty crossings into JavaScript, a large part of such a call
+    /// (docs/performance.md, "Dawn in Node").
     #[wasm_bindgen(js_name = readTensorCall)]
     fn read_tensor_call(args: &JsValue, tensor_prototype: &JsValue, out: &mut [f64]) -> bool;
+}
+
+thread_local! {
+    static READY: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Hands the JavaScript reader what it takes from Rust, once.
+fn ready() {
+    if !READY.get() {
+        let known: &[&str] = keys_of!(CALL_KEYS, Readers::TENSOR_CALL);
+        let names: js_sys::Array = known.iter().map(|k| JsValue::from_str(k)).collect();
+        tensor_call_init(&names, POINTER_FIELD);
+        READY.set(true);
+    }
 }
 
 /// `args.rs`'s `parse_args` for the common call, or `None` where the field-by-field reading (which
@@ -56,6 +82,7 @@ extern "C" {
 /// tensor, `inPlace` with an `output`. The values are checked as that path checks them.
 pub fn parse(args: &JsValue, sum: bool) -> Option<Result<(Args, Request), Error>> {
     let prototype = crate::js::tensor::tensor_prototype()?;
+    ready();
     let mut out = [0f64; 10];
     if !read_tensor_call(args, &prototype, &mut out) {
         return None;

@@ -108,7 +108,8 @@ thread_local! {
 
 /// `key` as a JavaScript string, made once. The same few field names are read on every
 /// call: making each string from Rust (a UTF-8 decode) and then wasm-bindgen's interning
-/// (two string hashes per read) were 17 % of a decode-sized `encode` in a profile on Dawn.
+/// (two string hashes per read) were a large part of a decode-sized `encode` in a profile
+/// on Dawn (docs/performance.md, "Dawn in Node").
 /// Keys are `'static`, so the text's address identifies one.
 fn field_name(key: &'static str) -> JsValue {
     let id = (key.as_ptr() as usize, key.len());
@@ -134,18 +135,6 @@ pub fn to_js(e: Error) -> JsValue {
     let err = js_sys::Error::new(e.message());
     err.set_name(e.name());
     err.into()
-}
-
-/// `encode`'s `encoder`: a `GPUCommandEncoder`, as this runtime's WebGPU recognises its own
-/// (`webgpu_raw::is_webgpu`).
-pub fn expect_encoder(v: &JsValue) -> Result<(), Error> {
-    if !crate::gpu::webgpu_raw::is_webgpu(v, "GPUCommandEncoder") {
-        return Err(Error::Type(format!(
-            "encoder: expected a GPUCommandEncoder of norm.device, got {}",
-            describe(v)
-        )));
-    }
-    Ok(())
 }
 
 /// How a value looks to a reader of an error message.

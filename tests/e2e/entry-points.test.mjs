@@ -1,12 +1,14 @@
 // Every entry point with the same guarantees, in headless Chromium: recovery after a device
 // loss on each path (upload, arrays, output "gpu", in place, f16, timing calls, tensor reads),
 // bounded timing calls, hostile arguments to upload and the timing calls, one named error
-// for every member of a freed object, the module used before init(), a soak of the resident
-// path, and the types under an older TypeScript lib.
+// for every member of a freed object, the module used before init(), what the package relies
+// on in wasm-bindgen's glue, a soak of the resident path, and the types under an older
+// TypeScript lib.
 //
 //   bash scripts/build.sh && node --test --test-reporter=spec tests/e2e/entry-points.test.mjs
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join } from "node:path";
 
@@ -457,6 +459,44 @@ test("before init(): create() rejects InvalidStateError saying to call `await in
   }, undefined, { query: "?noinit" });
   assert.match(r.early, /^InvalidStateError: .*await init\(\)/);
   assert.equal(r.after, true);
+});
+
+test("wasm-bindgen's glue: what src/js/glue.rs relies on holds on live objects of this build", async () => {
+  // The names as src/js/glue.rs lists them (the one place they are written for Rust).
+  const glue = readFileSync(join(ROOT, "src/js/glue.rs"), "utf8");
+  const constant = (name) => glue.match(new RegExp(`pub const ${name}: &str = "([^"]*)";`))?.[1];
+  const names = { pointer: constant("POINTER_FIELD"), prefix: constant("INTERNAL_PREFIX") };
+  assert.ok(names.pointer && names.prefix, "src/js/glue.rs declares POINTER_FIELD and INTERNAL_PREFIX");
+  const r = await inPage(async ({ pointer, prefix }) => {
+    const { pkg } = window.lib;
+    const n = await pkg.FusedRmsNorm.create();
+    const t = n.upload(new Float32Array(4));
+    const own = (C) => Object.getOwnPropertyNames(C.prototype);
+    const live = [n[pointer], t[pointer]].map((p) => typeof p === "number" && p !== 0);
+    t.free();
+    n.free();
+    return {
+      live,
+      freed: [n[pointer], t[pointer]],
+      members: [own(pkg.FusedRmsNorm).includes("run"), own(pkg.GpuTensor).includes("read"), own(pkg.GpuTensor).includes("length")],
+      free: [own(pkg.FusedRmsNorm).includes("free"), own(pkg.GpuTensor).includes("free")],
+      internal: own(pkg.GpuTensor).filter((m) => m.startsWith(prefix) && m !== `${prefix}handle`).length > 0,
+    };
+  }, names);
+  const early = await inPage(
+    () => window.lib.pkg.FusedRmsNorm.create().then(() => "resolved", (e) => e.name),
+    undefined,
+    { query: "?noinit" },
+  );
+  const recheck = (what) =>
+    `wasm-bindgen's generated glue no longer has ${what}, which src/js/glue.rs relies on: read pkg/webgpu_rmsnorm.js ` +
+    "of this wasm-bindgen for every item glue.rs lists, and change glue.rs and src/js/freed_guard.js to match";
+  assert.deepEqual(r.live, [true, true], recheck(`a non-zero ${names.pointer} on live objects`));
+  assert.deepEqual(r.freed, [0, 0], recheck(`${names.pointer} = 0 after free()`));
+  assert.deepEqual(r.members, [true, true, true], recheck("methods and accessors as own properties of the prototypes"));
+  assert.deepEqual(r.free, [true, true], recheck("free() on each class's prototype"));
+  assert.equal(r.internal, true, recheck(`its own members named with the prefix ${names.prefix}`));
+  assert.equal(early, "InvalidStateError", recheck("its `wasm` binding undefined before init()"));
 });
 
 for (const backend of ["webgpu", "cpu"]) test(`soak: upload → run(output: gpu) → free, 2000 times: GPU buffers, live tensors and wasm memory stay flat (${backend})`, async () => {

@@ -1,0 +1,146 @@
+//! A call's inputs on the GPU: each array bound as it is (a tensor), copied on the GPU into a
+//! pooled buffer (an app's `GPUBuffer`), or uploaded into one (host data). The per-column
+//! arrays are staged once per call, `input` and `residual` once per chunk of rows.
+
+use crate::call::dtype::Dtype;
+use crate::call::error::Error;
+use crate::call::host::HostArray;
+use crate::call::plan::Plan;
+use crate::call::shape::Inputs;
+use crate::gpu::app_buffer::{Check, GpuAppBuffer};
+use crate::gpu::pending::Staged;
+use crate::gpu::pool::Pooled;
+use crate::gpu::recording::Rows;
+
+use super::GpuContext;
+
+/// A call's per-column arrays, staged once for all its chunks.
+pub(super) struct Columns {
+    pub gamma: Staged,
+    pub beta: Option<Staged>,
+    pub bias: Option<Staged>,
+    pub post_gamma: Option<Staged>,
+}
+
+impl Columns {
+    /// In the order the call keeps them until the GPU is done.
+    pub fn into_kept(self) -> impl Iterator<Item = Staged> {
+        std::iter::once(self.gamma)
+            .chain(self.beta)
+            .chain(self.bias)
+            .chain(self.post_gamma)
+    }
+}
+
+/// A chunk's rows of `input` and `residual`.
+pub(super) struct RowData {
+    pub input: Staged,
+    pub residual: Option<Staged>,
+}
+
+impl RowData {
+    pub fn into_kept(self) -> impl Iterator<Item = Staged> {
+        std::iter::once(self.input).chain(self.residual)
+    }
+}
+
+/// Stages one call's arrays, and collects the checks of its copies from app buffers.
+pub(super) struct Staging<'a> {
+    ctx: &'a GpuContext,
+    dtype: Dtype,
+    hidden: usize,
+    copies: Vec<Check>,
+}
+
+impl<'a> Staging<'a> {
+    pub fn new(ctx: &'a GpuContext, plan: &Plan) -> Staging<'a> {
+        Staging {
+            ctx,
+            dtype: plan.kernel.dtype,
+            hidden: plan.shape().hidden,
+            copies: Vec::new(),
+        }
+    }
+
+    /// `gamma`, and `beta`, `bias` and `postGamma` where given.
+    pub fn columns<A: HostArray>(&mut self, x: &Inputs<A>) -> Result<Columns, Error> {
+        let hidden = self.hidden;
+        Ok(Columns {
+            gamma: self.stage("gamma", &x.gamma, 0, hidden)?,
+            beta: self.optional("beta", x.beta.as_ref(), 0, hidden)?,
+            bias: self.optional("bias", x.bias.as_ref(), 0, hidden)?,
+            post_gamma: self.optional("postGamma", x.post_gamma.as_ref(), 0, hidden)?,
+        })
+    }
+
+    /// The chunk `rows` of `input`, and of `residual` where given.
+    pub fn rows<A: HostArray>(&mut self, x: &Inputs<A>, rows: Rows) -> Result<RowData, Error> {
+        let (start, count) = (rows.first * self.hidden, rows.count * self.hidden);
+        Ok(RowData {
+            input: self.stage("input", &x.input, start, count)?,
+            residual: self.optional("residual", x.residual.as_ref(), start, count)?,
+        })
+    }
+
+    /// The checks of the copies from app buffers, which the call awaits before its own.
+    pub fn into_copies(self) -> Vec<Check> {
+        self.copies
+    }
+
+    fn optional<A: HostArray>(
+        &mut self,
+        name: &'static str,
+        a: Option<&A>,
+        start: usize,
+        count: usize,
+    ) -> Result<Option<Staged>, Error> {
+        a.map(|a| self.stage(name, a, start, count)).transpose()
+    }
+
+    /// Elements `start .. start + count` of `a` on the GPU (`name` is the argument's).
+    fn stage<A: HostArray>(
+        &mut self,
+        name: &'static str,
+        a: &A,
+        start: usize,
+        count: usize,
+    ) -> Result<Staged, Error> {
+        if let Some(t) = a.resident() {
+            return Ok(Staged::Resident(t.clone()));
+        }
+        let ctx = self.ctx;
+        let b = ctx.pooled_storage(count, self.dtype, wgpu::BufferUsages::COPY_DST);
+        match a.app_buffer() {
+            Some(app) => self.copies.push(app.copy_into(
+                name,
+                &ctx.dev.device,
+                &ctx.dev.queue,
+                &b,
+                start,
+                count,
+            )?),
+            None => a
+                .upload(&ctx.upload_to(&b, start, count))
+                .map_err(|e| Error::Type(format!("{name}: the browser refused the array ({e})")))?,
+        }
+        Ok(Staged::Pooled(b))
+    }
+}
+
+impl GpuContext {
+    /// A pooled storage buffer of `len` elements.
+    pub(super) fn pooled_storage(
+        &self,
+        len: usize,
+        dtype: Dtype,
+        extra: wgpu::BufferUsages,
+    ) -> Pooled {
+        let usage = wgpu::BufferUsages::STORAGE | extra;
+        self.pool.take(
+            &self.dev.device,
+            usage,
+            (len * dtype.bytes()) as u64,
+            &|| self.creating(),
+        )
+    }
+}

@@ -1,0 +1,141 @@
+//! The argument objects of `run`, `runWithSum`, the timing calls and `encode`, and what
+//! they resolve with.
+
+use wasm_bindgen::prelude::*;
+
+#[wasm_bindgen(typescript_custom_section)]
+const CALLS: &'static str = r#"
+/**
+ * `outputDtype`, where `O` is the dtype of `output` and `D` the data's: optional where they
+ * are the same, required where they differ, so that a call typed to resolve with f16 results
+ * asks for them.
+ */
+export type OutputDtypeField<D extends Dtype, O extends Dtype> = [O] extends [D]
+  ? { /** The dtype of `output` only (default: the data's); `sum` stays the data's. */ outputDtype?: O }
+  : { /** The dtype of `output` only (default: the data's); `sum` stays the data's. */ outputDtype: O };
+
+/**
+ * What every call takes, its arrays of type `A`. For each row, with `N` the normalization
+ * `kind` names and `g = gammaOffset`: `u = input + bias`, `w = postGamma ? N(u)·(postGamma + g)
+ * : u`, `v = residual + w` (the `sum`), `y = N(v)·(gamma + g) + beta` (the `output`).
+ */
+interface FusedRmsNormFields<D extends Dtype, A> {
+  /** rows × hidden, row-major. */
+  input: A;
+  /** rows × hidden, added after `input` (and its post-norm). Omitted: none (QK-norm, a model's final norm). */
+  residual?: A;
+  /** hidden; the scale applied after normalizing (plus `gammaOffset`). */
+  gamma: A;
+  /** hidden; the shift applied last. Omitted: zeros. */
+  beta?: A;
+  /** hidden; added to `input` before anything else. Omitted: none. */
+  bias?: A;
+  /**
+   * hidden; the sandwich's post-norm (Gemma 2/3, OLMo 2): `input (+ bias)` is normalized and
+   * scaled by `postGamma + gammaOffset` before the residual is added. Omitted: none.
+   */
+  postGamma?: A;
+  /** Row length: an integer ≥ 1 (a multiple of 4 for f16 data or an f16 output). */
+  hidden: number;
+  /** Added to the mean square (the variance for LayerNorm): finite and ≥ 0. Default 1e-6. */
+  eps?: number;
+  /** `"rms"` (default): `x · inverseSqrt(mean(x²) + eps)`; `"layer"`: `(x − mean) · inverseSqrt(variance + eps)`. */
+  kind?: NormKind;
+  /** Added to every gamma and postGamma: finite, default 0. Gemma's `1 + weight` is 1. */
+  gammaOffset?: number;
+  /**
+   * What `GPUBuffer` arguments hold (default "f32"); typed arrays and tensors carry their own.
+   * An `encode` destination holds `outputDtype`'s.
+   */
+  dtype?: D;
+  /** How many rows of `GPUBuffer` arguments larger than their data are data (default: all of `input`). */
+  rows?: number;
+}
+
+/** `run`'s and `prepare`'s inputs: host arrays, tensors or buffers. */
+type FusedRmsNormArgsBase<D extends Dtype> = FusedRmsNormFields<D, FusedRmsNormArray<D>>;
+
+/**
+ * Arguments of `run` and `runWithSum` whose results are read back. Lengths: `input` and
+ * `residual` rows × hidden, the rest hidden. Every array has the same dtype `D` ("f16" for
+ * half-precision data: `Uint16Array` bits or f16 tensors); `output` is `O`, `outputDtype`'s.
+ */
+export type FusedRmsNormArgs<D extends Dtype = "f32", O extends Dtype = D> = FusedRmsNormArgsBase<D> &
+  OutputDtypeField<D, O> & {
+    /** Where results go: `"array"` (default) resolves with typed arrays. */
+    output?: "array";
+    inPlace?: false;
+  };
+
+/** f16 arguments (kept for compatibility): `FusedRmsNormArgs<"f16">`. */
+export type FusedRmsNormF16Args = FusedRmsNormArgs<"f16">;
+
+/** Arguments whose results stay on the GPU as new `GpuTensor`s (no readback). */
+export type FusedRmsNormGpuArgs<D extends Dtype = "f32", O extends Dtype = D> = FusedRmsNormArgsBase<D> &
+  OutputDtypeField<D, O> & {
+    output: "gpu";
+    inPlace?: false;
+  };
+
+/**
+ * In place on GPU tensors: `residual` (where there is one) receives `v` and `input` the
+ * normalized output `y`; nothing new is allocated. `y` is written over the data, so its dtype
+ * is the data's. Resolves when the GPU has the work.
+ */
+export interface FusedRmsNormInPlaceArgs<D extends Dtype = "f32"> extends FusedRmsNormArgsBase<D> {
+  input: GpuTensor<D>;
+  residual?: GpuTensor<D>;
+  inPlace: true;
+  output?: undefined;
+  /** In place, the data's dtype only. */
+  outputDtype?: D;
+}
+
+/** Result of `runWithSum`: the normalized output (`O`, `outputDtype`'s) and `v` (the data's `D`). */
+export interface FusedRmsNormWithSum<D extends Dtype = "f32", O extends Dtype = D> {
+  output: HostResult<O>;
+  sum: HostResult<D>;
+}
+
+/** Result of `runWithSum` with `output: "gpu"`. */
+export interface FusedRmsNormGpuWithSum<D extends Dtype = "f32", O extends Dtype = D> {
+  output: GpuTensor<O>;
+  sum: GpuTensor<D>;
+}
+
+/** `encode`'s inputs: `run`'s, on the GPU. */
+type FusedRmsNormEncodeBase<D extends Dtype> = FusedRmsNormFields<D, FusedRmsNormGpuData<D>>;
+
+/**
+ * `encode` into buffers or tensors of the app's: `output` receives the normalized rows (in
+ * `outputDtype`) and `sum`, if given, `v` (in the data's dtype); both rows × hidden, neither
+ * an input.
+ */
+export type FusedRmsNormEncodeToArgs<D extends Dtype = "f32", O extends Dtype = D> = FusedRmsNormEncodeBase<D> &
+  OutputDtypeField<D, O> & {
+    output: FusedRmsNormGpuData<O>;
+    sum?: FusedRmsNormGpuData<D>;
+    inPlace?: false;
+  };
+
+/** `encode` in place: `input ← y`, `residual ← v` (where there is a residual). */
+export interface FusedRmsNormEncodeInPlaceArgs<D extends Dtype = "f32"> extends FusedRmsNormEncodeBase<D> {
+  inPlace: true;
+  output?: undefined;
+  sum?: undefined;
+  /** In place, the data's dtype only. */
+  outputDtype?: D;
+}
+
+export type FusedRmsNormEncodeArgs<D extends Dtype = "f32"> =
+  | FusedRmsNormEncodeToArgs<D, "f32">
+  | FusedRmsNormEncodeToArgs<D, "f16">
+  | FusedRmsNormEncodeInPlaceArgs<D>;
+
+/** Arguments of the timing calls: any call whose results are read back. */
+export type FusedRmsNormTimedArgs =
+  | FusedRmsNormArgs<"f32">
+  | FusedRmsNormArgs<"f16">
+  | FusedRmsNormArgs<"f32", "f16">
+  | FusedRmsNormArgs<"f16", "f32">;
+"#;
