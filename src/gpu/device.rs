@@ -53,7 +53,7 @@ pub struct Caps {
     /// f16 data through WGSL `shader-f16`; otherwise packed in u32s.
     pub shader_f16: bool,
     pub timestamps: bool,
-    /// Kernels tiled for a CPU adapter (`Variant::for_cpu`).
+    /// Kernels tiled for a CPU adapter (`FusedTiling::choose`, `FamilyTiling::choose`).
     pub cpu_tiling: bool,
 }
 

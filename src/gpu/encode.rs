@@ -22,7 +22,6 @@ use crate::call::plan::{Kernel, Plan};
 use crate::call::shape::Inputs;
 use crate::call::shape::Outputs;
 use crate::gpu::bindings::BINDINGS;
-use crate::gpu::kernel::Variant;
 use crate::gpu::params::Params;
 use crate::gpu::recorder::Recorder;
 use crate::gpu::webgpu_raw::{self as raw, descriptor, RawEncoder};
@@ -115,10 +114,7 @@ pub fn source(ctx: &GpuContext, kernel: &Kernel, rows: Option<u32>) -> Result<Js
     // still covers every column for any number of rows.
     let variant = match rows {
         Some(r) => kernel.variant(ctx.caps(), r as usize),
-        None => Variant {
-            split: 1,
-            ..kernel.variant(ctx.caps(), 1)
-        },
+        None => kernel.variant(ctx.caps(), 1).whole_rows(),
     };
     let bindings: Array = BINDINGS
         .iter()
@@ -152,9 +148,9 @@ pub fn source(ctx: &GpuContext, kernel: &Kernel, rows: Option<u32>) -> Result<Js
         ("bindings", bindings.into()),
         ("params", params.into()),
         ("lanes", variant.lanes.into()),
-        ("workgroupsPerRow", variant.split_in().into()),
-        ("rowsPerWorkgroup", variant.rows_per_group.into()),
-        ("workgroupSize", variant.workgroup.into()),
+        ("workgroupsPerRow", variant.workgroups_per_row().into()),
+        ("rowsPerWorkgroup", variant.rows_per_group().into()),
+        ("workgroupSize", variant.workgroup().into()),
         ("storage", variant.storage.name().into()),
         ("outputStorage", variant.out_storage.name().into()),
     ];
