@@ -10,7 +10,7 @@
 //! ```
 //! On an H200, buffers of 128 MiB and more allocated after others were freed can land in
 //! memory that reads at ~40 %; a pool that frees and reallocates them as sizes vary falls off
-//! that cliff (docs/PERFORMANCE.md).
+//! that cliff (docs/performance.md, "The 128 MiB cliff").
 
 // Native only (host slices are native arrays); `wasm-pack test` builds every example for
 // wasm too, where this is an empty program.

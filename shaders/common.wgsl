@@ -2,7 +2,7 @@
 // variant's constants, the uniform block, the element and storage types with their
 // conversions, the bindings, and the test that sends a row down the rescaled path.
 //
-// Constants every variant has (src/gpu/kernel.rs, `Variant::constants`):
+// Constants every variant has (src/gpu/kernel/mod.rs, `Variant::constants`):
 //   VEC4          V is vec4<f32> (hidden % 4 == 0: vec4 loads), else f32
 //   S_F16, S_PACKED     the data's storage S: vec4<f16> (`shader-f16`), or four halves in
 //                 two u32s (`unpack2x16float`: f16 without `shader-f16`), else V

@@ -9,7 +9,7 @@
 // steps of WG so that neighbouring threads touch neighbouring addresses (coalesced). Values
 // are vec4 when hidden % 4 == 0 and scalar otherwise; `V` says which.
 //
-// A pipeline's choices are constants (src/gpu/kernel.rs writes them at `#constants`, from the
+// A pipeline's choices are constants (src/gpu/kernel/mod.rs writes them at `#constants`, from the
 // variant's tiling in src/gpu/tiling.rs), beside those of `common.wgsl`:
 //   WG         workgroup size
 //   SLOTS      how many columns per thread are kept in registers between the two phases

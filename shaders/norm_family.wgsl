@@ -44,7 +44,7 @@
 // barriers; else one more barrier with the fan-in). In place, rows that share a workgroup
 // wait once more before their stores (see `main`).
 //
-// A pipeline's choices are constants (src/gpu/kernel.rs writes them at `#constants`, from the
+// A pipeline's choices are constants (src/gpu/kernel/mod.rs writes them at `#constants`, from the
 // variant's tiling in src/gpu/family_tiling.rs), beside those of `common.wgsl`:
 //   WG, ROW_T       workgroup size, and threads a row (WG / ROW_T rows a workgroup)
 //   SLOTS           columns of its row a thread keeps in registers
