@@ -28,14 +28,16 @@ fn main() {
 mod native {
     use std::rc::Rc;
 
+    use webgpu_rmsnorm::call::dtype::Dtype;
     use webgpu_rmsnorm::call::host::Arg;
     use webgpu_rmsnorm::call::options::Options;
-    use webgpu_rmsnorm::call::plan::Destination;
+    use webgpu_rmsnorm::call::plan::{Destination, Kernel};
     use webgpu_rmsnorm::call::tensor::Tensor;
     use webgpu_rmsnorm::gpu::bindings::{slot, Bound, BINDINGS};
     use webgpu_rmsnorm::gpu::kernel::Variant;
     use webgpu_rmsnorm::gpu::params::Params;
     use webgpu_rmsnorm::gpu::tensor_buffer::TensorBuffer;
+    use webgpu_rmsnorm::gpu::tiling::MANY_ROWS;
     use webgpu_rmsnorm::{GpuContext, Inputs, Request};
 
     const HIDDEN: usize = 4096;
@@ -127,8 +129,15 @@ mod native {
         // measured against (each size dispatches over its first rows).
         let up = |d: &[f32]| ctx.upload(&d).expect("upload");
         let up_front = [up(&data), up(&data), up(&gamma), up(&data)];
-        let variant = Variant::for_shape(HIDDEN as u32, Options::default())
-            .within(HIDDEN as u32, ctx.caps().max_workgroup);
+        // The tiling every call here gets (plain, many rows).
+        let kernel = Kernel {
+            hidden: HIDDEN,
+            options: Options::default(),
+            dtype: Dtype::F32,
+            out_dtype: Dtype::F32,
+            in_place: false,
+        };
+        let variant = kernel.variant(ctx.caps(), MANY_ROWS);
         let timed = |x: &Inputs<Arg<&[f32]>>| {
             let request = Request {
                 to: Destination::Host,

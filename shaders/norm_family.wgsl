@@ -44,44 +44,30 @@
 // barriers; else one more barrier with the fan-in). In place, rows that share a workgroup
 // wait once more before their stores (see `main`).
 //
-// The driver (src/gpu/kernel.rs) prepends WG, ROW_T, FAN, SLOTS, HAS_BIAS, HAS_BETA,
-// HAS_RESIDUAL, HAS_POST, LAYER, FLAT, WRITE_SUM, IN_PLACE, PRELOAD, V with square_sum,
-// max_abs and lane_sum, the bindings (from the binding table), ld / st / st_out and
-// put_y / put_v, and fills in the placeholders (see `Variant::family_wgsl`): how a row reads
-// its totals (UNIFORM_TOTALS, which also decides the barriers that open a reduction and
-// guard an in-place store), which reduction folds the partials, how the exact path sums, and
-// whether the sandwich loads its residual with the row.
+// A pipeline's choices are constants (src/gpu/kernel/mod.rs writes them at `#constants`, from the
+// variant's tiling in src/gpu/family_tiling.rs), beside those of `common.wgsl`:
+//   WG, ROW_T       workgroup size, and threads a row (WG / ROW_T rows a workgroup)
+//   SLOTS           columns of its row a thread keeps in registers
+//   FAN             0: the pairwise tree; else the two-step fan-in (see `reduce`)
+//   FLAT            rows fold their partials flat (`reduce_flat`)
+//   UNIFORM_TOTALS  one row a workgroup, reduced by the fan-in or the tree: a row reads its
+//                   totals as uniform values, and the workgroup reduces its exact path's sums;
+//                   else each row decides alone (`row_totals`). It also decides the barriers
+//                   that open a reduction and guard an in-place store.
+//   PRELOAD         the weights are loaded with the row
+//   EARLY_RESIDUAL  the sandwich loads its residual with the row
+//   HAS_POST, LAYER the sandwich's post-norm; LayerNorm rather than RMSNorm
+// Where the choice is which function a call names, or how a value is read, it is an `#if`
+// block: WGSL's uniformity analysis prunes no branch on a constant, so code that chose at run
+// time would need uniform control flow where several rows a workgroup have none.
 
-struct Params {
-    rows: u32,
-    width: u32,
-    hidden: f32,
-    eps: f32,
-    gamma_offset: f32,
-    pad0: u32,
-    pad1: u32,
-    pad2: u32,
-};
+#include "common.wgsl"
 
-const EXP_MASK: u32 = 0x7f800000u;
-// Below this a sum of squares takes the rescaled path (squares of ~1e-19 are subnormal).
-const TINY_SUM: f32 = 8.673617e-19;
 const N_CACHE: u32 = max(SLOTS, 1u);
 // The cached columns' weights, where PRELOAD loads them with the row.
 const N_WEIGHTS: u32 = select(1u, N_CACHE, PRELOAD);
-const EARLY_RESIDUAL: bool = __EARLY_RESIDUAL__;
-// One row a workgroup, reduced by the fan-in or the tree: its totals are uniform values.
-const UNIFORM_TOTALS: bool = __UNIFORM_TOTALS__;
 // The sandwich's residual's columns, where it is loaded with the row.
 const N_RESIDUALS: u32 = select(1u, N_CACHE, EARLY_RESIDUAL);
-
-fn is_finite(x: f32) -> bool {
-    return (bitcast<u32>(x) & EXP_MASK) != EXP_MASK;
-}
-
-fn is_nan(x: f32) -> bool {
-    return (bitcast<u32>(x) & 0x7fffffffu) > EXP_MASK;
-}
 
 // Per-thread partials: (sum, sum of squares, largest magnitude); two halves, taken in turn,
 // where rows fold flat (`reduce_flat`).
@@ -119,14 +105,12 @@ fn reduce_flat(lid: u32, t: u32, value: vec3<f32>) -> vec3<f32> {
 // previous total before `partials` is written again. With one, that total was read by
 // workgroupUniformLoad, whose value WGSL makes the same in every lane, so no lane's later
 // write may reach another's read (Tint and naga lower it as barrier, load, barrier): it
-// needs none, one barrier fewer in each reduction (a decode LayerNorm sandwich 5.12 →
-// 5.02–5.07 µs at 1×4096, 6.07–6.11 → 5.96–5.97 at 16×4096 on an H100 through Dawn,
-// docs/PERFORMANCE.md, 2026-12-06). FAN 0 is the pairwise tree (log2(ROW_T) barriers);
-// else FAN lanes of the row each fold ROW_T / FAN partials and one lane folds those: the
-// RMSNorm kernel's two-step fan-in, its trip counts constants so that a lane's reads are
-// issued together. (Every lane folding the FAN partials itself, one barrier fewer, cost
-// LayerNorm 96.0 → 86.3 % of `a + b` at 8192×4096 on an H100 through Dawn:
-// docs/PERFORMANCE.md, 2026-12-06.)
+// needs none, one barrier fewer in each reduction (docs/performance.md, "The family kernel's
+// tiling"). FAN 0 is the pairwise tree (log2(ROW_T) barriers); else FAN lanes of the row
+// each fold ROW_T / FAN partials and one lane folds those: the RMSNorm kernel's two-step
+// fan-in, its trip counts constants so that a lane's reads are issued together. (Every lane
+// folding the FAN partials itself, one barrier fewer, was slower: docs/performance.md,
+// "Measured and not taken".)
 fn reduce(lid: u32, t: u32, value: vec3<f32>) -> vec3<f32> {
     if !UNIFORM_TOTALS {
         workgroupBarrier();
@@ -161,7 +145,11 @@ fn reduce(lid: u32, t: u32, value: vec3<f32>) -> vec3<f32> {
             workgroupBarrier();
         }
     }
-    return __TOTAL__;
+#if UNIFORM_TOTALS
+    return workgroupUniformLoad(&partials[0]);
+#else
+    return partials[lid - t];
+#endif
 }
 
 // How a row is normalized: (((x - s) - d) - c) * scale * post (RMSNorm: s = d = c = 0),
@@ -176,7 +164,7 @@ struct Stat {
 
 // |d| beyond this many deviations (sqrt(var + eps)) takes the exact path. On the plain path
 // d's own rounding grows with mean(|x - s|) <= deviation + |d|, and var's cancellation with
-// 1 + d^2 / var: at 1/16 both are within 7 % of the exact path's.
+// 1 + d^2 / var: at 1/16 both stay within a fourteenth of the exact path's.
 const CENTER: f32 = 0.0625;
 
 // The vector the first normalization reads, at column i: u with a post-norm, else v in the
@@ -279,7 +267,11 @@ fn totals(lid: u32, t: u32, base: u32, width: u32, cache: ptr<function, array<V,
     for (var i = t + SLOTS * ROW_T; i < width; i += ROW_T) {
         acc = tally(acc, column(base, i, which, s1), phase, s);
     }
-    return __REDUCE__(lid, t, acc);
+#if FLAT
+    return reduce_flat(lid, t, acc);
+#else
+    return reduce(lid, t, acc);
+#endif
 }
 
 // The totals of pass `phase` over the whole row, each lane folding every column of its row
@@ -308,10 +300,7 @@ fn stats(lid: u32, t: u32, base: u32, width: u32, cache: ptr<function, array<V, 
     // From the totals alone: uniform with one row a workgroup.
     let d = first.x / params.hidden;
     let var_plain = max(first.y / params.hidden - d * d, 0.0);
-    // A NaN row stays NaN on the plain path: `max` may drop NaNs, so its largest magnitude
-    // can look finite.
-    let rescale = !is_nan(first.y) && (!is_finite(first.y) || first.y < TINY_SUM)
-        && is_finite(first.z) && first.z > 0.0;
+    let rescale = needs_rescaling(first.y, first.z);
     let off_center = LAYER && d * d > CENTER * CENTER * (var_plain + params.eps);
     s.d = d;
     if !(rescale || off_center) {
@@ -319,20 +308,25 @@ fn stats(lid: u32, t: u32, base: u32, width: u32, cache: ptr<function, array<V, 
         return s;
     }
     if LAYER {
-        s.c = __EXACT__(lid, t, base, width, cache, which, s1, 2u, s).x / params.hidden;
+#if UNIFORM_TOTALS
+        s.c = totals(lid, t, base, width, cache, which, s1, 2u, s).x / params.hidden;
+#else
+        s.c = row_totals(lid, t, base, width, cache, which, s1, 2u, s).x / params.hidden;
+#endif
     }
     // 2^k brings the largest magnitude near 1 (a NaN or Inf row keeps k = 0 and poisons
     // itself); LayerNorm's centered values are at most twice it.
     var k = 0;
     if is_finite(first.z) && first.z > 0.0 {
-        k = clamp(-frexp(first.z).exp, -126, 126);
+        k = rescale_exponent(first.z);
     }
     s.scale = ldexp(1.0, k);
-    let var_scaled = __EXACT__(lid, t, base, width, cache, which, s1, 3u, s).x / params.hidden;
-    // eps * scale^2 in two exact steps (as a product a compiler may form scale^2 first,
-    // which overflows): the fused kernel's rescaled path, alike on purpose (the two shaders
-    // share no source).
-    let eps_scaled = ldexp(ldexp(params.eps, k), k);
+#if UNIFORM_TOTALS
+    let var_scaled = totals(lid, t, base, width, cache, which, s1, 3u, s).x / params.hidden;
+#else
+    let var_scaled = row_totals(lid, t, base, width, cache, which, s1, 3u, s).x / params.hidden;
+#endif
+    let eps_scaled = eps_rescaled(k);
     if is_finite(eps_scaled) {
         s.post = inverseSqrt(var_scaled + eps_scaled);
     } else {
@@ -374,11 +368,11 @@ fn main(
     var cache: array<V, N_CACHE>;
     // With PRELOAD the weights' loads are in flight with the row's, instead of a round trip
     // to memory after the reductions that a decode row would wait on (where it pays:
-    // Variant::for_family_rows).
+    // `FamilyTiling::choose`).
     var gammas: array<V, N_WEIGHTS>;
     var betas: array<V, N_WEIGHTS>;
     var posts: array<V, N_WEIGHTS>;
-    // The sandwich's residual likewise (where it pays: `Variant::early_residual`).
+    // The sandwich's residual likewise (where it pays: `FamilyTiling::early_residual`).
     var residuals: array<V, N_RESIDUALS>;
     for (var k = 0u; k < N_CACHE; k++) {
         let i = t + k * ROW_T;

@@ -3,14 +3,17 @@
 #![cfg(not(target_arch = "wasm32"))]
 
 use std::rc::Rc;
+use webgpu_rmsnorm::call::device::Caps;
+use webgpu_rmsnorm::call::dtype::Dtype;
 use webgpu_rmsnorm::call::dtype::{f16_bits, f16_value};
 use webgpu_rmsnorm::call::host::Arg;
 use webgpu_rmsnorm::call::options::Options;
+use webgpu_rmsnorm::call::plan::Kernel;
 use webgpu_rmsnorm::call::tensor::Tensor;
-use webgpu_rmsnorm::gpu::kernel::{Storage, Variant};
+use webgpu_rmsnorm::gpu::kernel::{Storage, Tiling, Variant};
 use webgpu_rmsnorm::gpu::params::Params;
 use webgpu_rmsnorm::gpu::tensor_buffer::TensorBuffer;
-use webgpu_rmsnorm::gpu::tiling::max_slots;
+use webgpu_rmsnorm::gpu::tiling::{max_slots, FusedTiling, FEW_ROWS, MANY_ROWS};
 use webgpu_rmsnorm::reference::{
     chain, norm_family, same_sum, worst_error, worst_error_at, worst_relative, Inputs,
 };
@@ -137,11 +140,31 @@ fn every_variant_validates_with_naga_and_params_match_the_wgsl() {
                 if storage != Storage::F32 && hidden % 4 != 0 {
                     continue;
                 }
-                let v = Variant {
-                    storage,
+                let kernel = Kernel {
+                    hidden: hidden as usize,
+                    options,
+                    dtype: if storage == Storage::F32 {
+                        Dtype::F32
+                    } else {
+                        Dtype::F16
+                    },
+                    out_dtype: if storage == Storage::F32 {
+                        Dtype::F32
+                    } else {
+                        Dtype::F16
+                    },
                     in_place,
-                    ..Variant::for_shape(hidden, options)
                 };
+                let caps = Caps {
+                    max_binding: 1 << 30,
+                    max_groups_per_dim: 65535,
+                    max_workgroup: 1024,
+                    shader_f16: storage == Storage::F16,
+                    timestamps: false,
+                    cpu_tiling: false,
+                };
+                let v = kernel.variant(&caps, 1);
+                assert_eq!((v.storage, v.in_place), (storage, in_place));
                 let module = naga::front::wgsl::parse_str(&v.wgsl())
                     .unwrap_or_else(|e| panic!("{}: {}", v.label(), e.emit_to_string(&v.wgsl())));
                 let caps = match storage {
@@ -892,7 +915,7 @@ where
     (y, v)
 }
 
-/// Runs `variant` (whatever `Variant::for_shape` would choose) on `case` through the
+/// Runs `variant` on `case` through the
 /// context's pipelines, and returns `y` and `v`.
 fn run_variant(ctx: &GpuContext, variant: Variant, case: &Case) -> (Vec<f32>, Vec<f32>) {
     use webgpu_rmsnorm::gpu::bindings::{slot, Bound, BINDINGS};
@@ -955,26 +978,41 @@ fn run_variant(ctx: &GpuContext, variant: Variant, case: &Case) -> (Vec<f32>, Ve
     (read(&output), read(&sum))
 }
 
-/// The browser's tiling (`Variant::for_stack(.., true)`: two-step fan-in, gamma and beta
-/// loaded before the reduction), and the one-barrier reduction (`flat`) with and without
-/// `preload` at the tilings the crate picks and at small workgroups (including sizes that
-/// are not a multiple of 4, where every lane folds the partials one by one), on ordinary
-/// rows and on rows that take the rescaled path (huge and tiny), whose barriers `flat`
-/// must keep uniform.
+/// The fused kernel's tiling of `rows` rows of `hidden` for the browser (`web`) or natively,
+/// on the context's device as a GPU tiles it.
+fn tiled(ctx: &GpuContext, hidden: u32, options: Options, rows: usize, web: bool) -> FusedTiling {
+    let kernel = Kernel {
+        hidden: hidden as usize,
+        options,
+        dtype: Dtype::F32,
+        out_dtype: Dtype::F32,
+        in_place: false,
+    };
+    let caps = Caps {
+        cpu_tiling: false,
+        ..*ctx.caps()
+    };
+    FusedTiling::choose(&kernel, &caps, rows, web)
+}
+
+/// The browser's tiling (two-step fan-in, gamma and beta loaded before the reduction), and
+/// the tree with and without `preload` at the tilings the crate picks and at small workgroups,
+/// on ordinary rows and on rows that take the rescaled path (huge and tiny), whose barriers
+/// must stay in uniform control flow.
 #[test]
-fn web_tiling_flat_reduction_and_preload_variants_match_the_reference() {
+fn web_tiling_and_preload_variants_match_the_reference() {
     let ctx = context();
     let mut rng = Rng(0x5EED_000D);
-    let max_wg = ctx.caps().max_workgroup;
     let mut checked = 0;
     let mut split_cases = 0;
     for hidden in [1u32, 5, 896, 1024, 4096, 4099, 8192] {
-        let base = Variant::for_shape(hidden, Options::default()).within(hidden, max_wg);
-        let width = hidden / base.lanes;
+        let base = tiled(&ctx, hidden, Options::default(), FEW_ROWS + 1, false);
+        let lanes = if hidden % 4 == 0 { 4 } else { 1 };
+        let width = hidden / lanes;
         let tilings = [
             (base.workgroup, base.slots),
-            (64, width.div_ceil(64).min(max_slots(base.lanes))),
-            (2, width.div_ceil(2).min(max_slots(base.lanes))),
+            (64, width.div_ceil(64).min(max_slots(lanes))),
+            (2, width.div_ceil(2).min(max_slots(lanes))),
         ];
         // Beyond the tilings: the browser's own, for decode-sized calls and for many rows,
         // wgpu/Vulkan's for many rows, and the browser's decode tiling with each row spread
@@ -983,29 +1021,33 @@ fn web_tiling_flat_reduction_and_preload_variants_match_the_reference() {
         for k in 0..tilings.len() + 5 {
             for (bits, scale) in [(0u8, 1.0f32), (7, 1e30), (3, 1e-30), (4, 1.0)] {
                 let options = Options::with_flags(bits);
-                let v = match tilings.get(k) {
-                    Some(&(workgroup, slots)) => Variant {
+                let web = |rows| tiled(&ctx, hidden, options, rows, true);
+                let tiling = match tilings.get(k) {
+                    Some(&(workgroup, slots)) => FusedTiling {
                         workgroup,
                         slots,
-                        flat: true,
+                        fan: 0,
                         preload: (k + bits as usize).is_multiple_of(2),
                         exact: slots * workgroup == width,
-                        fan: 0,
-                        ..Variant::for_shape(hidden, options)
+                        split: 1,
                     },
-                    None if k == tilings.len() => {
-                        Variant::for_stack(hidden, options, true).within(hidden, max_wg)
+                    None if k == tilings.len() => web(FEW_ROWS + 1),
+                    None if k == tilings.len() + 1 => web(MANY_ROWS),
+                    None if k == tilings.len() + 2 => {
+                        tiled(&ctx, hidden, options, MANY_ROWS, false)
                     }
-                    None if k == tilings.len() + 1 => Variant::for_stack(hidden, options, true)
-                        .for_many_rows(hidden, true)
-                        .within(hidden, max_wg),
-                    None if k == tilings.len() + 2 => Variant::for_stack(hidden, options, false)
-                        .for_many_rows(hidden, false)
-                        .within(hidden, max_wg),
-                    None => Variant {
+                    None => FusedTiling {
                         split: if k == tilings.len() + 3 { 2 } else { 3 },
-                        ..Variant::for_stack(hidden, options, true).within(hidden, max_wg)
+                        ..web(FEW_ROWS + 1)
                     },
+                };
+                let v = Variant {
+                    options,
+                    storage: Storage::F32,
+                    out_storage: Storage::F32,
+                    in_place: false,
+                    lanes,
+                    tiling: Tiling::Fused(tiling),
                 };
                 let case = Case::random(
                     &mut rng,
@@ -1034,7 +1076,7 @@ fn web_tiling_flat_reduction_and_preload_variants_match_the_reference() {
                     );
                 }
                 checked += 1;
-                split_cases += usize::from(v.split_in() > 1);
+                split_cases += usize::from(v.workgroups_per_row() > 1);
             }
         }
     }

@@ -8,6 +8,7 @@ use wasm_bindgen_futures::JsFuture;
 use wasm_bindgen_test::*;
 use webgpu_rmsnorm::call::dtype::{f16_bits, f16_value};
 use webgpu_rmsnorm::call::shape::{Norm, NormKind};
+use webgpu_rmsnorm::gpu::kernel::Tiling;
 use webgpu_rmsnorm::js::facade::FusedRmsNorm;
 use webgpu_rmsnorm::reference::{
     chain, from_sum, norm_family, same_sum, worst_relative, Inputs as RefInputs,
@@ -674,7 +675,7 @@ async fn gpu_tilings_with_split_rows_match_the_reference_on_both_dispatch_paths(
                 ..Options::default()
             },
         );
-        split += usize::from(kernel.variant(ctx.caps(), rows).split_in() > 1);
+        split += usize::from(kernel.variant(ctx.caps(), rows).workgroups_per_row() > 1);
         for scale in [1.0f32, 1e-30] {
             let case = Case::random(&mut rng, rows, hidden, bias, beta, 1e-6, scale);
             let x = case.inputs();
@@ -789,15 +790,16 @@ async fn the_family_gpu_tilings_match_the_reference() {
             let v = f32_kernel(hidden, Options::of(&host, true)).variant(ctx.caps(), rows);
             // The tiling each shape is here for (plain RMSNorm of long rows is the fused
             // kernel's, tested above).
-            match (rows, hidden) {
-                (_, 64 | 128) => {
-                    assert!(v.rows_per_group > 1 && v.flat, "{what}: {v:?}")
+            match (rows, hidden, v.tiling) {
+                (_, 64 | 128, Tiling::Family(t)) => {
+                    assert!(t.rows_per_group > 1 && t.flat, "{what}: {v:?}")
                 }
-                (9, _) if v.is_family() => assert!(v.fan > 0, "{what}: {v:?}"),
-                (6, _) if v.is_family() => {
-                    assert!(v.fan > 0 && v.rows_per_group == 1, "{what}: {v:?}")
+                (9, _, Tiling::Family(t)) => assert!(t.fan > 0, "{what}: {v:?}"),
+                (6, _, Tiling::Family(t)) => {
+                    assert!(t.fan > 0 && t.rows_per_group == 1, "{what}: {v:?}")
                 }
-                (2, _) if v.is_family() => assert!(v.preload, "{what}: {v:?}"),
+                (2, _, Tiling::Family(t)) => assert!(t.preload, "{what}: {v:?}"),
+                (_, 64 | 128, _) => panic!("{what}: short rows take the family kernel: {v:?}"),
                 _ => assert!(!v.is_family() && f.norm.kind == NormKind::Rms && f.post.is_none()),
             }
             let out = ctx

@@ -1,7 +1,7 @@
 //! The command line: the shapes and option sets timed, the flags, and the usage message.
 
 use webgpu_rmsnorm::call::options::Options;
-use webgpu_rmsnorm::gpu::kernel::Variant;
+use webgpu_rmsnorm::gpu::tiling::FusedTiling;
 
 use crate::variants::apply_knob;
 
@@ -168,8 +168,15 @@ pub fn parse_args() -> Args {
         }
     }
     for (k, v) in &a.set {
-        apply_knob(Variant::for_shape(4096, PLAIN), k, v)
-            .unwrap_or_else(|e| usage(&format!("--set: {e}")));
+        let any = FusedTiling {
+            workgroup: 256,
+            slots: 4,
+            fan: 0,
+            preload: false,
+            exact: true,
+            split: 1,
+        };
+        apply_knob(any, k, v).unwrap_or_else(|e| usage(&format!("--set: {e}")));
     }
     a
 }

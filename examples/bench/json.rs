@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 use crate::args::Args;
 use crate::report::{bw_ratio, gbps, KernelResult, ShapeResult};
 use crate::timing::{Bench, Stats};
+use crate::variants::short;
 
 /// `s` as the inside of a JSON string.
 pub fn esc(s: &str) -> String {
@@ -31,17 +32,13 @@ fn stats_json(s: &Result<Stats, String>) -> String {
 fn kernel_json(k: &KernelResult, roof: &Result<Stats, String>, n: f64) -> String {
     let v = &k.variant;
     let mut s = format!(
-        "{{\"name\": \"{}\", \"variant\": {{\"lanes\": {}, \"workgroup\": {}, \"slots\": {}, \"fan\": {}, \"flat\": {}, \"preload\": {}, \"unroll\": {}, \"exact\": {}, \
+        "{{\"name\": \"{}\", \"variant\": {{\"kernel\": \"{}\", \"lanes\": {}, \"workgroup\": {}, \"knobs\": \"{}\", \
          \"bias\": {}, \"beta\": {}, \"sum\": {}}}, \"bytes\": {}, \"time\": {}",
         esc(&k.name),
+        if v.is_family() { "family" } else { "fused" },
         v.lanes,
-        v.workgroup,
-        v.slots,
-        v.fan,
-        v.flat,
-        v.preload,
-        v.unroll,
-        v.exact,
+        v.workgroup(),
+        esc(&short(v)),
         v.options.bias,
         v.options.beta,
         v.options.sum,

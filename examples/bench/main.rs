@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! cargo run --release --example bench -- [--quick] [--shapes 1x4096,16384x4096]
-//!     [--set wg=512,slots=2,fan=32,preload=1,unroll=1] [--sweep [--sweep-options plain,bb]]
+//!     [--set wg=512,slots=2,fan=32,preload=1,exact=1] [--sweep [--sweep-options plain,bb]]
 //!     [--check] [--reps N] [--warmup N] [--per-pass K] [--heat-ms MS] [--no-seed]
 //!     [--json path] [--emit-wgsl path]
 //! ```

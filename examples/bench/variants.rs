@@ -5,12 +5,12 @@ use webgpu_rmsnorm::call::device::Caps;
 use webgpu_rmsnorm::call::dtype::Dtype;
 use webgpu_rmsnorm::call::options::Options;
 use webgpu_rmsnorm::call::plan::Kernel;
-use webgpu_rmsnorm::gpu::kernel::Variant;
-use webgpu_rmsnorm::gpu::tiling::max_slots;
+use webgpu_rmsnorm::gpu::kernel::{Storage, Tiling, Variant};
+use webgpu_rmsnorm::gpu::tiling::{balanced_fan, lanes, max_slots, FusedTiling, FEW_ROWS};
 
-/// `variant` with one knob changed. `slots=full` covers the row; setting `wg` alone also
+/// `tiling` with one knob changed. `slots=full` covers the row; setting `wg` alone also
 /// resets `slots` to cover the row at the new size.
-pub fn apply_knob(mut v: Variant, key: &str, value: &str) -> Result<Variant, String> {
+pub fn apply_knob(mut t: FusedTiling, key: &str, value: &str) -> Result<FusedTiling, String> {
     let num = || {
         value
             .parse::<u32>()
@@ -27,24 +27,33 @@ pub fn apply_knob(mut v: Variant, key: &str, value: &str) -> Result<Variant, Str
             if !wg.is_power_of_two() || wg > 1024 {
                 return Err(format!("wg={wg}: not a power of two up to 1024"));
             }
-            v.workgroup = wg;
+            t.workgroup = wg;
         }
-        "slots" if value == "full" => v.slots = u32::MAX,
-        "slots" => v.slots = num()?,
-        "fan" if value == "bal" => v.fan = Variant::balanced_fan(v.workgroup),
-        "fan" => v.fan = num()?,
-        "flat" => v.flat = flag()?,
-        "preload" => v.preload = flag()?,
-        "unroll" => v.unroll = flag()?,
-        "exact" => v.exact = flag()?,
-        "split" => v.split = num()?.max(1),
+        "slots" if value == "full" => t.slots = u32::MAX,
+        "slots" => t.slots = num()?,
+        "fan" if value == "bal" => t.fan = balanced_fan(t.workgroup),
+        "fan" => t.fan = num()?,
+        "preload" => t.preload = flag()?,
+        "exact" => t.exact = flag()?,
+        "split" => t.split = num()?.max(1),
         _ => {
             return Err(format!(
-                "{key}: not one of wg, slots, fan, flat, preload, unroll, exact, split"
+                "{key}: not one of wg, slots, fan, preload, exact, split"
             ))
         }
     }
-    Ok(v)
+    Ok(t)
+}
+
+/// The f32 kernel of rows of `hidden` with `options`.
+fn kernel(hidden: usize, options: Options) -> Kernel {
+    Kernel {
+        hidden,
+        options,
+        dtype: Dtype::F32,
+        out_dtype: Dtype::F32,
+        in_place: false,
+    }
 }
 
 /// What the crate runs a call of `rows` rows of `hidden` as on this device (the tiling for
@@ -56,115 +65,135 @@ pub fn chosen(
     options: Options,
     set: &[(String, String)],
 ) -> Variant {
-    let kernel = Kernel {
-        hidden,
-        options,
-        dtype: Dtype::F32,
-        out_dtype: Dtype::F32,
-        in_place: false,
-    };
-    overridden(kernel.variant(caps, rows), hidden, set)
+    overridden(kernel(hidden, options).variant(caps, rows), hidden, set)
 }
 
-/// The browser's choice for a row of `hidden` (Dawn's tiling, as for a decode-sized call
-/// without the row split), with the command line's overrides: for `--emit-wgsl`.
+/// The browser's choice for a row of `hidden` (Dawn's tiling, as for a call of more than a
+/// few rows: rows not split), with the command line's overrides: for `--emit-wgsl`.
 pub fn chosen_for_web(
     hidden: usize,
     options: Options,
     set: &[(String, String)],
     max_wg: u32,
 ) -> Variant {
-    let v = Variant::for_stack(hidden as u32, options, true).within(hidden as u32, max_wg);
+    let caps = Caps {
+        max_binding: 1 << 30,
+        max_groups_per_dim: 65535,
+        max_workgroup: max_wg,
+        shader_f16: true,
+        timestamps: false,
+        cpu_tiling: false,
+    };
+    let v = kernel(hidden, options).variant_on(&caps, FEW_ROWS + 1, true);
     overridden(v, hidden, set)
 }
 
-/// `v` with `--set`'s knobs applied.
-fn overridden(mut v: Variant, hidden: usize, set: &[(String, String)]) -> Variant {
+/// `v` with `--set`'s knobs applied (to the fused kernel's tiling; the family kernel has
+/// none here).
+fn overridden(v: Variant, hidden: usize, set: &[(String, String)]) -> Variant {
+    let Tiling::Fused(mut t) = v.tiling else {
+        if !set.is_empty() {
+            eprintln!(
+                "bench: --set applies to the fused kernel; {} is not",
+                v.label()
+            );
+            std::process::exit(2)
+        }
+        return v;
+    };
     let mut slots_set = false;
     for (k, val) in set {
-        v = apply_knob(v, k, val).expect("checked when parsed");
+        t = apply_knob(t, k, val).expect("checked when parsed");
         slots_set |= k == "slots";
     }
-    let full = width(hidden, v)
-        .div_ceil(v.workgroup)
-        .clamp(1, max_slots(v.lanes));
-    if v.slots == u32::MAX || (!slots_set && set.iter().any(|(k, _)| k == "wg")) {
-        v.slots = full;
+    let width = hidden as u32 / v.lanes;
+    let full = width.div_ceil(t.workgroup).clamp(1, max_slots(v.lanes));
+    if t.slots == u32::MAX || (!slots_set && set.iter().any(|(k, _)| k == "wg")) {
+        t.slots = full;
     }
     // Dropping the bounds checks is only right where the row fills the cache exactly.
-    v.exact &= v.slots * v.workgroup == width(hidden, v);
-    v
+    t.exact &= t.slots * t.workgroup == width;
+    fused(v, t)
 }
 
-fn width(hidden: usize, v: Variant) -> u32 {
-    hidden as u32 / v.lanes
+/// `v` (its options and data) with the fused kernel tiled as `t`.
+fn fused(v: Variant, tiling: FusedTiling) -> Variant {
+    Variant {
+        tiling: Tiling::Fused(tiling),
+        ..v
+    }
 }
 
 /// The tiling grid `--sweep` times for rows of `hidden`, in workgroups of up to `max_wg`.
 pub fn sweep_candidates(hidden: usize, options: Options, max_wg: u32) -> Vec<Variant> {
-    let base = Variant::for_shape(hidden as u32, options);
-    let width = width(hidden, base);
+    let lanes = lanes(hidden as u32);
+    let width = hidden as u32 / lanes;
+    let base = Variant {
+        options,
+        storage: Storage::F32,
+        out_storage: Storage::F32,
+        in_place: false,
+        lanes,
+        tiling: Tiling::Fused(FusedTiling {
+            workgroup: 1,
+            slots: 1,
+            fan: 0,
+            preload: false,
+            exact: false,
+            split: 1,
+        }),
+    };
     let mut out = Vec::new();
     for wg in [32u32, 64, 128, 256, 512, 1024]
         .into_iter()
         .filter(|&wg| wg <= max_wg)
     {
         let full = width.div_ceil(wg);
-        let fan = Variant::balanced_fan(wg);
+        let fan = balanced_fan(wg);
         let exact = full * wg == width;
-        let at = |slots, fan, preload, unroll, exact| Variant {
-            workgroup: wg,
-            slots,
-            fan,
-            preload,
-            unroll,
-            exact,
-            ..base
+        let at = |slots, fan, preload, exact| {
+            let t = FusedTiling {
+                workgroup: wg,
+                slots,
+                fan,
+                preload,
+                exact,
+                split: 1,
+            };
+            fused(base, t)
         };
         // A workgroup of one warp only pays where the row is short.
-        if full <= max_slots(base.lanes) && (wg > 32 || full <= 8) {
+        if full <= max_slots(lanes) && (wg > 32 || full <= 8) {
             for preload in [false, true] {
-                out.push(at(full, fan, preload, true, false));
+                out.push(at(full, fan, preload, false));
                 if exact {
-                    out.push(at(full, fan, preload, true, true));
+                    out.push(at(full, fan, preload, true));
                 }
             }
-            // The pairwise tree, and the cache as an array indexed in a loop, for comparison.
-            out.push(at(full, 0, false, true, exact));
-            if full > 1 {
-                out.push(at(full, fan, false, false, false));
-            }
-        }
-        // One barrier and every lane folding every partial: for small workgroups, where
-        // the tree's barriers are most of a short row's reduction.
-        if full <= max_slots(base.lanes) && wg <= 256 {
-            for preload in [false, true] {
-                out.push(Variant {
-                    flat: true,
-                    ..at(full, 0, preload, true, exact)
-                });
-            }
+            // The pairwise tree, for comparison.
+            out.push(at(full, 0, false, exact));
         }
         if wg >= 128 {
             // Nothing held: the write phase reads the row again (from L2, mostly).
-            out.push(at(0, fan, false, false, false));
+            out.push(at(0, fan, false, false));
         }
     }
     out
 }
 
-/// The knobs of `v`, as `--set` spells them.
+/// The knobs of `v`, as `--set` spells them (the family kernel's: its label).
 pub fn short(v: &Variant) -> String {
+    let Tiling::Fused(t) = v.tiling else {
+        return v.label();
+    };
     format!(
-        "wg={} slots={} fan={} flat={} preload={} unroll={} exact={}{}",
-        v.workgroup,
-        v.slots,
-        v.fan,
-        v.flat as u8,
-        v.preload as u8,
-        v.unroll as u8,
-        v.exact as u8,
-        match v.split_in() {
+        "wg={} slots={} fan={} preload={} exact={}{}",
+        t.workgroup,
+        t.slots,
+        t.fan,
+        t.preload as u8,
+        t.exact as u8,
+        match v.workgroups_per_row() {
             1 => String::new(),
             k => format!(" split={k}"),
         }

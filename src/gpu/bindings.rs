@@ -1,6 +1,6 @@
-//! The kernel's binding table: the one list of its bindings, from which the bind group
-//! layouts, the bind groups and the WGSL declarations (`wgsl_declarations`) are all
-//! generated, so the three cannot drift apart.
+//! The kernels' binding table: the one list of their bindings, from which the bind group
+//! layouts and the bind groups are generated. `shaders/common.wgsl` declares the same
+//! bindings, and a test checks that it agrees with the table.
 
 /// What a binding carries.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -164,34 +164,6 @@ impl Kind {
     }
 }
 
-/// The WGSL declarations of the bindings (element type `S`, uniform struct `Params`).
-/// Read-only where possible: some drivers route read-only storage through a non-coherent
-/// cache.
-pub fn wgsl_declarations(in_place: bool) -> String {
-    BINDINGS
-        .iter()
-        .filter(|b| b.present(in_place))
-        .map(|b| {
-            let (index, name) = (b.index, b.name);
-            match b.kind(in_place) {
-                Kind::Uniform => {
-                    format!("@group(0) @binding({index}) var<uniform> {name}: Params;\n")
-                }
-                Kind::ReadOnlyStorage => {
-                    format!("@group(0) @binding({index}) var<storage, read> {name}: array<S>;\n")
-                }
-                // `output` holds outputDtype's storage, `SO`.
-                Kind::Storage if b.index as usize == slot::OUTPUT => format!(
-                    "@group(0) @binding({index}) var<storage, read_write> {name}: array<SO>;\n"
-                ),
-                Kind::Storage => format!(
-                    "@group(0) @binding({index}) var<storage, read_write> {name}: array<S>;\n"
-                ),
-            }
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -203,15 +175,64 @@ mod tests {
         }
     }
 
+    /// The WGSL of both kernels, in place and not, declares each binding of the table that is
+    /// present, at its index, with its name and access, and no other.
+    #[cfg(not(target_arch = "wasm32"))]
     #[test]
-    fn declarations_follow_the_table() {
-        let out = wgsl_declarations(false);
-        assert_eq!(out.lines().count(), 9);
-        assert!(out.contains("@binding(0) var<storage, read> input"));
-        assert!(out.contains("@binding(6) var<storage, read_write> sum"));
-        let inp = wgsl_declarations(true);
-        assert_eq!(inp.lines().count(), 7);
-        assert!(inp.contains("@binding(1) var<storage, read_write> residual"));
-        assert!(!inp.contains("output"));
+    fn the_wgsl_declares_the_table() {
+        use crate::call::device::Caps;
+        use crate::call::dtype::Dtype;
+        use crate::call::options::Options;
+        use crate::call::plan::Kernel;
+        use crate::call::shape::NormKind;
+        use naga::{AddressSpace, StorageAccess};
+        let caps = Caps {
+            max_binding: 1 << 30,
+            max_groups_per_dim: 65535,
+            max_workgroup: 256,
+            shader_f16: true,
+            timestamps: false,
+            cpu_tiling: false,
+        };
+        for kind in [NormKind::Rms, NormKind::Layer] {
+            for in_place in [false, true] {
+                let kernel = Kernel {
+                    hidden: 4096,
+                    options: Options {
+                        kind,
+                        ..Options::default()
+                    },
+                    dtype: Dtype::F32,
+                    out_dtype: Dtype::F32,
+                    in_place,
+                };
+                let v = kernel.variant(&caps, 1);
+                let module = crate::gpu::kernel::tests::validate(&v).unwrap();
+                let mut declared: Vec<(u32, String, Kind)> = module
+                    .global_variables
+                    .iter()
+                    .filter_map(|(_, g)| {
+                        let kind = match g.space {
+                            AddressSpace::Uniform => Kind::Uniform,
+                            AddressSpace::Storage { access } if access == StorageAccess::LOAD => {
+                                Kind::ReadOnlyStorage
+                            }
+                            AddressSpace::Storage { .. } => Kind::Storage,
+                            _ => return None,
+                        };
+                        let binding = g.binding.as_ref().expect("a bound global");
+                        assert_eq!(binding.group, 0);
+                        Some((binding.binding, g.name.clone().unwrap_or_default(), kind))
+                    })
+                    .collect();
+                declared.sort_by_key(|d| d.0);
+                let table: Vec<(u32, String, Kind)> = BINDINGS
+                    .iter()
+                    .filter(|b| b.present(in_place))
+                    .map(|b| (b.index, b.name.to_string(), b.kind(in_place)))
+                    .collect();
+                assert_eq!(declared, table, "{}", v.label());
+            }
+        }
     }
 }

@@ -22,7 +22,6 @@ use crate::call::shape::Inputs;
 use crate::call::shape::Outputs;
 use crate::gpu::app_buffer::GpuAppBuffer;
 use crate::gpu::bindings::{slot, BINDINGS};
-use crate::gpu::kernel::Variant;
 use crate::gpu::params::Params;
 use crate::gpu::recorder::{RawBound, Recorder};
 use crate::gpu::submit::call_params;
@@ -112,10 +111,7 @@ pub fn source(ctx: &GpuContext, kernel: &Kernel, rows: Option<u32>) -> Result<Js
     // column is still covered for any number of rows.
     let variant = match rows {
         Some(r) => kernel.variant(ctx.caps(), r as usize),
-        None => Variant {
-            split: 1,
-            ..kernel.variant(ctx.caps(), 1)
-        },
+        None => kernel.variant(ctx.caps(), 1).whole_rows(),
     };
     let bindings: Array = BINDINGS
         .iter()
@@ -149,9 +145,9 @@ pub fn source(ctx: &GpuContext, kernel: &Kernel, rows: Option<u32>) -> Result<Js
         ("bindings", bindings.into()),
         ("params", params.into()),
         ("lanes", variant.lanes.into()),
-        ("workgroupsPerRow", variant.split_in().into()),
-        ("rowsPerWorkgroup", variant.rows_per_group.into()),
-        ("workgroupSize", variant.workgroup.into()),
+        ("workgroupsPerRow", variant.workgroups_per_row().into()),
+        ("rowsPerWorkgroup", variant.rows_per_group().into()),
+        ("workgroupSize", variant.workgroup().into()),
         ("storage", variant.storage.name().into()),
         ("outputStorage", variant.out_storage.name().into()),
     ];
