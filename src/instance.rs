@@ -153,6 +153,7 @@ impl Instance {
                 Ok(ctx)
             }
             Err(e) => {
+                let e = self.after_loss(e);
                 *self.failure.borrow_mut() = Some((e.clone(), now_ms()));
                 Err(e)
             }
@@ -169,6 +170,21 @@ impl Instance {
         let failure = self.failure.borrow();
         let (e, at) = failure.as_ref()?;
         (now_ms() - at < RETRY_MS).then(|| e.clone())
+    }
+
+    /// `e`, saying that it came of asking for a new device after a loss, and what was lost.
+    fn after_loss(&self, e: Error) -> Error {
+        let why = self.latest().lost_reason().unwrap_or_default();
+        let more = format!(
+            "{} (asked for after the device was lost: {why}; a browser may refuse WebGPU to a \
+             page after its GPU process crashed repeatedly)",
+            e.message()
+        );
+        match e {
+            Error::WebGpuUnavailable(_) => Error::WebGpuUnavailable(more),
+            Error::GpuDevice(_) => Error::GpuDevice(more),
+            other => other,
+        }
     }
 
     fn failed(&self) -> Error {
