@@ -2,6 +2,7 @@
 //! device loss) or the CPU backend (`cpu/driver.rs`), and the rule `"auto"` chooses by.
 //! Every entry point goes through here, so both backends take the same calls.
 
+use std::cell::RefCell;
 use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
@@ -24,60 +25,123 @@ pub enum Choice {
     /// WebGPU on a real GPU; the CPU backend where WebGPU is missing, no adapter is found,
     /// or the adapter is a fallback (software) one, where a WebGPU call costs many times a
     /// CPU loop over the same numbers (docs/performance.md, "Tiling of the RMSNorm kernel",
-    /// its CPU adapters).
-    Auto,
+    /// its CPU adapters), unless `accept_fallback`. It continues on the CPU backend when its
+    /// device is lost and no new one can be had.
+    Auto { accept_fallback: bool },
 }
 
 type LocalFuture<T> = Pin<Box<dyn Future<Output = Result<T, Error>>>>;
 
+/// The backend that runs an instance's calls now.
 #[derive(Clone)]
-pub enum Engine {
+pub enum Active {
     Gpu(Rc<Instance>),
     Cpu(Rc<CpuContext>),
 }
 
+/// An instance's backend: the one chosen at `create`, or, for `"auto"`, the CPU backend once
+/// the device is lost and none can be had again (the browser refusing WebGPU after GPU
+/// crashes, the GPU gone). It stays on the CPU from then on: the page asked for whatever
+/// works, and its tensors would otherwise change place under it twice.
+#[derive(Clone)]
+pub struct Engine(Rc<Shared>);
+
+struct Shared {
+    active: RefCell<Active>,
+    /// `"auto"`: continue on the CPU backend rather than reject.
+    falls_back: bool,
+    /// Called once, with why, when the instance continues on the CPU backend.
+    on_fall_back: RefCell<Option<Box<dyn Fn(&Error)>>>,
+}
+
 impl Engine {
     pub async fn open(choice: Choice, settings: Settings) -> Result<Engine, Error> {
-        match choice {
-            Choice::WebGpu => Ok(Engine::Gpu(Instance::open(settings).await?)),
-            Choice::Cpu => Ok(Engine::cpu()),
-            Choice::Auto => match Instance::open(settings).await {
-                Ok(gpu) if !gpu.latest().adapter().is_fallback => Ok(Engine::Gpu(gpu)),
-                Ok(_) | Err(Error::WebGpuUnavailable(_)) | Err(Error::GpuDevice(_)) => {
-                    Ok(Engine::cpu())
+        let active = match choice {
+            Choice::WebGpu => Active::Gpu(Instance::open(settings).await?),
+            Choice::Cpu => cpu(),
+            Choice::Auto { accept_fallback } => match Instance::open(settings).await {
+                Ok(gpu) if accept_fallback || !gpu.latest().adapter().is_fallback => {
+                    Active::Gpu(gpu)
                 }
-                Err(e) => Err(e),
+                Ok(_) | Err(Error::WebGpuUnavailable(_)) | Err(Error::GpuDevice(_)) => cpu(),
+                Err(e) => return Err(e),
             },
-        }
+        };
+        Ok(Engine(Rc::new(Shared {
+            active: RefCell::new(active),
+            falls_back: matches!(choice, Choice::Auto { .. }),
+            on_fall_back: RefCell::new(None),
+        })))
     }
 
-    fn cpu() -> Engine {
-        Engine::Cpu(Rc::new(CpuContext::default()))
+    /// The backend running now.
+    pub fn active(&self) -> Active {
+        self.0.active.borrow().clone()
     }
 
     /// `"webgpu"` or `"cpu"`.
     pub fn name(&self) -> &'static str {
-        match self {
-            Engine::Gpu(_) => "webgpu",
-            Engine::Cpu(_) => "cpu",
+        match self.active() {
+            Active::Gpu(_) => "webgpu",
+            Active::Cpu(_) => "cpu",
         }
     }
 
-    pub fn gpu(&self) -> Option<&Rc<Instance>> {
-        match self {
-            Engine::Gpu(g) => Some(g),
-            Engine::Cpu(_) => None,
+    pub fn gpu(&self) -> Option<Rc<Instance>> {
+        match self.active() {
+            Active::Gpu(g) => Some(g),
+            Active::Cpu(_) => None,
         }
+    }
+
+    /// Sets what runs, once, when an `"auto"` instance continues on the CPU backend.
+    pub fn set_on_fall_back(&self, hook: impl Fn(&Error) + 'static) {
+        *self.0.on_fall_back.borrow_mut() = Some(Box::new(hook));
+    }
+
+    /// The GPU instance of an `"auto"` engine whose device is gone: its next call reopens
+    /// one or falls back (`through_new_device`).
+    fn lost_gpu(&self) -> Option<Rc<Instance>> {
+        self.gpu().filter(|g| self.0.falls_back && g.live().is_none())
+    }
+
+    /// A live device for `g`, or, where none can be had, the CPU backend from now on.
+    async fn reopen_or_fall_back(&self, g: Rc<Instance>) -> Result<Active, Error> {
+        match g.clone().context().await {
+            Ok(_) => Ok(Active::Gpu(g)),
+            Err(e @ (Error::WebGpuUnavailable(_) | Error::GpuDevice(_))) => Ok(self.fall_back(&e)),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Continues on the CPU backend (once, whichever call finds the device gone first).
+    fn fall_back(&self, why: &Error) -> Active {
+        if let Active::Gpu(_) = self.active() {
+            *self.0.active.borrow_mut() = cpu();
+            if let Some(hook) = self.0.on_fall_back.borrow().as_ref() {
+                hook(why);
+            }
+        }
+        self.active()
     }
 
     /// One call; host data is read before this returns on either backend.
     pub fn call<A: HostArray>(&self, x: &Inputs<A>, request: Request) -> LocalFuture<Finished> {
-        match self {
-            Engine::Gpu(g) => {
+        if let Some(g) = self.lost_gpu() {
+            let (engine, x) = (self.clone(), x.map(|a| a.detach()));
+            return Box::pin(async move {
+                match engine.reopen_or_fall_back(g).await? {
+                    Active::Gpu(g) => Ok(g.call(&x, request).await?.1),
+                    Active::Cpu(c) => c.submit(&x, request),
+                }
+            });
+        }
+        match self.active() {
+            Active::Gpu(g) => {
                 let call = g.call(x, request);
                 Box::pin(async move { Ok(call.await?.1) })
             }
-            Engine::Cpu(c) => {
+            Active::Cpu(c) => {
                 let done = c.submit(x, request);
                 Box::pin(async move { done })
             }
@@ -85,9 +149,10 @@ impl Engine {
     }
 
     pub fn read(&self, t: &Rc<Tensor>) -> LocalFuture<Finished> {
-        match self {
-            Engine::Gpu(g) => Box::pin(g.read(t)),
-            Engine::Cpu(c) => {
+        match self.active() {
+            Active::Gpu(g) => Box::pin(g.read(t)),
+            // A tensor of the device that was lost is a GpuDeviceError (`Tensor::check`).
+            Active::Cpu(c) => {
                 let done = c.read(t);
                 Box::pin(async move { done })
             }
@@ -95,21 +160,32 @@ impl Engine {
     }
 
     pub fn upload<A: HostArray>(&self, data: &A) -> Result<Rc<Tensor>, Error> {
-        match self {
-            Engine::Gpu(g) => g.upload(data),
-            Engine::Cpu(c) => c.upload(data),
+        match self.active() {
+            Active::Gpu(g) => g.upload(data),
+            Active::Cpu(c) => c.upload(data),
         }
     }
 
     /// Compiles the kernels ahead of time; the CPU backend has nothing to compile but checks
     /// them the same way.
     pub fn prepare(&self, kernels: Vec<Kernel>) -> LocalFuture<()> {
-        match self {
-            Engine::Gpu(g) => Box::pin(g.prepare(kernels)),
-            Engine::Cpu(_) => {
-                let checked = kernels.iter().try_for_each(Kernel::check);
-                Box::pin(async move { checked })
-            }
+        let checked = kernels.iter().try_for_each(Kernel::check);
+        if let Some(g) = self.lost_gpu() {
+            let engine = self.clone();
+            return Box::pin(async move {
+                match engine.reopen_or_fall_back(g).await? {
+                    Active::Gpu(g) => g.prepare(kernels).await,
+                    Active::Cpu(_) => checked,
+                }
+            });
+        }
+        match self.active() {
+            Active::Gpu(g) => Box::pin(g.prepare(kernels)),
+            Active::Cpu(_) => Box::pin(async move { checked }),
         }
     }
+}
+
+fn cpu() -> Active {
+    Active::Cpu(Rc::new(CpuContext::default()))
 }

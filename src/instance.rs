@@ -22,6 +22,11 @@ use crate::call::shape::Inputs;
 use crate::call::tensor::Tensor;
 use crate::gpu::pending::Pending;
 use crate::gpu::GpuContext;
+use crate::support::clock::now_ms;
+
+/// After a failed attempt to open a device, how long calls are refused with its error before
+/// the next attempt.
+const RETRY_MS: f64 = 1000.0;
 
 /// What `create` was asked for, kept to open an equal device after a loss.
 #[derive(Clone, Copy, Debug)]
@@ -53,8 +58,9 @@ pub struct Instance {
     latest: RefCell<Rc<GpuContext>>,
     /// Calls waiting for the device being opened; `None` when none is.
     opening: RefCell<Option<Vec<oneshot::Sender<()>>>>,
-    /// Why the last attempt to open a device failed, for the calls that waited on it.
-    failure: RefCell<Option<Error>>,
+    /// Why the last attempt to open a device failed, and when: for the calls that waited on
+    /// it, and the calls of the next `RETRY_MS`.
+    failure: RefCell<Option<(Error, f64)>>,
     /// Tensors uploaded while no device was live.
     waiting: RefCell<Vec<Weak<Tensor>>>,
     opened: Cell<u32>,
@@ -106,6 +112,11 @@ impl Instance {
         if let Some(ctx) = self.live() {
             return Ok(ctx);
         }
+        if self.opening.borrow().is_none() {
+            if let Some(e) = self.recent_failure() {
+                return Err(e);
+            }
+        }
         let wait = {
             let mut opening = self.opening.borrow_mut();
             match opening.as_mut() {
@@ -124,6 +135,7 @@ impl Instance {
             let _ = rx.await;
             return self.live().ok_or_else(|| self.failed());
         }
+
         // This call opens the device; the others wait for it.
         let opened = self.settings.open().await;
         let result = match opened {
@@ -141,7 +153,8 @@ impl Instance {
                 Ok(ctx)
             }
             Err(e) => {
-                *self.failure.borrow_mut() = Some(e.clone());
+                let e = self.after_loss(e);
+                *self.failure.borrow_mut() = Some((e.clone(), now_ms()));
                 Err(e)
             }
         };
@@ -151,8 +164,31 @@ impl Instance {
         result
     }
 
+    /// Why a device could not be opened, where that was tried less than `RETRY_MS` ago: a page
+    /// the browser refuses WebGPU to is not asked again on every call.
+    fn recent_failure(&self) -> Option<Error> {
+        let failure = self.failure.borrow();
+        let (e, at) = failure.as_ref()?;
+        (now_ms() - at < RETRY_MS).then(|| e.clone())
+    }
+
+    /// `e`, saying that it came of asking for a new device after a loss, and what was lost.
+    fn after_loss(&self, e: Error) -> Error {
+        let why = self.latest().lost_reason().unwrap_or_default();
+        let more = format!(
+            "{} (asked for after the device was lost: {why}; a browser may refuse WebGPU to a \
+             page after its GPU process crashed repeatedly)",
+            e.message()
+        );
+        match e {
+            Error::WebGpuUnavailable(_) => Error::WebGpuUnavailable(more),
+            Error::GpuDevice(_) => Error::GpuDevice(more),
+            other => other,
+        }
+    }
+
     fn failed(&self) -> Error {
-        self.failure.borrow().clone().unwrap_or_else(|| {
+        self.failure.borrow().as_ref().map(|(e, _)| e.clone()).unwrap_or_else(|| {
             Error::GpuDevice("device: expected a new device after a loss, got none".into())
         })
     }

@@ -91,6 +91,24 @@ fn not_in_place<A: HostArray>(name: &str, a: &A) -> Error {
     ))
 }
 
+/// In place, no tensor that is written (`input`, `residual`) is also read as a weight: the
+/// rows would be written under the weights they are computed with, which the CPU backend
+/// cannot borrow and WebGPU refuses to bind. Checked here, before either backend, so both
+/// refuse such a call with the same error.
+fn read_apart_from_written<A: HostArray>(x: &Inputs<A>) -> Result<(), Error> {
+    let written = [Some(&x.input), x.residual.as_ref()];
+    let written: Vec<_> = written.into_iter().flatten().filter_map(|a| a.resident()).collect();
+    let weights = x.named().filter(|(n, _)| !matches!(*n, "input" | "residual"));
+    for (name, a) in weights {
+        if a.resident().is_some_and(|t| written.iter().any(|w| Rc::ptr_eq(w, t))) {
+            return Err(Error::Type(format!(
+                "{name}: expected a GpuTensor of its own, got one another argument of this call also writes"
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// A checked call: everything a driver needs to carry it out.
 #[derive(Clone, Copy, Debug)]
 pub struct Plan {
@@ -133,6 +151,7 @@ impl Plan {
                     None => return Err(not_in_place("residual", residual)),
                 }
             }
+            read_apart_from_written(x)?;
         }
         Plan::of_inputs(x, request, caps, owner)
     }

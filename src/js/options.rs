@@ -16,7 +16,12 @@ use crate::js::value::{
     kind_field, rows_field,
 };
 
-const OPTIONS_KEYS: [&str; 3] = ["backend", "powerPreference", "shaderF16"];
+const OPTIONS_KEYS: [&str; 4] = [
+    "backend",
+    "powerPreference",
+    "shaderF16",
+    "acceptFallbackAdapter",
+];
 static PREPARE_KEYS: &[&str] = keys_of!(KERNEL_KEYS, Readers::PREPARE);
 static SOURCE_KEYS: &[&str] = keys_of!(KERNEL_KEYS, Readers::KERNEL_SOURCE);
 
@@ -99,46 +104,56 @@ pub fn settings(options: Option<&JsValue>) -> Result<(Settings, Choice), Error> 
     };
     if !o.is_object() {
         return Err(Error::Type(format!(
-            "options: expected an object {{ backend?, powerPreference?, shaderF16? }} or undefined, got {}",
+            "options: expected an object {{ backend?, powerPreference?, shaderF16?, acceptFallbackAdapter? }} or undefined, got {}",
             describe(o)
         )));
     }
     check_keys(o, "options", &OPTIONS_KEYS)?;
-    let b = get(o, "backend");
-    let choice = match b.as_string().as_deref() {
-        _ if b.is_undefined() => Choice::default(),
-        Some("webgpu") => Choice::WebGpu,
-        Some("cpu") => Choice::Cpu,
-        Some("auto") => Choice::Auto,
-        _ => {
-            return Err(Error::Type(format!(
-                "options.backend: expected \"webgpu\", \"cpu\" or \"auto\", got {}",
-                describe(&b)
-            )))
-        }
-    };
-    let p = get(o, "powerPreference");
-    settings.power = match p.as_string().as_deref() {
-        _ if p.is_undefined() => wgpu::PowerPreference::default(),
-        Some("low-power") => wgpu::PowerPreference::LowPower,
-        Some("high-performance") => wgpu::PowerPreference::HighPerformance,
-        _ => {
-            return Err(Error::Type(format!(
-                "options.powerPreference: expected \"low-power\" or \"high-performance\", got {}",
-                describe(&p)
-            )))
-        }
-    };
-    let f = get(o, "shaderF16");
-    settings.shader_f16 = match f.as_bool() {
-        _ if f.is_undefined() => true,
-        Some(on) => on,
-        None => {
-            return Err(Error::Type(format!(
-                "options.shaderF16: expected a boolean or undefined, got {}",
-                describe(&f)
-            )));
-        }
-    };
+    let choice = choice(o)?;
+    settings.power = power(o)?;
+    settings.shader_f16 = optional_flag(o, "shaderF16")?.unwrap_or(true);
     Ok((settings, choice))
+}
+
+/// `options.backend`, and for `"auto"`, `options.acceptFallbackAdapter`.
+fn choice(o: &JsValue) -> Result<Choice, Error> {
+    let accept_fallback = optional_flag(o, "acceptFallbackAdapter")?.unwrap_or(false);
+    let b = get(o, "backend");
+    match b.as_string().as_deref() {
+        _ if b.is_undefined() => Ok(Choice::default()),
+        Some("webgpu") => Ok(Choice::WebGpu),
+        Some("cpu") => Ok(Choice::Cpu),
+        Some("auto") => Ok(Choice::Auto { accept_fallback }),
+        _ => Err(Error::Type(format!(
+            "options.backend: expected \"webgpu\", \"cpu\" or \"auto\", got {}",
+            describe(&b)
+        ))),
+    }
+}
+
+/// `options.powerPreference`.
+fn power(o: &JsValue) -> Result<wgpu::PowerPreference, Error> {
+    let p = get(o, "powerPreference");
+    match p.as_string().as_deref() {
+        _ if p.is_undefined() => Ok(wgpu::PowerPreference::default()),
+        Some("low-power") => Ok(wgpu::PowerPreference::LowPower),
+        Some("high-performance") => Ok(wgpu::PowerPreference::HighPerformance),
+        _ => Err(Error::Type(format!(
+            "options.powerPreference: expected \"low-power\" or \"high-performance\", got {}",
+            describe(&p)
+        ))),
+    }
+}
+
+/// A boolean option, `None` where it is undefined.
+fn optional_flag(o: &JsValue, key: &'static str) -> Result<Option<bool>, Error> {
+    let f = get(o, key);
+    match f.as_bool() {
+        _ if f.is_undefined() => Ok(None),
+        Some(on) => Ok(Some(on)),
+        None => Err(Error::Type(format!(
+            "options.{key}: expected a boolean or undefined, got {}",
+            describe(&f)
+        ))),
+    }
 }

@@ -33,8 +33,13 @@ export function assertBuilt() {
 }
 
 export async function launch() {
+  return launchWith([]);
+}
+
+/** launch() with `extra` switches after CHROMIUM_ARGS: a test that turns a browser policy off. */
+export async function launchWith(extra) {
   if (!existsSync(CHROMIUM)) throw new Error(`no Chromium at ${CHROMIUM} (set CHROMIUM_PATH)`);
-  return chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+  return chromium.launch({ executablePath: CHROMIUM, args: [...CHROMIUM_ARGS, ...extra] });
 }
 
 /** A page that records every console error and uncaught exception into `problems`. */

@@ -674,3 +674,31 @@ test("types: with WebGPU's own types (@webgpu/types), GPUBuffer arguments, encod
 test("no console error or uncaught page error in any page", () => {
   assert.deepEqual(problems, []);
 });
+
+for (const backend of ["webgpu", "cpu"]) test(`in place, a tensor that is written also passed as a weight is the same TypeError naming the weight on both backends, before any GPU work (${backend})`, async () => {
+  const r = await inPage(async () => {
+    const { pkg, seeded, ref } = window.lib;
+    const n = await pkg.FusedRmsNorm.create({ backend: window.backend });
+    const a = seeded.caseArgs({ rows: 2, hidden: 64, bias: true, beta: true, seed: 12 });
+    const t = { input: n.upload(a.input), residual: n.upload(a.residual), gamma: n.upload(a.gamma), beta: n.upload(a.beta), bias: n.upload(a.bias) };
+    const got = [];
+    const cases = [["gamma", "input"], ["beta", "residual"], ["bias", "input"], ["postGamma", "residual"], ["gamma", "residual"]];
+    for (const [weight, written] of cases)
+      for (const method of ["run", "runWithSum"]) {
+        const e = await n[method]({ ...t, hidden: 64, inPlace: true, [weight]: t[written] }).then(() => "resolved", (x) => x);
+        got.push(`${method} ${weight} = ${written}: ${e?.name}: ${e?.message}`);
+      }
+    // Nothing was written, and the instance keeps working.
+    const same = (await t.input.read()).every((v, i) => Object.is(v, a.input[i]));
+    await n.run({ ...t, hidden: 64, inPlace: true });
+    const rep = ref.compare(a, await t.input.read(), { sum: await t.residual.read() });
+    return { got, same, ok: rep.ok, problems: rep.problems };
+  }, undefined, { query: `?backend=${backend}` });
+  for (const line of r.got) {
+    const [, weight] = line.match(/^\w+ (\w+) = /);
+    assert.ok(line.endsWith(`TypeError: ${weight}: expected a GpuTensor of its own, got one another argument of this call also writes`), line);
+  }
+  assert.equal(r.got.length, 10);
+  assert.ok(r.same, "the refused calls wrote nothing");
+  assert.ok(r.ok, r.problems.join("; "));
+});

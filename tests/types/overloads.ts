@@ -5,6 +5,7 @@ import init, {
   FusedRmsNorm,
   type F16Array,
   type FusedRmsNormDebugStats,
+  type FusedRmsNormBackendChangeEvent,
   type FusedRmsNormDeviceLostEvent,
   type FusedRmsNormGpuWithSum,
   type FusedRmsNormWithSum,
@@ -74,6 +75,10 @@ export async function overloads(): Promise<void> {
   norm.ondevicelost = (e: FusedRmsNormDeviceLostEvent) => console.warn(e.reason, e.message);
   norm.ondevicerestored = () => console.log("re-upload weights");
   norm.ondevicelost = null;
+  norm.onbackendchange = (e: FusedRmsNormBackendChangeEvent) => console.warn(`now on ${e.backend}: ${e.reason}`);
+  norm.onbackendchange = null;
+  const auto = await FusedRmsNorm.create({ backend: "auto", acceptFallbackAdapter: true });
+  auto.free();
 
   // An f16 host array is a Uint16Array, or a Float16Array where the lib has one.
   const bits: F16Array = new Uint16Array(4);

@@ -7,7 +7,7 @@ use js_sys::Promise;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::future_to_promise;
 
-use crate::backend::Engine;
+use crate::backend::Active;
 use crate::call::error::Error;
 use crate::call::plan::{Destination, Request};
 use crate::call::results::Finished;
@@ -162,9 +162,9 @@ impl FusedRmsNorm {
     /// The CPU backend's common call of typed arrays, in a few crossings (`cpu_call.rs`);
     /// `None` for any other call or backend, and for every call a check refuses.
     fn cpu_call(&self, args: &JsValue, sum: bool) -> Option<Promise> {
-        match &self.engine {
-            Engine::Cpu(cpu) => crate::js::cpu_call::run(cpu, args, sum),
-            Engine::Gpu(_) => None,
+        match self.engine.active() {
+            Active::Cpu(cpu) => crate::js::cpu_call::run(&cpu, args, sum),
+            Active::Gpu(_) => None,
         }
     }
 

@@ -1,5 +1,6 @@
 //! The app's device-loss handlers: `ondevicelost`, called with WebGPU's `GPUDeviceLostInfo`
-//! when the device is lost, and `ondevicerestored`, once a new one is open.
+//! when the device is lost, `ondevicerestored`, once a new one is open, and
+//! `onbackendchange`, when an `"auto"` instance continues on the CPU backend.
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -14,10 +15,11 @@ use crate::js::value::object;
 
 use super::FusedRmsNorm;
 
-/// The app's device-loss handlers (`ondevicelost`, `ondevicerestored`).
+/// The app's device-loss handlers (`ondevicelost`, `ondevicerestored`, `onbackendchange`).
 pub(super) struct Handlers {
     lost: RefCell<JsValue>,
     restored: RefCell<JsValue>,
+    backend: RefCell<JsValue>,
 }
 
 impl Handlers {
@@ -27,6 +29,14 @@ impl Handlers {
         let handlers = Rc::new(Handlers {
             lost: RefCell::new(JsValue::NULL),
             restored: RefCell::new(JsValue::NULL),
+            backend: RefCell::new(JsValue::NULL),
+        });
+        let weak = Rc::downgrade(&handlers);
+        engine.set_on_fall_back(move |why| {
+            if let Some(h) = weak.upgrade() {
+                let event = object(&[("backend", "cpu".into()), ("reason", why.message().into())]);
+                Handlers::fire(&h.backend, &event);
+            }
         });
         if let Some(instance) = engine.gpu() {
             handlers.watch(&instance.latest());
@@ -100,6 +110,27 @@ impl FusedRmsNorm {
     #[wasm_bindgen(getter, unchecked_return_type = "(() => void) | null")]
     pub fn ondevicerestored(&self) -> JsValue {
         self.handlers.restored.borrow().clone()
+    }
+
+    /// Called with `{ backend, reason }` when an `"auto"` instance whose device was lost, where
+    /// no new one can be had, continues on the CPU backend.
+    #[wasm_bindgen(
+        getter,
+        unchecked_return_type = "((event: FusedRmsNormBackendChangeEvent) => void) | null"
+    )]
+    pub fn onbackendchange(&self) -> JsValue {
+        self.handlers.backend.borrow().clone()
+    }
+
+    #[wasm_bindgen(setter)]
+    pub fn set_onbackendchange(
+        &self,
+        #[wasm_bindgen(
+            unchecked_param_type = "((event: FusedRmsNormBackendChangeEvent) => void) | null"
+        )]
+        f: JsValue,
+    ) {
+        *self.handlers.backend.borrow_mut() = if f.is_function() { f } else { JsValue::NULL };
     }
 
     #[wasm_bindgen(setter)]

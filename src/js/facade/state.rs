@@ -5,7 +5,7 @@ use js_sys::Object;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
-use crate::backend::Engine;
+use crate::backend::Active;
 use crate::gpu::device::AdapterSummary;
 use crate::js::tensor::live_tensors;
 use crate::js::value::object;
@@ -17,9 +17,9 @@ impl FusedRmsNorm {
     /// The adapter this instance runs on.
     #[wasm_bindgen(getter, js_name = adapterInfo, unchecked_return_type = "FusedRmsNormAdapterInfo")]
     pub fn adapter_info(&self) -> JsValue {
-        let summary = match &self.engine {
-            Engine::Gpu(g) => g.latest().adapter().clone(),
-            Engine::Cpu(_) => AdapterSummary {
+        let summary = match self.engine.active() {
+            Active::Gpu(g) => g.latest().adapter().clone(),
+            Active::Cpu(_) => AdapterSummary {
                 architecture: "cpu".into(),
                 device: "webgpu-rmsnorm CPU backend".into(),
                 description: "WebAssembly (SIMD), one thread, no GPU".into(),

@@ -15,12 +15,22 @@ export interface FusedRmsNormOptions {
   /**
    * `"webgpu"` (default): the GPU, or a rejection where there is none. `"cpu"`: WebAssembly
    * SIMD in this thread. `"auto"`: WebGPU on a real GPU adapter, the CPU backend where
-   * WebGPU is missing, has no adapter, or only a software (fallback) one.
+   * WebGPU is missing, has no adapter, or only a software (fallback) one; and the CPU
+   * backend from then on where its device is lost and no new one can be had
+   * (`onbackendchange`).
    */
   backend?: "webgpu" | "cpu" | "auto";
+  /** With `backend: "auto"`: take a software (fallback) adapter too, rather than the CPU backend (default false). */
+  acceptFallbackAdapter?: boolean;
   powerPreference?: "low-power" | "high-performance";
   /** f16 data through WGSL `shader-f16` where the adapter has it (default true); false packs halves in u32s. */
   shaderF16?: boolean;
+}
+
+/** What `onbackendchange` is called with: the backend that runs now, and why. */
+export interface FusedRmsNormBackendChangeEvent {
+  readonly backend: "webgpu" | "cpu";
+  readonly reason: string;
 }
 
 /** The WebGPU adapter the instance runs on (WebGPU's `GPUAdapterInfo`). */
@@ -152,6 +162,12 @@ export class FusedRmsNorm {
   ondevicelost: ((event: FusedRmsNormDeviceLostEvent) => void) | null;
   /** Called when a new device is open after a loss: upload resident data (weights) again. */
   ondevicerestored: (() => void) | null;
+  /**
+   * Called when the backend changes: an `"auto"` instance whose device was lost, where no new
+   * one can be had, continues on the CPU backend (`backend` becomes `"cpu"`, `device`
+   * `undefined`; tensors of the lost device are `GpuDeviceError`s).
+   */
+  onbackendchange: ((event: FusedRmsNormBackendChangeEvent) => void) | null;
   /** Destroys the GPU device, as a driver reset would; for testing recovery. */
   simulateDeviceLoss(): void;
   /** Releases the instance; calls in flight complete. */
