@@ -27,7 +27,9 @@ pub enum Choice {
     /// CPU loop over the same numbers (docs/performance.md, "Tiling of the RMSNorm kernel",
     /// its CPU adapters), unless `accept_fallback`. It continues on the CPU backend when its
     /// device is lost and no new one can be had.
-    Auto { accept_fallback: bool },
+    Auto {
+        accept_fallback: bool,
+    },
 }
 
 type LocalFuture<T> = Pin<Box<dyn Future<Output = Result<T, Error>>>>;
@@ -102,7 +104,8 @@ impl Engine {
     /// The GPU instance of an `"auto"` engine whose device is gone: its next call reopens
     /// one or falls back (`through_new_device`).
     fn lost_gpu(&self) -> Option<Rc<Instance>> {
-        self.gpu().filter(|g| self.0.falls_back && g.live().is_none())
+        self.gpu()
+            .filter(|g| self.0.falls_back && g.live().is_none())
     }
 
     /// A live device for `g`, or, where none can be had, the CPU backend from now on.

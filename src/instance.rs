@@ -188,9 +188,13 @@ impl Instance {
     }
 
     fn failed(&self) -> Error {
-        self.failure.borrow().as_ref().map(|(e, _)| e.clone()).unwrap_or_else(|| {
-            Error::GpuDevice("device: expected a new device after a loss, got none".into())
-        })
+        self.failure
+            .borrow()
+            .as_ref()
+            .map(|(e, _)| e.clone())
+            .unwrap_or_else(|| {
+                Error::GpuDevice("device: expected a new device after a loss, got none".into())
+            })
     }
 
     /// Submits `x` now on the live device, or once a new one is open after a loss; either

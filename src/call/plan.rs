@@ -97,10 +97,18 @@ fn not_in_place<A: HostArray>(name: &str, a: &A) -> Error {
 /// refuse such a call with the same error.
 fn read_apart_from_written<A: HostArray>(x: &Inputs<A>) -> Result<(), Error> {
     let written = [Some(&x.input), x.residual.as_ref()];
-    let written: Vec<_> = written.into_iter().flatten().filter_map(|a| a.resident()).collect();
-    let weights = x.named().filter(|(n, _)| !matches!(*n, "input" | "residual"));
+    let written: Vec<_> = written
+        .into_iter()
+        .flatten()
+        .filter_map(|a| a.resident())
+        .collect();
+    let weights = x
+        .named()
+        .filter(|(n, _)| !matches!(*n, "input" | "residual"));
     for (name, a) in weights {
-        if a.resident().is_some_and(|t| written.iter().any(|w| Rc::ptr_eq(w, t))) {
+        if a.resident()
+            .is_some_and(|t| written.iter().any(|w| Rc::ptr_eq(w, t)))
+        {
             return Err(Error::Type(format!(
                 "{name}: expected a GpuTensor of its own, got one another argument of this call also writes"
             )));
