@@ -12,6 +12,9 @@
 #   bash scripts/bench-dawn.sh run [SECTIONS] # where the GPU is, with .gl/dawn copied there
 #                                             # (no network needed): unpacks node, dawn.node and
 #                                             # the Vulkan loader from it, runs SECTIONS
+#   bash scripts/bench-dawn.sh check          # where the GPU is: the package in Node on Dawn as
+#                                             # an app sets it up, against the f64 reference
+#                                             # (bench/dawn/node-check.mjs)
 #
 # SECTIONS: any of cliff calls kernel family memory sweep (default: the first three, each in a fresh process,
 # cliff first; sweep needs --wgsl FILE in BENCH_DAWN_ARGS, see bench/dawn/bench.mjs). Options for bench/dawn/bench.mjs go in BENCH_DAWN_ARGS, e.g.
@@ -152,6 +155,7 @@ run() {
 case "${1:-}" in
   prepare) prepare ;;
   run) shift; run "$@" ;;
+  check) unpack; "$NODE" bench/dawn/node-check.mjs ;;
   "") prepare; run ;;
-  *) echo "usage: bash scripts/bench-dawn.sh [prepare | run [cliff] [calls] [kernel] [family] [memory] [sweep]]" >&2; exit 64 ;;
+  *) echo "usage: bash scripts/bench-dawn.sh [prepare | run [cliff] [calls] [kernel] [family] [memory] [sweep] | check]" >&2; exit 64 ;;
 esac
