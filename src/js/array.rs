@@ -183,7 +183,7 @@ impl HostArray for JsArray {
         };
         // Into the vector's spare capacity, then its length set: zero-filling first
         // writes every byte twice, a measurable part of a large call (docs/performance.md,
-        // "The CPU backend"). The view lives
+        // "The CPU backend in three engines"). The view lives
         // only for this copy: nothing allocates meanwhile, so wasm memory cannot grow and
         // detach it.
         match self.dtype {

@@ -5,7 +5,7 @@
 //! decode size), and the results copied out, and their Promise made, by a third: 3 + 1 per
 //! block. Read field by field, a decode-sized call took some two hundred crossings (each
 //! typed array's slots, flags, the copies, every value handle dropped), most of its time in
-//! Firefox and WebKit (docs/performance.md, "The CPU backend").
+//! Firefox and WebKit (docs/performance.md, "The CPU backend in three engines").
 //!
 //! Anything else, and every call that any check refuses, returns `None`: the caller then
 //! takes the field-by-field path of `args.rs`, which has every message, so errors are the
