@@ -16,23 +16,35 @@
 //! (Gemma's `1 + γ` is 1). With `kind: "rms"` and none of them but the residual, this is the
 //! fused residual add + RMSNorm: `y = v · inverseSqrt(mean(v²) + eps) · gamma`.
 //!
-//! The layers, bottom up. A module imports only from its own folder and from the layers
-//! below it, never from one beside it (`tests/layout.rs` checks):
-//! - [`support`] — a clock and a hash.
-//! - [`call`] — a call described without a backend: its arguments and where their numbers
+//! The layers, bottom up, by the rank `tests/layout.rs` gives each (`RANKS`). A module
+//! imports only from its own top module and from lower ranks, never in a circle:
+//! - [`support`] (0) — a clock and a hash.
+//! - [`call`] (1) — a call described without a backend: its arguments and where their numbers
 //!   live, the checks that turn them into a shape and a plan, the kernel a plan needs, the
-//!   device's limits, dtypes, results and the named errors.
-//! - [`gpu`] — the GPU driver: device, pipelines and the binding table, the two kernels'
-//!   variants and tiling over `shaders/fused_rms_norm.wgsl` (RMSNorm, tuned per stack) and
-//!   `shaders/norm_family.wgsl` (LayerNorm, the sandwich and RMSNorm's short rows), the pool,
-//!   the one call path (stage, record, submit), tensors' buffers, a call in flight and its
-//!   readback, `encode`. Beside it [`cpu`], the CPU backend (its driver and its kernel), and
-//!   [`reference`](mod@reference), the f64 reference every test compares against; none of
-//!   the three imports another.
-//! - [`instance`] — the live device, and its replacement after a loss.
-//! - [`backend`] — WebGPU, CPU or `"auto"`, behind one interface.
-//! - `js/` — the JavaScript API (wasm only): the `FusedRmsNorm` class, reading arguments and
-//!   options from JavaScript values, typed arrays as host arrays, the TypeScript types.
+//!   device's limits and features ([`call::device`]), the kernel's options, tensors, results,
+//!   dtypes and the named errors. The GPU driver implements what it asks of a device (an
+//!   upload's destination, a tensor's storage, an app buffer's handle).
+//! - [`gpu`] (2) — the GPU driver: device, pipelines and the binding table, the kernels'
+//!   variants (which one a call runs as, and its WGSL) and their tilings, the pool, uploads
+//!   and readback, the one call path (stage, record, submit), tensors' buffers, a call in
+//!   flight, `encode`. Beside it, of the same rank, [`cpu`], the CPU backend (its driver and
+//!   its kernel), and [`reference`](mod@reference), the f64 reference every test compares
+//!   against; none of the three imports another.
+//! - [`instance`] (3) — an instance's GPU device across losses: the live one, and the one that
+//!   replaces it.
+//! - [`backend`] (4) — WebGPU, CPU or `"auto"`, behind one interface; `"auto"` continues on
+//!   the CPU backend when its device is lost and none can be had.
+//! - `js/` (5) — the JavaScript API (wasm only): the `FusedRmsNorm` class and `GpuTensor`,
+//!   reading arguments and options from JavaScript values, typed arrays as host arrays, the
+//!   TypeScript types, the package's entry and the panic hook.
+//! - `lib.rs` (6) — this file: the modules and the re-exports below.
+//!
+//! The WGSL is in `shaders/`: `fused_rms_norm.wgsl` (RMSNorm, tuned per stack) and
+//! `norm_family.wgsl` (LayerNorm, the sandwich and RMSNorm's short rows), each including
+//! `common.wgsl` (the uniform block, the bindings, the storage types, the finite and NaN tests,
+//! the rescaling constants), the fused kernel also `row_cache.wgsl` (its row in registers).
+//! A variant's choices are named constants and `#if` blocks in those files, assembled by
+//! [`gpu::kernel::wgsl`]; `cargo run --example wgsl -- --hidden 4096` prints any variant.
 
 pub mod backend;
 pub mod call;
