@@ -50,7 +50,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   fi
 fi
 
-if [ ! -d node_modules/playwright-core ] || [ ! -d node_modules/puppeteer-core ]; then
+if [ ! -d node_modules/playwright-core ] || [ ! -d node_modules/puppeteer-core ] || [ ! -e node_modules/.bin/deno ]; then
   say "installing node packages"
   npm ci --no-audit --no-fund
 fi
