@@ -981,13 +981,7 @@ fn run_variant(ctx: &GpuContext, variant: Variant, case: &Case) -> (Vec<f32>, Ve
 /// The fused kernel's tiling of `rows` rows of `hidden` for the browser (`web`) or natively,
 /// on the context's device as a GPU tiles it.
 fn tiled(ctx: &GpuContext, hidden: u32, options: Options, rows: usize, web: bool) -> FusedTiling {
-    let kernel = Kernel {
-        hidden: hidden as usize,
-        options,
-        dtype: Dtype::F32,
-        out_dtype: Dtype::F32,
-        in_place: false,
-    };
+    let kernel = Kernel::f32(hidden as usize, options);
     let caps = Caps {
         cpu_tiling: false,
         ..*ctx.caps()
