@@ -53,7 +53,11 @@ pub fn chosen(
     options: Options,
     set: &[(String, String)],
 ) -> Variant {
-    overridden(Kernel::f32(hidden, options).variant(caps, rows), hidden, set)
+    overridden(
+        Kernel::f32(hidden, options).variant(caps, rows),
+        hidden,
+        set,
+    )
 }
 
 /// The browser's choice for a row of `hidden` (Dawn's tiling, as for a call of more than a
