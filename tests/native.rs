@@ -320,10 +320,9 @@ fn splits_rows_across_bindings_when_one_cannot_hold_them() {
 #[test]
 fn buffers_are_reused_not_leaked() {
     let ctx = context();
-    let mut rng = Rng(0x5EED_0007);
-    let cases: Vec<Case> = (0..4)
-        .map(|i| Case::random(&mut rng, 1 + i, 64 << i, i % 2 == 0, true, 1e-6, 1.0))
-        .collect();
+    let cases = Case::seeded(0x5EED_0007, 4, |rng, i| {
+        Case::random(rng, 1 + i, 64 << i, i % 2 == 0, true, 1e-6, 1.0)
+    });
     let mut live_after_warmup = 0;
     for round in 0..50 {
         for (i, case) in cases.iter().enumerate() {
@@ -379,10 +378,9 @@ fn gpu_resident_chain_matches_layer_by_layer_reference() {
 fn gpu_results_take_freed_tensors_buffers_never_a_live_ones_and_stay_right() {
     use webgpu_rmsnorm::Request;
     let ctx = context();
-    let mut rng = Rng(0x5EED_0019);
-    let cases: Vec<Case> = (0..6)
-        .map(|i| Case::random(&mut rng, 3, 256, i % 2 == 0, i % 3 == 0, 1e-6, 1.0))
-        .collect();
+    let cases = Case::seeded(0x5EED_0019, 6, |rng, i| {
+        Case::random(rng, 3, 256, i % 2 == 0, i % 3 == 0, 1e-6, 1.0)
+    });
     let to_gpu = |c: &Case| {
         let out = pollster::block_on(
             ctx.submit(&c.inputs(), Request::to_gpu(true))
@@ -981,13 +979,7 @@ fn run_variant(ctx: &GpuContext, variant: Variant, case: &Case) -> (Vec<f32>, Ve
 /// The fused kernel's tiling of `rows` rows of `hidden` for the browser (`web`) or natively,
 /// on the context's device as a GPU tiles it.
 fn tiled(ctx: &GpuContext, hidden: u32, options: Options, rows: usize, web: bool) -> FusedTiling {
-    let kernel = Kernel {
-        hidden: hidden as usize,
-        options,
-        dtype: Dtype::F32,
-        out_dtype: Dtype::F32,
-        in_place: false,
-    };
+    let kernel = Kernel::f32(hidden as usize, options);
     let caps = Caps {
         cpu_tiling: false,
         ..*ctx.caps()

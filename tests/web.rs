@@ -7,6 +7,7 @@ use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
 use wasm_bindgen_test::*;
 use webgpu_rmsnorm::call::dtype::{f16_bits, f16_value};
+use webgpu_rmsnorm::call::plan::Kernel;
 use webgpu_rmsnorm::call::shape::{Norm, NormKind};
 use webgpu_rmsnorm::gpu::kernel::Tiling;
 use webgpu_rmsnorm::js::facade::FusedRmsNorm;
@@ -631,21 +632,6 @@ fn floats(v: webgpu_rmsnorm::call::results::HostVec) -> Vec<f32> {
         .collect()
 }
 
-/// The f32 kernel of `hidden` with `options`, not in place.
-fn f32_kernel(
-    hidden: usize,
-    options: webgpu_rmsnorm::call::options::Options,
-) -> webgpu_rmsnorm::call::plan::Kernel {
-    use webgpu_rmsnorm::call::dtype::Dtype;
-    webgpu_rmsnorm::call::plan::Kernel {
-        hidden,
-        options,
-        dtype: Dtype::F32,
-        out_dtype: Dtype::F32,
-        in_place: false,
-    }
-}
-
 /// The tilings a browser on a real GPU runs (rows spread over two workgroups for a call of a
 /// few long rows; the tilings of one row and of many), forced on this adapter, whose own
 /// tiling is the CPU adapter's: through both of the context's dispatch paths in wasm, read
@@ -666,7 +652,7 @@ async fn gpu_tilings_with_split_rows_match_the_reference_on_both_dispatch_paths(
         (4, 1024, false, true),
         (5, 4096, true, false),
     ] {
-        let kernel = f32_kernel(
+        let kernel = Kernel::f32(
             hidden,
             Options {
                 bias,
@@ -787,7 +773,7 @@ async fn the_family_gpu_tilings_match_the_reference() {
                 eps: c.eps,
                 norm: f.norm,
             };
-            let v = f32_kernel(hidden, Options::of(&host, true)).variant(ctx.caps(), rows);
+            let v = Kernel::f32(hidden, Options::of(&host, true)).variant(ctx.caps(), rows);
             // The tiling each shape is here for (plain RMSNorm of long rows is the fused
             // kernel's, tested above).
             match (rows, hidden, v.tiling) {

@@ -2,7 +2,6 @@
 //! the grid `--sweep` walks.
 
 use webgpu_rmsnorm::call::device::Caps;
-use webgpu_rmsnorm::call::dtype::Dtype;
 use webgpu_rmsnorm::call::options::Options;
 use webgpu_rmsnorm::call::plan::Kernel;
 use webgpu_rmsnorm::gpu::kernel::{Storage, Tiling, Variant};
@@ -45,17 +44,6 @@ pub fn apply_knob(mut t: FusedTiling, key: &str, value: &str) -> Result<FusedTil
     Ok(t)
 }
 
-/// The f32 kernel of rows of `hidden` with `options`.
-fn kernel(hidden: usize, options: Options) -> Kernel {
-    Kernel {
-        hidden,
-        options,
-        dtype: Dtype::F32,
-        out_dtype: Dtype::F32,
-        in_place: false,
-    }
-}
-
 /// What the crate runs a call of `rows` rows of `hidden` as on this device (the tiling for
 /// that many rows included), with the command line's overrides.
 pub fn chosen(
@@ -65,7 +53,11 @@ pub fn chosen(
     options: Options,
     set: &[(String, String)],
 ) -> Variant {
-    overridden(kernel(hidden, options).variant(caps, rows), hidden, set)
+    overridden(
+        Kernel::f32(hidden, options).variant(caps, rows),
+        hidden,
+        set,
+    )
 }
 
 /// The browser's choice for a row of `hidden` (Dawn's tiling, as for a call of more than a
@@ -84,7 +76,7 @@ pub fn chosen_for_web(
         timestamps: false,
         cpu_tiling: false,
     };
-    let v = kernel(hidden, options).variant_on(&caps, FEW_ROWS + 1, true);
+    let v = Kernel::f32(hidden, options).variant_on(&caps, FEW_ROWS + 1, true);
     overridden(v, hidden, set)
 }
 

@@ -47,15 +47,14 @@ pub trait Upload {
     #[cfg(not(target_arch = "wasm32"))]
     fn write(&self, numbers: Numbers) -> Result<(), String>;
 
-    /// Writes `count` elements of the typed array `array` from element `start` to the
-    /// buffer (WebGPU's `writeBuffer`, which moves whole 4-byte words); the error says why
-    /// the browser refused it.
+    /// Writes the elements `elements` of the typed array `array` to the buffer (WebGPU's
+    /// `writeBuffer`, which moves whole 4-byte words); the error says why the browser
+    /// refused it.
     #[cfg(target_arch = "wasm32")]
     fn write_typed_array(
         &self,
         array: &wasm_bindgen::JsValue,
-        start: usize,
-        count: usize,
+        elements: Range<usize>,
     ) -> Result<(), String>;
 }
 

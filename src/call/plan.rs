@@ -304,6 +304,17 @@ pub struct Kernel {
 }
 
 impl Kernel {
+    /// The f32 kernel of `hidden` with `options`, not in place.
+    pub fn f32(hidden: usize, options: Options) -> Self {
+        Kernel {
+            hidden,
+            options,
+            dtype: Dtype::F32,
+            out_dtype: Dtype::F32,
+            in_place: false,
+        }
+    }
+
     /// Checks what a call with this kernel would check of `hidden`.
     pub fn check(&self) -> Result<(), Error> {
         hidden_from_number(self.hidden as f64)?;

@@ -33,29 +33,15 @@ impl BufferHandle for Handle {
 }
 
 /// An app's buffer as the GPU driver reads it.
-pub trait GpuAppBuffer {
+impl AppBuffer {
     /// The buffer itself, where it is one this driver can read.
-    fn gpu_handle(&self) -> Option<&Handle>;
-
-    /// Copies elements `start .. start + count` to the beginning of `dst` on the GPU.
-    fn copy_into(
-        &self,
-        name: &'static str,
-        device: &wgpu::Device,
-        queue: &wgpu::Queue,
-        dst: &wgpu::Buffer,
-        start: usize,
-        count: usize,
-    ) -> Result<Check, Error>;
-}
-
-impl GpuAppBuffer for AppBuffer {
-    fn gpu_handle(&self) -> Option<&Handle> {
+    pub fn gpu_handle(&self) -> Option<&Handle> {
         let handle: &dyn Any = self.handle();
         handle.downcast_ref()
     }
 
-    fn copy_into(
+    /// Copies elements `start .. start + count` to the beginning of `dst` on the GPU.
+    pub fn copy_into(
         &self,
         name: &'static str,
         device: &wgpu::Device,

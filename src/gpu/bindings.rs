@@ -38,73 +38,43 @@ pub mod slot {
 /// The kernel's signature. Shapes: `input`, `residual`, `output`, `sum` are rows × width;
 /// `gamma`, `beta`, `bias`, `post_gamma` are width (width = hidden / lanes, in elements of `S`).
 pub const BINDINGS: [Binding; 9] = [
-    Binding {
-        index: slot::INPUT as u32,
-        name: "input",
-        role: Role::Input {
-            written_in_place: true,
-        },
-        optional: false,
-    },
-    Binding {
-        index: slot::RESIDUAL as u32,
-        name: "residual",
-        role: Role::Input {
-            written_in_place: true,
-        },
-        optional: true,
-    },
-    Binding {
-        index: slot::GAMMA as u32,
-        name: "gamma",
-        role: Role::Input {
-            written_in_place: false,
-        },
-        optional: false,
-    },
-    Binding {
-        index: slot::BETA as u32,
-        name: "beta",
-        role: Role::Input {
-            written_in_place: false,
-        },
-        optional: true,
-    },
-    Binding {
-        index: slot::BIAS as u32,
-        name: "bias",
-        role: Role::Input {
-            written_in_place: false,
-        },
-        optional: true,
-    },
-    Binding {
-        index: slot::OUTPUT as u32,
-        name: "output",
-        role: Role::Output,
-        optional: false,
-    },
-    Binding {
-        index: slot::SUM as u32,
-        name: "sum",
-        role: Role::Output,
-        optional: true,
-    },
-    Binding {
-        index: slot::PARAMS as u32,
-        name: "params",
-        role: Role::Params,
-        optional: false,
-    },
-    Binding {
-        index: slot::POST_GAMMA as u32,
-        name: "post_gamma",
-        role: Role::Input {
-            written_in_place: false,
-        },
-        optional: true,
-    },
+    required(slot::INPUT, "input", READ_WRITTEN_IN_PLACE),
+    optional(slot::RESIDUAL, "residual", READ_WRITTEN_IN_PLACE),
+    required(slot::GAMMA, "gamma", READ),
+    optional(slot::BETA, "beta", READ),
+    optional(slot::BIAS, "bias", READ),
+    required(slot::OUTPUT, "output", Role::Output),
+    optional(slot::SUM, "sum", Role::Output),
+    required(slot::PARAMS, "params", Role::Params),
+    optional(slot::POST_GAMMA, "post_gamma", READ),
 ];
+
+/// An input the kernel only reads.
+const READ: Role = Role::Input {
+    written_in_place: false,
+};
+/// An input the in-place kernel writes its result over.
+const READ_WRITTEN_IN_PLACE: Role = Role::Input {
+    written_in_place: true,
+};
+
+/// A binding every call passes.
+const fn required(index: usize, name: &'static str, role: Role) -> Binding {
+    Binding {
+        index: index as u32,
+        name,
+        role,
+        optional: false,
+    }
+}
+
+/// A binding a call may leave out.
+const fn optional(index: usize, name: &'static str, role: Role) -> Binding {
+    Binding {
+        optional: true,
+        ..required(index, name, role)
+    }
+}
 
 /// The buffers of one dispatch, by binding index; `None` where an optional one is absent
 /// (and for the outputs in place).

@@ -20,7 +20,6 @@ use crate::call::host::{Arg, HostArray};
 use crate::call::plan::{Kernel, Plan};
 use crate::call::shape::Inputs;
 use crate::call::shape::Outputs;
-use crate::gpu::app_buffer::GpuAppBuffer;
 use crate::gpu::bindings::{slot, BINDINGS};
 use crate::gpu::params::Params;
 use crate::gpu::recorder::{RawBound, Recorder};

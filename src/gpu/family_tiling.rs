@@ -118,7 +118,6 @@ impl FamilyTiling {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::call::dtype::Dtype;
     use crate::call::options::Options;
 
     /// The family kernel loads its weights with the row for decode-sized calls and for the
@@ -146,13 +145,7 @@ mod tests {
                     post_gamma: post,
                     ..Options::default()
                 };
-                let kernel = Kernel {
-                    hidden: hidden as usize,
-                    options,
-                    dtype: Dtype::F32,
-                    out_dtype: Dtype::F32,
-                    in_place: false,
-                };
+                let kernel = Kernel::f32(hidden as usize, options);
                 for rows in [1usize, FEW_ROWS, FEW_ROWS + 1, 65536] {
                     for cpu in [false, true] {
                         let v = kernel.variant(&caps(cpu), rows);

@@ -97,21 +97,9 @@ impl BufferPool {
         self.take_within(device, usage, size..=size * 2, creating)
     }
 
-    /// A buffer of exactly `size` bytes (a multiple of 16) with exactly `usage`: a tensor's,
-    /// whose `GPUBuffer` an app sees, sized as documented (`GpuTensor.buffer`).
-    pub fn take_exact(
-        &self,
-        device: &wgpu::Device,
-        usage: wgpu::BufferUsages,
-        size: u64,
-        creating: &dyn Fn(),
-    ) -> Pooled {
-        self.take_within(device, usage, size..=size, creating)
-    }
-
-    /// The smallest idle buffer of `usage` whose size is in `sizes`, else a new one of the
-    /// smallest size.
-    fn take_within(
+    /// The smallest idle buffer of exactly `usage` whose size is in `sizes`, else a new one
+    /// of the smallest size; `creating` runs before a new one is made.
+    pub fn take_within(
         &self,
         device: &wgpu::Device,
         usage: wgpu::BufferUsages,

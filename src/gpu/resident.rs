@@ -68,14 +68,16 @@ impl GpuContext {
     }
 
     /// A tensor's buffer, from the pool: a freed tensor's buffer is the next one's. `creating`
-    /// runs before a new one is made, so a call's error scopes cover it.
+    /// runs before a new one is made, so a call's error scopes cover it. Its size is exact
+    /// (a multiple of 16): an app sees its `GPUBuffer`, sized as documented
+    /// (`GpuTensor.buffer`).
     fn tensor_buffer(&self, len: usize, dtype: Dtype) -> Pooled {
         let usage = wgpu::BufferUsages::STORAGE
             | wgpu::BufferUsages::COPY_DST
             | wgpu::BufferUsages::COPY_SRC;
         let size = (len.max(4) * dtype.bytes()).next_multiple_of(16) as u64;
         self.pool
-            .take_exact(&self.dev.device, usage, size, &|| self.creating())
+            .take_within(&self.dev.device, usage, size..=size, &|| self.creating())
     }
 
     /// An uninitialised tensor of `len` elements on this context.

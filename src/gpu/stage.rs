@@ -7,7 +7,7 @@ use crate::call::error::Error;
 use crate::call::host::HostArray;
 use crate::call::plan::Plan;
 use crate::call::shape::Inputs;
-use crate::gpu::app_buffer::{Check, GpuAppBuffer};
+use crate::gpu::app_buffer::Check;
 use crate::gpu::pending::Staged;
 use crate::gpu::pool::Pooled;
 use crate::gpu::recording::Rows;

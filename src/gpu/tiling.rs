@@ -199,7 +199,6 @@ fn columns(width: u32, lanes: u32, kernel: &Kernel, rows: usize, web: bool) -> (
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::call::dtype::Dtype;
     use crate::call::options::Options;
     use crate::gpu::kernel::{Storage, Tiling, Variant};
 
@@ -216,13 +215,7 @@ mod tests {
 
     /// The fused kernel's tiling of `rows` rows of `hidden` with `options`, not in place.
     fn fused(hidden: u32, options: Options, rows: usize, web: bool) -> FusedTiling {
-        let kernel = Kernel {
-            hidden: hidden as usize,
-            options,
-            dtype: Dtype::F32,
-            out_dtype: Dtype::F32,
-            in_place: false,
-        };
+        let kernel = Kernel::f32(hidden as usize, options);
         FusedTiling::choose(&kernel, &caps(1024), rows, web)
     }
 
@@ -331,14 +324,8 @@ mod tests {
 
     #[test]
     fn balanced_fan_splits_the_workgroup_in_two_steps() {
-        for (wg, fan) in [
-            (1u32, 1u32),
-            (64, 8),
-            (128, 16),
-            (256, 16),
-            (512, 32),
-            (1024, 32),
-        ] {
+        let fans = [1u32, 8, 16, 16, 32, 32];
+        for (wg, fan) in [1u32, 64, 128, 256, 512, 1024].into_iter().zip(fans) {
             assert_eq!(balanced_fan(wg), fan, "{wg}");
         }
     }

@@ -44,15 +44,15 @@ impl Upload for BufferUpload<'_> {
     fn write_typed_array(
         &self,
         array: &wasm_bindgen::JsValue,
-        start: usize,
-        count: usize,
+        elements: Range<usize>,
     ) -> Result<(), String> {
         use wasm_bindgen::JsCast;
         let (Some(q), Some(b)) = (self.queue.as_webgpu(), self.buffer.as_webgpu()) else {
             return Err("WebGPU objects expected in a wasm build".into());
         };
         let q: &JsQueue = q.unchecked_ref();
-        q.write_buffer(b.as_ref(), 0.0, array, start as f64, count as f64)
+        let (start, count) = (elements.start as f64, elements.len() as f64);
+        q.write_buffer(b.as_ref(), 0.0, array, start, count)
             .map_err(|e| {
                 js_sys::Reflect::get(&e, &"message".into())
                     .ok()

@@ -141,7 +141,7 @@ impl HostArray for JsArray {
         let Range { start, end } = to.range();
         let count = end - start;
         if (count * self.dtype.bytes()).is_multiple_of(4) {
-            return to.write_typed_array(&self.array, start, count);
+            return to.write_typed_array(&self.array, start..end);
         }
         // writeBuffer moves whole 4-byte words: pad an odd count of halves.
         let bits = self.bits().map_err(|e| {
@@ -152,7 +152,7 @@ impl HostArray for JsArray {
         })?;
         let padded = Uint16Array::new_with_length(count as u32 + 1);
         padded.set(&bits.subarray(start as u32, end as u32), 0);
-        to.write_typed_array(&padded, 0, count + 1)
+        to.write_typed_array(&padded, 0..count + 1)
     }
 
     fn dtype(&self) -> Dtype {

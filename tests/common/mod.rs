@@ -43,6 +43,12 @@ pub struct Case<T = f32> {
 }
 
 impl Case {
+    /// `n` cases from one generator seeded with `seed`, the `i`th made by `case(rng, i)`.
+    pub fn seeded(seed: u64, n: usize, mut case: impl FnMut(&mut Rng, usize) -> Case) -> Vec<Case> {
+        let mut rng = Rng(seed);
+        (0..n).map(|i| case(&mut rng, i)).collect()
+    }
+
     /// `rows × hidden` uniform values of magnitude `scale`; gamma in [-2, 2), beta in [-1, 1).
     #[allow(clippy::too_many_arguments)]
     pub fn random(

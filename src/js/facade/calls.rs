@@ -49,10 +49,7 @@ impl FusedRmsNorm {
         &self,
         #[wasm_bindgen(unchecked_param_type = "FusedRmsNormArgs")] args: JsValue,
     ) -> Promise {
-        if let Some(done) = self.cpu_call(&args, false) {
-            return done;
-        }
-        self.start(parse_args(&args, false), |done| Ok(results(done, false)))
+        self.normalize(&args, false)
     }
 
     /// As `run`, and also resolves with `sum = v` (in the data's dtype), the residual stream
@@ -62,10 +59,7 @@ impl FusedRmsNorm {
         &self,
         #[wasm_bindgen(unchecked_param_type = "FusedRmsNormArgs")] args: JsValue,
     ) -> Promise {
-        if let Some(done) = self.cpu_call(&args, true) {
-            return done;
-        }
-        self.start(parse_args(&args, true), |done| Ok(results(done, true)))
+        self.normalize(&args, true)
     }
 
     /// Runs `args` with the kernel dispatched `repeat` times (an integer from 1 to 10,000)
@@ -159,6 +153,15 @@ impl FusedRmsNorm {
 }
 
 impl FusedRmsNorm {
+    /// `run`, or `runWithSum` where `sum`: the CPU backend's common call where it takes
+    /// `args`, else a call started on the active backend.
+    fn normalize(&self, args: &JsValue, sum: bool) -> Promise {
+        if let Some(done) = self.cpu_call(args, sum) {
+            return done;
+        }
+        self.start(parse_args(args, sum), move |done| Ok(results(done, sum)))
+    }
+
     /// The CPU backend's common call of typed arrays, in a few crossings (`cpu_call.rs`);
     /// `None` for any other call or backend, and for every call a check refuses.
     fn cpu_call(&self, args: &JsValue, sum: bool) -> Option<Promise> {
