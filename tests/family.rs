@@ -73,6 +73,18 @@ impl Form {
         }
     }
 
+    /// LayerNorm with or without a residual and the sandwich, and beta where it has a residual
+    /// (without beta nothing but the centering's own allowance covers the elements near the
+    /// mean: src/reference.rs).
+    fn layer(residual: bool, post: bool) -> Form {
+        Form {
+            residual,
+            post,
+            beta: residual,
+            ..Form::of(NormKind::Layer)
+        }
+    }
+
     fn inputs<'a>(&self, d: &'a Data) -> Inputs<'a> {
         Inputs {
             input: &d.input,
@@ -185,20 +197,16 @@ fn layer_norm_is_exact_where_the_mean_is_ten_thousand_times_the_spread() {
     let mut rng = Rng(0xFA_0003);
     for hidden in [1024, 4096] {
         let d = Data::new(&mut rng, 3, hidden, 1e4, 1.0);
-        for residual in [false, true] {
-            for post in [false, true] {
-                // Without beta nothing but the centering's own allowance covers the elements
-                // near the mean (src/reference.rs).
-                let form = Form {
-                    residual,
-                    post,
-                    beta: residual,
-                    ..Form::of(NormKind::Layer)
-                };
-                let what = format!("mean 1e4 x{hidden} {form:?}");
-                check(&ctx, &form.inputs(&d), &what);
-            }
-        }
+        let every = [(false, false), (false, true), (true, false), (true, true)];
+        let forms = every.map(|(residual, post)| Form::layer(residual, post));
+        check_forms(&ctx, &d, forms, &format!("mean 1e4 x{hidden}"));
+    }
+}
+
+/// `d` through each of `forms`, against the reference.
+fn check_forms(ctx: &GpuContext, d: &Data, forms: impl IntoIterator<Item = Form>, what: &str) {
+    for form in forms {
+        check(ctx, &form.inputs(d), &format!("{what} {form:?}"));
     }
 }
 
@@ -214,16 +222,9 @@ fn layer_norm_is_exact_where_the_shift_is_off_the_mean() {
     for mean in [1e5, 1e6, 1e7] {
         for (rows, hidden) in [(3, 4096), (5, 1024), (300, 128)] {
             let d = Data::new(&mut rng, rows, hidden, mean, 1.0);
-            for (residual, post) in [(true, false), (true, true), (false, false)] {
-                let form = Form {
-                    residual,
-                    post,
-                    beta: residual,
-                    ..Form::of(NormKind::Layer)
-                };
-                let what = format!("mean {mean:e} {rows}x{hidden} {form:?}");
-                check(&ctx, &form.inputs(&d), &what);
-            }
+            let forms = [(true, false), (true, true), (false, false)];
+            let forms = forms.map(|(residual, post)| Form::layer(residual, post));
+            check_forms(&ctx, &d, forms, &format!("mean {mean:e} {rows}x{hidden}"));
         }
     }
 }
@@ -249,14 +250,11 @@ fn layer_norm_is_exact_where_the_rows_spread_is_below_the_shifts_rounding() {
                     0.0
                 };
         }
-        for beta in [false, true] {
-            let form = Form {
-                beta,
-                ..Form::of(NormKind::Layer)
-            };
-            let what = format!("2^24 - 1 {rows}x{hidden} {form:?}");
-            check(&ctx, &form.inputs(&d), &what);
-        }
+        let forms = [false, true].map(|beta| Form {
+            beta,
+            ..Form::of(NormKind::Layer)
+        });
+        check_forms(&ctx, &d, forms, &format!("2^24 - 1 {rows}x{hidden}"));
     }
 }
 
@@ -294,11 +292,8 @@ fn qk_norm_shapes_without_a_residual() {
     }
     for (rows, hidden) in [(4096, 64), (2048, 128)] {
         let d = Data::new(&mut rng, rows, hidden, 0.0, 3.0);
-        for kind in [NormKind::Rms, NormKind::Layer] {
-            let form = Form::of(kind);
-            let what = format!("qk {rows}x{hidden} {form:?}");
-            check(&ctx, &form.inputs(&d), &what);
-        }
+        let forms = [NormKind::Rms, NormKind::Layer].map(Form::of);
+        check_forms(&ctx, &d, forms, &format!("qk {rows}x{hidden}"));
     }
 }
 

@@ -25,6 +25,7 @@ pub(super) struct Rows {
 
 /// One chunk of a call, staged and ready to record.
 pub(super) struct ChunkWork<'a> {
+    pub ctx: &'a GpuContext,
     pub plan: &'a Plan,
     pub rows: Rows,
     /// The buffers its dispatches bind; `output` and `sum` are the ones read back.
@@ -46,12 +47,7 @@ impl ChunkWork<'_> {
 pub(super) trait Recording {
     /// Records `chunk`'s dispatches and, where its call asks, the pass's timestamps and the
     /// copies its results are read back from (both kept in `pending`).
-    fn record(
-        &mut self,
-        ctx: &GpuContext,
-        chunk: &ChunkWork<'_>,
-        pending: &mut Pending,
-    ) -> Result<(), Error>;
+    fn record(&mut self, chunk: &ChunkWork<'_>, pending: &mut Pending) -> Result<(), Error>;
 
     /// Submits what was recorded and is not submitted yet.
     fn submit(self, ctx: &GpuContext);
@@ -145,12 +141,8 @@ impl WgpuRecording {
 }
 
 impl Recording for WgpuRecording {
-    fn record(
-        &mut self,
-        ctx: &GpuContext,
-        chunk: &ChunkWork<'_>,
-        pending: &mut Pending,
-    ) -> Result<(), Error> {
+    fn record(&mut self, chunk: &ChunkWork<'_>, pending: &mut Pending) -> Result<(), Error> {
+        let ctx = chunk.ctx;
         let group = ctx.bind_group(chunk.in_place(), &chunk.bound);
         let timer = Self::timer(ctx, chunk);
         self.pass(ctx, chunk, &group, timer.as_ref());
@@ -186,12 +178,8 @@ impl BrowserRecording {
 
 #[cfg(target_arch = "wasm32")]
 impl Recording for BrowserRecording {
-    fn record(
-        &mut self,
-        ctx: &GpuContext,
-        chunk: &ChunkWork<'_>,
-        _: &mut Pending,
-    ) -> Result<(), Error> {
+    fn record(&mut self, chunk: &ChunkWork<'_>, _: &mut Pending) -> Result<(), Error> {
+        let ctx = chunk.ctx;
         ctx.recorder()?.submit(
             ctx.variant(chunk.plan),
             ctx.pipelines.binding(chunk.in_place(), &chunk.bound),

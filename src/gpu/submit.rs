@@ -136,7 +136,13 @@ impl GpuContext {
             let (output, sum) = self.outputs(plan, rows, pending);
             let params = self.uniform(call_params(x, &self.variant(plan), plan, rows.count));
             let bound = bind(&columns, &data, (&output, &sum), &params);
-            recording.record(self, &ChunkWork { plan, rows, bound }, pending)?;
+            let chunk = ChunkWork {
+                ctx: self,
+                plan,
+                rows,
+                bound,
+            };
+            recording.record(&chunk, pending)?;
             pending
                 .kept
                 .extend(data.into_kept().chain(output).chain(sum));

@@ -28,3 +28,25 @@ export function pageError(name, message) {
 
 /** Resolves after the next paint, so that a label or a progress bar shows before busy work. */
 export const nextFrame = () => new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0)));
+
+/**
+ * A data table in its scrolling box: the table's `id`, a header row of `columns` (a column's
+ * class by its text in `classes`), and the body to fill. Append `box` to the page.
+ */
+export function dataTable(id, columns, classes = {}) {
+  const box = document.createElement("div");
+  box.className = "table-box";
+  const table = document.createElement("table");
+  table.className = "data";
+  table.id = id;
+  const head = table.createTHead().insertRow();
+  for (const text of columns) {
+    const th = document.createElement("th");
+    th.scope = "col";
+    if (classes[text]) th.className = classes[text];
+    th.textContent = text;
+    head.append(th);
+  }
+  box.append(table);
+  return { box, table, body: table.createTBody() };
+}

@@ -6,7 +6,7 @@
 import { bufferOf, emptyBuffer, matmulCpu, matmulKernel, readBuffer } from "../lib/app-gpu.js";
 import { compare } from "../lib/reference.js";
 import { filled, rng } from "../lib/seeded.js";
-import { $, nextFrame, pageError, setStatus, showError } from "./dom.js";
+import { $, dataTable, nextFrame, pageError, setStatus, showError } from "./dom.js";
 import { fmtErr, fmtMs } from "./format.js";
 import { makeArgs, readProblem } from "./problem-form.js";
 
@@ -84,31 +84,18 @@ export async function interop(norm) {
 }
 
 function render({ hidden, ms, norms, zErr, same }) {
-  const box = document.createElement("div");
-  box.className = "table-box";
-  const table = document.createElement("table");
-  table.className = "data";
-  table.id = "interop-table";
-  const head = table.createTHead().insertRow();
-  for (const text of ["step", "what ran", "check"]) {
-    const th = document.createElement("th");
-    th.scope = "col";
-    th.textContent = text;
-    head.append(th);
-  }
+  const { box, table, body } = dataTable("interop-table", ["step", "what ran", "check"]);
   const steps = [
     ["1. the app's matmul", `x = a · w₁ (${ROWS} × ${K} · ${K} × ${hidden}) into a GPUBuffer of the app's`, "read back for the reference"],
     ["2. norm.encode", "y = RMSNorm(x + residual), sum = x + residual, recorded into the same encoder", `max rel. error vs f64 ${fmtErr(norms.maxRel)}; sum ${norms.ok ? "exact" : "WRONG"}`],
     ["3. the app's matmul", `z = y · w₂ (${hidden} × ${OUT}), reading the package's output buffer`, `max rel. error vs f64 ${fmtErr(zErr)}`],
     ["4. norm.run", "the same x passed as a GPUBuffer argument (copied on the GPU)", same ? "equal to step 2 bit for bit" : "DIFFERS from step 2"],
   ];
-  const body = table.createTBody();
   for (const row of steps) {
     const tr = body.insertRow();
     for (const text of row) tr.insertCell().textContent = text;
   }
   table.createCaption().textContent = `Steps 1–3: one command encoder, one submit, ${fmtMs(ms)} including the four readbacks.`;
-  box.append(table);
   const verdict = document.createElement("p");
   verdict.className = "verdict";
   const ok = norms.ok && zErr <= 1e-5 && same;

@@ -4,7 +4,7 @@
 // and against a JavaScript chain.
 import { chainReference } from "../lib/reference.js";
 import { filled, rng } from "../lib/seeded.js";
-import { $, nextFrame, pageError, setStatus, showError } from "./dom.js";
+import { $, dataTable, nextFrame, pageError, setStatus, showError } from "./dom.js";
 import { fmtErr } from "./format.js";
 import { DEMO_RANGES, MAX_ELEMENTS, readProblem } from "./problem-form.js";
 import { median } from "./timing.js";
@@ -197,21 +197,9 @@ export async function pipeline(norm) {
 }
 
 function renderPipeline({ rows, hidden, rows3, agree, agreeAbs, vsRef, inUseBefore, inUseAfter, backend }) {
-  const box = document.createElement("div");
-  box.className = "table-box";
-  const table = document.createElement("table");
-  table.className = "data";
-  table.id = "pipeline-table";
-  const head = table.createTHead().insertRow();
   const resident = nameOn(WAYS[0], backend);
-  for (const text of ["way", "ms per chain", "ms per layer", `× ${resident}`, `max |Δ| vs ${resident}`]) {
-    const th = document.createElement("th");
-    th.scope = "col";
-    if (text === "way") th.className = "way";
-    th.textContent = text;
-    head.append(th);
-  }
-  const body = table.createTBody();
+  const columns = ["way", "ms per chain", "ms per layer", `× ${resident}`, `max |Δ| vs ${resident}`];
+  const { box, table, body } = dataTable("pipeline-table", columns, { way: "way" });
   const residentMs = rows3[0].ms;
   for (const r of rows3) {
     const tr = body.insertRow();
@@ -233,7 +221,6 @@ function renderPipeline({ rows, hidden, rows3, agree, agreeAbs, vsRef, inUseBefo
   }
   const caption = table.createCaption();
   caption.textContent = `${PIPELINE_LAYERS} layers of ${rows} × ${hidden}, f32; median of ${PIPELINE_REPS} chains after a warm-up; each chain includes its first upload and final read.`;
-  box.append(table);
 
   const ok = agree < 1e-4;
   const verdict = document.createElement("p");
