@@ -172,19 +172,22 @@ impl Engine {
     /// Compiles the kernels ahead of time; the CPU backend has nothing to compile but checks
     /// them the same way.
     pub fn prepare(&self, kernels: Vec<Kernel>) -> LocalFuture<()> {
-        let checked = kernels.iter().try_for_each(Kernel::check);
+        let check = |kernels: &[Kernel]| kernels.iter().try_for_each(Kernel::check);
         if let Some(g) = self.lost_gpu() {
             let engine = self.clone();
             return Box::pin(async move {
                 match engine.reopen_or_fall_back(g).await? {
                     Active::Gpu(g) => g.prepare(kernels).await,
-                    Active::Cpu(_) => checked,
+                    Active::Cpu(_) => check(&kernels),
                 }
             });
         }
         match self.active() {
             Active::Gpu(g) => Box::pin(g.prepare(kernels)),
-            Active::Cpu(_) => Box::pin(async move { checked }),
+            Active::Cpu(_) => {
+                let checked = check(&kernels);
+                Box::pin(async move { checked })
+            }
         }
     }
 }

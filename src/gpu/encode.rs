@@ -70,7 +70,7 @@ fn bind<H: HostArray>(
     outputs: &Outputs<Arg<H>>,
     in_place: bool,
 ) -> RawBound {
-    let params = ctx.uniform(call_params(x, &ctx.variant(plan), plan, plan.shape().rows));
+    let params = ctx.uniform(call_params(x, plan, plan.shape().rows));
     let row_bytes = plan.kernel.dtype.copy_bytes(plan.shape().hidden);
     let all_bytes = plan.kernel.dtype.copy_bytes(plan.shape().len());
     let mut bound = RawBound::default();

@@ -10,6 +10,7 @@ use crate::call::dtype::Dtype;
 use crate::call::error::Error;
 use crate::call::plan::{Destination, Plan};
 use crate::gpu::bindings::{slot, Bound};
+use crate::gpu::kernel::Variant;
 use crate::gpu::pending::{Chunk, Pending};
 use crate::gpu::pool::Pooled;
 
@@ -27,6 +28,8 @@ pub(super) struct Rows {
 pub(super) struct ChunkWork<'a> {
     pub ctx: &'a GpuContext,
     pub plan: &'a Plan,
+    /// The kernel variant of every chunk of the call, chosen once for it.
+    pub variant: Variant,
     pub rows: Rows,
     /// The buffers its dispatches bind; `output` and `sum` are the ones read back.
     pub bound: Bound<'a>,
@@ -60,9 +63,9 @@ pub(super) struct WgpuRecording {
 }
 
 impl WgpuRecording {
-    pub(super) fn new(ctx: &GpuContext, plan: &Plan) -> WgpuRecording {
+    pub(super) fn new(ctx: &GpuContext, variant: Variant) -> WgpuRecording {
         WgpuRecording {
-            pipeline: ctx.pipeline(ctx.variant(plan)),
+            pipeline: ctx.pipeline(variant),
             encoder: ctx.dev.device.create_command_encoder(&Default::default()),
         }
     }
@@ -99,7 +102,7 @@ impl WgpuRecording {
                     end_of_pass_write_index: Some(1),
                 }),
             });
-        let variant = ctx.variant(chunk.plan);
+        let variant = chunk.variant;
         for _ in 0..chunk.plan.request.repeat {
             ctx.dispatch(
                 &mut pass,
@@ -181,7 +184,7 @@ impl Recording for BrowserRecording {
     fn record(&mut self, chunk: &ChunkWork<'_>, _: &mut Pending) -> Result<(), Error> {
         let ctx = chunk.ctx;
         ctx.recorder()?.submit(
-            ctx.variant(chunk.plan),
+            chunk.variant,
             ctx.pipelines.binding(chunk.in_place(), &chunk.bound),
             chunk.rows.count as u32,
             ctx.caps().max_groups_per_dim,

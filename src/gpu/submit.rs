@@ -19,6 +19,7 @@ use crate::gpu::pending::{Pending, Staged};
 use crate::gpu::recording::BrowserRecording;
 use crate::gpu::recording::{ChunkWork, Recording, Rows, WgpuRecording};
 use crate::gpu::stage::{Columns, RowData, Staging};
+use crate::gpu::tiling::lanes;
 
 use super::GpuContext;
 
@@ -111,12 +112,13 @@ impl GpuContext {
         if plan.shape().is_empty() {
             return Ok(());
         }
+        let variant = self.variant(plan);
         #[cfg(target_arch = "wasm32")]
         if BrowserRecording::takes(plan) {
-            return self.record_chunks(x, plan, pending, BrowserRecording);
+            return self.record_chunks(x, (plan, variant), pending, BrowserRecording);
         }
-        let recording = WgpuRecording::new(self, plan);
-        self.record_chunks(x, plan, pending, recording)
+        let recording = WgpuRecording::new(self, variant);
+        self.record_chunks(x, (plan, variant), pending, recording)
     }
 
     /// The steps of a call with rows: stage its arrays, allocate each chunk's outputs,
@@ -125,7 +127,7 @@ impl GpuContext {
     fn record_chunks<A: HostArray>(
         &self,
         x: &Inputs<A>,
-        plan: &Plan,
+        (plan, variant): (&Plan, Variant),
         pending: &mut Pending,
         mut recording: impl Recording,
     ) -> Result<(), Error> {
@@ -134,11 +136,12 @@ impl GpuContext {
         for rows in chunks(plan) {
             let data = staging.rows(x, rows)?;
             let (output, sum) = self.outputs(plan, rows, pending);
-            let params = self.uniform(call_params(x, &self.variant(plan), plan, rows.count));
+            let params = self.uniform(call_params(x, plan, rows.count));
             let bound = bind(&columns, &data, (&output, &sum), &params);
             let chunk = ChunkWork {
                 ctx: self,
                 plan,
+                variant,
                 rows,
                 bound,
             };
@@ -265,10 +268,11 @@ fn bind<'a>(
 }
 
 /// The uniform block of a dispatch of `rows` rows of `x` as `plan` runs it.
-pub(crate) fn call_params<A>(x: &Inputs<A>, variant: &Variant, plan: &Plan, rows: usize) -> Params {
+pub(crate) fn call_params<A>(x: &Inputs<A>, plan: &Plan, rows: usize) -> Params {
+    let hidden = plan.shape().hidden as u32;
     Params {
         rows: rows as u32,
-        width: (plan.shape().hidden as u32) / variant.lanes,
+        width: hidden / lanes(hidden),
         hidden: plan.shape().hidden as f32,
         eps: x.eps,
         gamma_offset: x.norm.gamma_offset,

@@ -228,14 +228,19 @@ test("TypeError for wrong argument types (plain Array, Float64Array, missing fie
     { kind: "args", value: "undefined", arg: "args" },
     { kind: "args", value: "array", arg: "args" },
   ]);
-  const name = await inPage(async () => {
+  const names = await inPage(async () => {
     const h = await window.harness;
-    return h.FusedRmsNorm.create({ powerPreference: "fastest" }).then(
-      () => "resolved",
-      (e) => (e instanceof Error && e.message.startsWith("options.powerPreference:") ? e.name : `${e.name}: ${e.message}`),
-    );
+    const bad = [["powerPreference", { powerPreference: "fastest" }], ["shaderF16", { shaderF16: "yes" }],
+      ["acceptFallbackAdapter", { backend: "auto", acceptFallbackAdapter: 1 }], ["backend", { backend: "gpu" }]];
+    const out = [];
+    for (const [key, options] of bad)
+      out.push(await h.FusedRmsNorm.create(options).then(
+        () => `${key}: resolved`,
+        (e) => (e instanceof Error && e.message.startsWith(`options.${key}:`) ? e.name : `${key}: ${e.name}: ${e.message}`),
+      ));
+    return out;
   });
-  assert.equal(name, "TypeError", "create() with a bad powerPreference");
+  assert.deepEqual(names, ["TypeError", "TypeError", "TypeError", "TypeError"], "create() with a bad option");
 });
 
 test("ShapeError for lengths not fitting hidden, hidden 0/2.5/NaN/-1, negative or non-finite eps; instance keeps working", async () => {
