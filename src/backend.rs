@@ -53,8 +53,11 @@ struct Shared {
     /// `"auto"`: continue on the CPU backend rather than reject.
     falls_back: bool,
     /// Called once, with why, when the instance continues on the CPU backend.
-    on_fall_back: RefCell<Option<Box<dyn Fn(&Error)>>>,
+    on_fall_back: RefCell<Option<OnFallBack>>,
 }
+
+/// What an `"auto"` engine calls, with why, when it continues on the CPU backend.
+type OnFallBack = Box<dyn Fn(&Error)>;
 
 impl Engine {
     pub async fn open(choice: Choice, settings: Settings) -> Result<Engine, Error> {
