@@ -66,6 +66,31 @@ export function addHalfWgsl() {
   }`, { outType: "vec2<u32>" });
 }
 
+/**
+ * WGSL of `out = a + b` with one workgroup of 256 a row, its threads looping over the row:
+ * an elementwise kernel laid out as a norm is (rows workgroups), the decode baseline.
+ */
+export function addRowsWgsl(vec4) {
+  const T = vec4 ? "vec4<f32>" : "f32";
+  return `// out = a + b, one workgroup of 256 a row: the elementwise kernel with a norm's grid.
+struct P { rows: u32, width: u32, pad1: u32, pad2: u32 };
+@group(0) @binding(0) var<storage, read> a: array<${T}>;
+@group(0) @binding(1) var<storage, read> b: array<${T}>;
+@group(0) @binding(2) var<storage, read_write> out: array<${T}>;
+@group(0) @binding(3) var<uniform> p: P;
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+  let row = wg.x + wg.y * groups.x;
+  if row >= p.rows { return; }
+  let base = row * p.width;
+  for (var i = lid; i < p.width; i += 256u) {
+    out[base + i] = a[base + i] + b[base + i];
+  }
+}
+`;
+}
+
 /** The package's grid: `rows` workgroups, folded into a second dimension past the limit. */
 export function grid(count, maxPerDim) {
   if (count <= maxPerDim) return [count, 1];
@@ -228,7 +253,13 @@ export class Raw {
    * runs at the working clock, not the idle one.
    */
   async warm(ms) {
-    ms = this.warmMs ?? ms;
+    await this.warmUntil(new Promise((r) => setTimeout(r, this.warmMs ?? ms)));
+  }
+
+  /** Keeps the GPU busy as `warm` does until `promise` settles (e.g. while the clock is read). */
+  async warmUntil(promise) {
+    let settled = false;
+    promise.then(() => (settled = true), () => (settled = true));
     if (!this.warmKit) {
       const n = this.warmFloats;
       const p = await this.pipeline(addWgsl(true), "warm a+b");
@@ -237,9 +268,8 @@ export class Raw {
       this.warmKit = { p, group: this.bind(p, { a, b, out: o, p: u }), groups: Math.ceil(n / 4 / 256) };
     }
     const { p, group, groups } = this.warmKit;
-    const t0 = performance.now();
     let inflight = [];
-    while (performance.now() - t0 < ms) {
+    while (!settled) {
       const enc = this.device.createCommandEncoder();
       const pass = enc.beginComputePass();
       for (let k = 0; k < 100; k++) this.dispatch(pass, p, group, groups);
