@@ -187,14 +187,18 @@ run() {
   say "browser $BIN ($("$BIN" --version 2>/dev/null || echo '?')) · $(tail -1 "$PKG_DIR/SNAPSHOT.txt" 2>/dev/null || echo "pkg/ of the checkout") · VK_DRIVER_FILES=${VK_DRIVER_FILES:-(default)}"
   command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader >&2 || true
   STATUS=0
-  local big=(2048x4096 8192x4096 12288x4096 16384x2048 16384x4096 8192x8192) fam=(1x4096 2048x4096 8192x4096 16384x4096 65536x128 131072x64)
+  # The family's shapes are its section's own (FAMILY_SHAPES in bench/dawn/section-family.mjs).
+  local big=(2048x4096 8192x4096 12288x4096 16384x2048 16384x4096 8192x8192) fam
+  IFS=, read -r -a fam <<<"$(sed -n 's/^const FAMILY_SHAPES = "\([^"]*\)".*/\1/p' bench/dawn/section-family.mjs)"
+  [ ${#fam[@]} -gt 0 ] || { say "no FAMILY_SHAPES in bench/dawn/section-family.mjs"; exit 1; }
   [ ${#shapes[@]} -eq 0 ] || { big=("${shapes[@]}"); fam=("${shapes[@]}"); }
   local joined; joined=$(IFS=,; echo "${shapes[*]:-}")
   for s in "${sections[@]}"; do
     case $s in
-      # 20 dispatches a pass after 1 s of warm-up (the GPU's clock up), one fresh browser per shape.
-      kernel | family) local list; [ "$s" = kernel ] && list=("${big[@]}") || list=("${fam[@]}")
-        for sh in "${list[@]}"; do page "$s-$sh" "$s" --shapes "$sh" --max-n 20 --pass-us 1e12 "${rest[@]}"; done ;;
+      # One fresh browser per shape. kernel: 20 dispatches a pass after 1 s of warm-up (the GPU's
+      # clock up); family: its section's own pairs (the busy ones after 1 s of warm-up).
+      kernel) for sh in "${big[@]}"; do page "$s-$sh" "$s" --shapes "$sh" --max-n 20 --pass-us 1e12 "${rest[@]}"; done ;;
+      family) for sh in "${fam[@]}"; do page "$s-$sh" "$s" --shapes "$sh" "${rest[@]}"; done ;;
       churn | ort) page "$s" "$s" ${joined:+--shapes "$joined"} "${rest[@]}" ;;
       calls) page calls calls --calls 300 "${rest[@]}" ;;
       layers) page layers layers "${rest[@]}" ;;

@@ -2,6 +2,7 @@
 // The sections are bench/dawn's (the same measurements as Dawn in Node, here behind Chrome's GPU
 // process) plus the ones of this folder; console.log lines are the report, collected and sent to
 // bench/chrome/serve.py, which prints them and writes the JSON (a GPU machine needs no Node).
+import { smiSampler } from "../dawn/clock.mjs";
 import { parseArgs } from "../dawn/options.mjs";
 import { Raw } from "../dawn/raw.mjs";
 import { sectionCalls } from "../dawn/section-calls.mjs";
@@ -32,6 +33,13 @@ console.error = (...a) => {
   origError(...a);
 };
 
+/** nvidia-smi run by the server (serve.py's `/clock`), for clock.mjs's sampler: the SM clock beside the family's pairs. */
+const runSmi = (args) =>
+  fetch(`/clock?${new URLSearchParams(args.map((a) => ["arg", a]))}`).then(
+    async (r) => ({ ok: r.ok, text: await r.text() }),
+    (e) => ({ ok: false, text: String(e) }),
+  );
+
 /** The package, opened on this browser's navigator.gpu with the tap, and what bench/dawn's sections expect of `ctx`. */
 async function open() {
   const seen = newSeen();
@@ -52,7 +60,7 @@ async function open() {
     userAgent: navigator.userAgent, deviceFeatures: [...device.features].sort(),
     limits: { maxStorageBufferBindingSize: device.limits.maxStorageBufferBindingSize, maxBufferSize: device.limits.maxBufferSize },
   };
-  return { norm, lib, device, adapter: seen.adapter, kind, modules: seen.modules, seen, provenance };
+  return { norm, lib, device, adapter: seen.adapter, kind, modules: seen.modules, seen, provenance, clock: smiSampler(runSmi) };
 }
 
 const SECTIONS = { kernel: sectionKernel, family: sectionFamily, calls: sectionCallsChrome, churn: sectionChurn, layers: sectionLayers, memory: sectionMemory, waits: sectionWaits };

@@ -1,9 +1,12 @@
 # The page server for `npm run bench:chrome`: serves the checkout, the package snapshot and onnxruntime-web, takes results as POSTs.
 # Python, so that a GPU machine needs no Node. Mounts: /pkg/ -> --pkg, /ort/ -> --ort, /models/
 # -> held in memory (the page makes the ONNX models and POSTs them), anything else -> --root.
+# GET /clock?arg=...: nvidia-smi (or $NVIDIA_SMI) run with those arguments, only --query-gpu= and
+# --format=csv,noheader (bench/dawn/clock.mjs names them): 200 and its output, 404 "not found"
+# where there is none, 500 and why where it fails; the page's SM clock beside each pair.
 # POST /result/NAME {lines, out, error?}: prints the lines to stdout, writes --out/NAME.json and
 # NAME.md, and touches --out/NAME.done (the shell waits on it). POST /log: one line to stderr.
-import argparse, http.server, json, os, sys, threading
+import argparse, http.server, json, os, re, subprocess, sys, threading, urllib.parse
 
 ap = argparse.ArgumentParser()
 for k in ("root", "pkg", "ort", "out"):
@@ -11,6 +14,7 @@ for k in ("root", "pkg", "ort", "out"):
 ap.add_argument("--port", type=int, default=8765)
 a = ap.parse_args()
 models, lock = {}, threading.Lock()
+SMI_ARG = re.compile(r"--query-gpu=[a-z_.,]+|--format=csv,noheader")
 TYPES = {".mjs": "text/javascript", ".js": "text/javascript", ".wasm": "application/wasm", ".html": "text/html", ".json": "application/json"}
 
 
@@ -29,8 +33,22 @@ class H(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
+    def clock(self, query):
+        args = urllib.parse.parse_qs(query).get("arg", [])
+        if not args or not all(SMI_ARG.fullmatch(x) for x in args):
+            return self.send(400, b"only --query-gpu=FIELDS and --format=csv,noheader")
+        try:
+            r = subprocess.run([os.environ.get("NVIDIA_SMI", "nvidia-smi"), *args], capture_output=True, text=True, timeout=5)
+        except FileNotFoundError:
+            return self.send(404, b"not found")
+        except (OSError, subprocess.TimeoutExpired) as e:
+            return self.send(500, str(e).encode())
+        self.send(200 if r.returncode == 0 else 500, (r.stdout if r.returncode == 0 else (r.stdout + r.stderr).strip() or f"exit status {r.returncode}").encode())
+
     def do_GET(self):
-        p = self.path.split("?")[0]
+        p, _, query = self.path.partition("?")
+        if p == "/clock":
+            return self.clock(query)
         if p.startswith("/models/"):
             with lock:
                 body = models.get(p[8:])

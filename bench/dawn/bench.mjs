@@ -22,7 +22,8 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
 import { NoGpu, open } from "./env.mjs";
-import { smiSampler } from "./nvidia-smi.mjs";
+import { smiSampler } from "./clock.mjs";
+import { runSmi } from "./nvidia-smi.mjs";
 import { parseArgs } from "./options.mjs";
 import { Raw } from "./raw.mjs";
 import { note } from "./report.mjs";
@@ -57,7 +58,7 @@ async function main() {
     throw e;
   }
   ctx.raw = new Raw(ctx.device, { warmMiB: ctx.kind.realGpu ? 64 : 0.25 });
-  ctx.clock = smiSampler();
+  ctx.clock = smiSampler(runSmi());
   console.log(`[bench:dawn] ${section}: adapter ${JSON.stringify(ctx.kind.fields)}; backend ${ctx.kind.backend}`);
   const out = { section, provenance: ctx.provenance, realGpu: ctx.kind.realGpu, date: new Date().toISOString() };
   if (ctx.kind.isNull && section !== "calls") {

@@ -1,7 +1,7 @@
-// The GPU's SM clock as the driver reports it, read beside a timed pair: parsing nvidia-smi's line and summing up a row's samples.
-// Browser-safe (bench/chrome's page imports it through section-family.mjs): the samples come
-// from a sampler in the context, `ctx.clock()` → Promise of nvidia-smi's line or null, which
-// nvidia-smi.mjs gives in Node and bench/chrome/serve.py's /clock in the browser.
+// The GPU's SM clock as the driver reports it, read beside a timed pair: the sampler over a runner of nvidia-smi, its line parsed, a row's samples summed up.
+// Browser-safe (bench/chrome's page imports it): the samples come from a sampler in the context,
+// `ctx.clock()` → Promise of nvidia-smi's line or null, made by `smiSampler` over a runner of
+// nvidia-smi: nvidia-smi.mjs's in Node, bench/chrome/serve.py's `/clock` in the browser.
 
 /** nvidia-smi's arguments: the SM clock and why it is below the maximum (a bit mask). */
 export const SMI_ARGS = ["--query-gpu=clocks.sm,clocks_throttle_reasons.active", "--format=csv,noheader"];
@@ -31,6 +31,26 @@ export function parseSmi(text) {
   if (!m) return null;
   const mask = Number(BigInt(m[2]) & 0xffffn);
   return { mhz: Number(m[1]), reasons: REASONS.filter(([bit]) => mask & bit).map(([, name]) => name) };
+}
+
+/**
+ * A sampler over `runSmi(args)` → Promise of { ok, text } (nvidia-smi run once with `args`;
+ * `text` its output, or why it failed): each call runs it once and resolves with its output,
+ * or null once nvidia-smi proved absent or failing. Tries the old field name first, then the
+ * new one, and keeps what worked; a failure is told once through `warn`.
+ */
+export function smiSampler(runSmi, warn = (why) => console.error(`  · nvidia-smi: ${why}; the SM clock is n/a`)) {
+  let args = SMI_ARGS;
+  let gone = false;
+  return async () => {
+    if (gone) return null;
+    let r = await runSmi(args);
+    if (!r.ok && args === SMI_ARGS && /not a valid field|Invalid/i.test(r.text)) r = await runSmi((args = SMI_ARGS_NEW));
+    if (r.ok) return r.text;
+    gone = true; // no nvidia-smi, or a driver that does not answer: said once, then "n/a"
+    warn(r.text.trim() || "failed");
+    return null;
+  };
 }
 
 /** A sampler for machines without nvidia-smi: every sample is null ("n/a"). */
