@@ -1,5 +1,5 @@
-// One shape's buffers for a dependent chain (kernel and sweep sections): the a + b baselines on them and one checked dispatch.
-import { addHalfWgsl, addSubWgsl, addWgsl, copyWgsl, gammaFloats, randomFloats } from "./raw.mjs";
+// One shape's buffers for a dependent chain (kernel, sweep and churn sections): the a + b and a ± b baselines on them and one checked dispatch.
+import { addSubWgsl, addWgsl, gammaFloats, randomFloats } from "./raw.mjs";
 import { chainTime } from "./timing.mjs";
 
 /** Host data for the kernel section: one seeded array long enough for the largest shape, viewed. */
@@ -25,6 +25,7 @@ export class ChainBuffers {
     const n = (this.n = rows * hidden);
     this.hidden = hidden;
     this.lanesAB = hidden % 4 === 0 ? 4 : 1;
+    this.abN = n / this.lanesAB; // the elementwise kernels' elements (vec4 or scalar)
     const x = (this.x = hostData(ctx, n, "x")), res = (this.res = hostData(ctx, n, "r"));
     this.g = gammaFloats(hidden);
     this.beta = randomFloats(hidden, 4).map((v) => 0.1 * v);
@@ -39,59 +40,49 @@ export class ChainBuffers {
     this.stubW = raw.buffer(4);
   }
 
-  /** a + b moving the bytes of the plain kernel, chained: out = a + b, a the previous out. */
-  async addChain(chainOpts) {
+  /**
+   * `out = a + b` moving the bytes of the plain kernel, chained (a the previous out, the two
+   * activations ping-ponged): `encode(pass, k)` of its k-th dispatch, as timePass takes it.
+   */
+  async abChain() {
     const { raw, X, R, lanesAB } = this;
     const ab = await raw.pipeline(addWgsl(lanesAB === 4), `a+b vec${lanesAB}`);
-    this.abN = this.n / lanesAB;
-    this.abU = raw.uniform(new Uint32Array([this.abN, 0, 0, 0]));
-    const groups = [raw.bind(ab, { a: X[0], b: R[0], out: X[1], p: this.abU }), raw.bind(ab, { a: X[1], b: R[0], out: X[0], p: this.abU })];
-    await raw.warm(300);
-    return this.restoring(await chainTime(raw, (pass, k) => raw.dispatch(pass, ab, groups[k & 1], Math.ceil(this.abN / 256)), chainOpts));
+    const groups = [raw.bind(ab, { a: X[0], b: R[0], out: X[1], p: this.abUniform() }), raw.bind(ab, { a: X[1], b: R[0], out: X[0], p: this.abUniform() })];
+    return (pass, k) => raw.dispatch(pass, ab, groups[k & 1], Math.ceil(this.abN / 256));
   }
 
   /**
-   * The `sum` output's own roofline: two reads and two writes (writes cost the memory more
-   * than reads), chained the same way (each reads what the previous wrote). After addChain.
+   * The `sum` output's own roofline: `out = a + b; out2 = a − b`, two reads and two writes
+   * (writes cost the memory more than reads), as `encode(pass, k)`. Not chained: every dispatch
+   * reads the first activation and residual and writes the second ones, since chained it
+   * doubles its operands every two steps, to infinity within a few hundred steps, and a norm
+   * timed right after it on those buffers would run on what no model feeds it.
    */
-  async addSubChain(chainOpts) {
+  async abSumRepeat() {
     const { raw, X, R, lanesAB } = this;
     const abs = await raw.pipeline(addSubWgsl(lanesAB === 4), `a+b,a-b vec${lanesAB}`);
-    const groups = [raw.bind(abs, { a: X[0], b: R[0], out: X[1], out2: R[1], p: this.abU }), raw.bind(abs, { a: X[1], b: R[1], out: X[0], out2: R[0], p: this.abU })];
-    return this.restoring(await chainTime(raw, (pass, k) => raw.dispatch(pass, abs, groups[k & 1], Math.ceil(this.abN / 256)), chainOpts));
+    const group = raw.bind(abs, { a: X[0], b: R[0], out: X[1], out2: R[1], p: this.abUniform() });
+    return (pass) => raw.dispatch(pass, abs, group, Math.ceil(this.abN / 256));
+  }
+
+  /** The elementwise kernels' Params: the count of their elements. */
+  abUniform() {
+    return (this.abU ??= this.raw.uniform(new Uint32Array([this.abN, 0, 0, 0])));
+  }
+
+  /** `abChain` timed alone (chainTime), the initial data written back after it. */
+  async addChain(chainOpts) {
+    const encode = await this.abChain();
+    await this.raw.warm(300);
+    return this.restoring(await chainTime(this.raw, encode, chainOpts));
   }
 
   /**
-   * The roofline of a norm without a residual: `out = a`, chained (each copies what the
-   * previous wrote). After addChain.
-   */
-  async copyChain(chainOpts) {
-    const { raw, X, lanesAB } = this;
-    const copy = await raw.pipeline(copyWgsl(lanesAB === 4), `out=a vec${lanesAB}`);
-    const groups = [raw.bind(copy, { a: X[0], out: X[1], p: this.abU }), raw.bind(copy, { a: X[1], out: X[0], p: this.abU })];
-    return await chainTime(raw, (pass, k) => raw.dispatch(pass, copy, groups[k & 1], Math.ceil(this.abN / 256)), chainOpts);
-  }
-
-  /**
-   * The roofline of a norm with a residual and f16 results: `out = f16(a + b)` (vec4 rows
-   * only; undefined otherwise). Its output is another dtype than its inputs, so its
-   * dispatches are independent, as gpuTime's of the package are. After addChain.
-   */
-  async addHalfChain(chainOpts) {
-    const { raw, X, R, lanesAB } = this;
-    if (lanesAB !== 4) return undefined;
-    const half = await raw.pipeline(addHalfWgsl(), "f16(a+b) vec4");
-    this.H ??= raw.buffer(this.n / 2);
-    const group = raw.bind(half, { a: X[0], b: R[0], out: this.H, p: this.abU });
-    return await chainTime(raw, (pass) => raw.dispatch(pass, half, group, Math.ceil(this.abN / 256)), chainOpts);
-  }
-
-  /**
-   * `result`, once the initial data is back in every activation and residual. The baselines'
-   * chains leave what no model feeds a norm: `a + b` grows the activation by the residual each
-   * step, and `a ± b` doubles both every two steps, to infinity within a few hundred steps. A
-   * kernel timed on that takes its rescaling path on every row (measured on an H200 through
-   * Dawn: 16384×4096 at 222 µs after `a ± b`'s chain, 187 µs on the initial data).
+   * `result`, once the initial data is back in every activation and residual: the chains
+   * leave what no model feeds a norm (`a + b` grows the activation by the residual each step,
+   * a norm with `sum` the residual stream). A kernel timed on operands that reached infinity
+   * takes its rescaling path on every row (measured on an H200 through Dawn: 16384×4096 at
+   * 222 µs after a chained `a ± b`, 187 µs on the initial data).
    */
   restoring(result) {
     const { raw, X, R, n } = this;
@@ -133,6 +124,6 @@ export class ChainBuffers {
   }
 
   destroy() {
-    for (const b of [...this.X, ...this.R, this.G, this.BETA, this.BIAS, this.stubR, this.stubW, this.abU, this.H]) b?.destroy();
+    for (const b of [...this.X, ...this.R, this.G, this.BETA, this.BIAS, this.stubR, this.stubW, this.abU]) b?.destroy();
   }
 }

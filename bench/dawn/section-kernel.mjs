@@ -1,9 +1,10 @@
-// The `kernel` section: the package's kernels in a dependent chain against the a + b rooflines, and through its public API.
+// The `kernel` section: the package's kernels in a dependent chain, each pass right after a pass of its a + b roofline on the same buffers, and through its public API.
 import { ChainBuffers, worstRelative } from "./chain-buffers.mjs";
+import { clockCell } from "./clock.mjs";
 import { DEFAULT_SHAPES, parseShapes } from "./options.mjs";
 import { packageKernel } from "./package-kernel.mjs";
 import { fmt, header, log, note, pct, table } from "./report.mjs";
-import { chainTime, spread } from "./timing.mjs";
+import { chainLength, onePass, spread, timePairs } from "./timing.mjs";
 
 export async function sectionKernel(ctx, out, { opt, num }) {
   const { norm, raw, device } = ctx;
@@ -12,7 +13,7 @@ export async function sectionKernel(ctx, out, { opt, num }) {
   const target = num("pass-us", ctx.kind.realGpu ? 10000 : 50000);
   const maxN = num("max-n", ctx.kind.realGpu ? 4000 : 50);
   const reps = num("reps", 5);
-  header(ctx, "Kernel time in a dependent chain, GPU timestamps, GPU warmed");
+  header(ctx, "Kernel time in a dependent chain, each pass right after its baseline's, GPU timestamps, GPU warmed");
   const t0 = performance.now();
   const maxBinding = Math.min(device.limits.maxStorageBufferBindingSize, device.limits.maxBufferSize);
   const results = [];
@@ -31,10 +32,12 @@ export async function sectionKernel(ctx, out, { opt, num }) {
     const r = { tag, rows, hidden };
     const bufs = new ChainBuffers(ctx, rows, hidden);
     const { x, res, g, beta, bias } = bufs;
-    r.ab = await bufs.addChain({ targetUs: target, maxN, reps });
-    r.ab.bytes = 3 * n * 4;
-    r.abSum = await bufs.addSubChain({ targetUs: target, maxN, reps });
-    r.abSum.bytes = 4 * n * 4;
+    // The baselines, on the same buffers as the kernels: a + b chained, a ± b not (abSumRepeat
+    // says why). One n for every pass of the shape: ~--pass-us of a + b.
+    const abChain = await bufs.abChain();
+    const base = { ab: onePass(abChain), abSum: onePass(await bufs.abSumRepeat()) };
+    const chainN = await chainLength(raw, abChain, { targetUs: target, maxN, minN: Math.min(8, maxN) });
+    bufs.restoring();
 
     const variants = { plain: {}, biasBeta: { bias: true, beta: true }, sum: { sum: true } };
     for (const [name, o] of Object.entries(variants)) {
@@ -52,10 +55,12 @@ export async function sectionKernel(ctx, out, { opt, num }) {
         r[`${name}Check`] = worst;
         if (!(worst <= 1e-5)) throw new Error(`${tag} ${name}: raw dispatch of the captured kernel differs from the package's result by ${worst} (relative): bindings or Params changed?`);
       }
-      await raw.warm(150);
-      r[name] = await chainTime(raw, (pass, k) => raw.dispatch(pass, p, groups[k & 1], kern.groups(rows)), { targetUs: target, maxN, reps });
+      // Pairs: the baseline's chain of n, then the kernel's, one command buffer, GPU kept busy.
+      const chain = onePass((pass, k) => raw.dispatch(pass, p, groups[k & 1], kern.groups(rows)));
+      r[name] = bufs.restoring(await timePairs(ctx, o.sum ? base.abSum : base.ab, chain, { n: chainN, reps }));
       r[name].bytes = (o.sum ? 4 : 3) * n * 4 + hidden * 4 * (1 + !!o.beta + !!o.bias);
-      r[name].kernel = kern.label;
+      r[name].baseBytes = (o.sum ? 4 : 3) * n * 4;
+      r[name].label = kern.label;
       if (opt["keep-wgsl"]) r[name].code = kern.code;
       P.destroy();
     }
@@ -63,7 +68,7 @@ export async function sectionKernel(ctx, out, { opt, num }) {
     // Through the package's public API.
     const tx = norm.upload(x), tr = norm.upload(res), tg = norm.upload(g), tbeta = norm.upload(beta), tbias = norm.upload(bias);
     for (const [name, extra] of [["pkgGpuTimePlain", {}], ["pkgGpuTimeBiasBeta", { beta: tbeta, bias: tbias }]]) {
-      const repeat = Math.max(1, Math.min(10000, r[name === "pkgGpuTimePlain" ? "plain" : "biasBeta"].n));
+      const repeat = Math.max(1, Math.min(10000, chainN));
       const args = { input: tx, residual: tr, gamma: tg, hidden, ...extra };
       await raw.warm(150);
       const first = await norm.gpuTime(args, repeat);
@@ -78,7 +83,7 @@ export async function sectionKernel(ctx, out, { opt, num }) {
     {
       // In-place calls chained through the API (each reads what the previous wrote), left in
       // flight and awaited together: wall time per call (the call's own CPU cost bounds it).
-      const est = Math.max(r.plain.us, 100);
+      const est = Math.max(r.plain.kernel.us, 100);
       const k = Math.max(10, Math.min(1000, Math.round(num("chain-us", 50000) / est)));
       const args = { input: tx, residual: tr, gamma: tg, hidden, inPlace: true };
       await norm.run(args);
@@ -105,24 +110,41 @@ export async function sectionKernel(ctx, out, { opt, num }) {
 
 function printKernel(ctx, results, reps) {
   const real = ctx.kind.realGpu;
-  const bw = (t) => t.bytes / t.us; // bytes per µs
-  const roof = (r, name) => (real && r[name] && r.ab ? bw(r[name]) / bw(r.ab) : undefined);
-  const roofSum = (r) => (real && r.sum && r.abSum ? bw(r.sum) / bw(r.abSum) : undefined);
+  // % roofline: (the variant's bytes ÷ its time) ÷ (the baseline's bytes ÷ its time), from the median of the pairs' time ratios.
+  const roof = (x) => (real ? x.bytes / x.baseBytes / x.ratio : undefined);
+  const times = (x) => (real ? `${fmt(x.ratio, 3)}×` : "—");
   log(
-    "a+b: `out = a + b` (vec4 where hidden % 4 == 0, else scalar; one element per invocation, 256 per workgroup), 3 arrays moved." +
+    "a+b: `out = a + b` (vec4 where hidden % 4 == 0, else scalar; one element per invocation, 256 per workgroup), 3 arrays moved, chained as the kernels are." +
+      " a±b: `out = a + b; out2 = a - b` (2 reads, 2 writes, as sum moves them), every dispatch on the same inputs (chained it overflows)." +
       " ours: the package's own WGSL (captured from its createShaderModule, checked against its result), dispatched raw on its device." +
-      " Chain: dispatch k reads the activation (and, with sum, the residual) dispatch k-1 wrote; one compute pass of n dispatches between two timestamps; µs = pass / n, median of " +
-      `${reps} passes.` +
-      " % roofline = (bytes the variant must move / its time) ÷ (a+b's bytes / a+b's time): plain and bias+beta move 3 arrays, sum 4." +
-      " sum % of a±b: sum's bandwidth over that of `out = a + b; out2 = a - b` (2 reads, 2 writes, as sum moves them), chained the same way.",
+      " Chain: dispatch k reads the activation (and, with sum, the residual) dispatch k-1 wrote; one compute pass of n dispatches between two timestamps." +
+      ` A pair = one command buffer: the baseline's pass (a+b; a±b for sum), then the kernel's, on the same buffers; ${reps} pairs back to back after a warm-up.` +
+      " µs = pass / n, median over the pairs; ÷ = median over the pairs of kernel µs ÷ baseline µs." +
+      " % roofline = (bytes the variant must move / its time) ÷ (the baseline's bytes / its time): plain and bias+beta move 3 arrays (+ gamma, beta, bias), sum 4." +
+      " SM clock: nvidia-smi clocks.sm (and the throttle reasons) read as the pairs ran; min–max over the row.",
   );
   if (!real) log(`NO ROOFLINE CLAIMS: ${ctx.kind.isNull ? "Null backend" : "a CPU adapter"} (${ctx.kind.name}); µs only, and they are not GPU numbers.`);
   table(
-    ["shape", "a+b µs", "plain µs", "plain/a+b", "plain % roofline", "bias+beta µs", "% roofline", "sum µs", "% roofline", "a±b µs", "sum % of a±b", "n"],
+    ["shape", "SM clock", "a+b µs", "plain µs", "plain ÷ a+b", "plain % roofline", "bias+beta µs", "bias+beta ÷ a+b", "% roofline", "a±b µs", "sum µs", "sum ÷ a±b", "sum % of a±b", "n"],
     results.map((r) =>
       r.skipped
-        ? [r.tag, `skipped: ${r.skipped}`, "", "", "", "", "", "", "", "", "", ""]
-        : [r.tag, fmt(r.ab.us, 2), fmt(r.plain.us, 2), fmt(r.plain.us / r.ab.us, 2) + "×", pct(roof(r, "plain")), fmt(r.biasBeta.us, 2), pct(roof(r, "biasBeta")), fmt(r.sum.us, 2), pct(roof(r, "sum")), fmt(r.abSum.us, 2), pct(roofSum(r)), `${r.ab.n}/${r.plain.n}`],
+        ? [r.tag, `skipped: ${r.skipped}`, ...Array(12).fill("")]
+        : [
+            r.tag,
+            clockCell([r.plain, r.biasBeta, r.sum].flatMap((x) => x.clocks)),
+            fmt(r.plain.base.us, 2),
+            fmt(r.plain.kernel.us, 2),
+            times(r.plain),
+            pct(roof(r.plain)),
+            fmt(r.biasBeta.kernel.us, 2),
+            times(r.biasBeta),
+            pct(roof(r.biasBeta)),
+            fmt(r.sum.base.us, 2),
+            fmt(r.sum.kernel.us, 2),
+            times(r.sum),
+            pct(roof(r.sum)),
+            String(r.plain.n),
+          ],
     ),
   );
   log(
@@ -138,12 +160,12 @@ function printKernel(ctx, results, reps) {
       .map((r) => [
         r.tag,
         fmt(r.pkgGpuTimePlain?.us, 2),
-        r.pkgGpuTimePlain?.us ? fmt(r.pkgGpuTimePlain.us / r.plain.us, 2) + "×" : "—",
+        r.pkgGpuTimePlain?.us ? fmt(r.pkgGpuTimePlain.us / r.plain.kernel.us, 2) + "×" : "—",
         fmt(r.pkgGpuTimeBiasBeta?.us, 2),
         fmt(r.pkgInPlaceChain.us, 1),
         String(r.pkgInPlaceChain.n),
         r.plainCheck === undefined ? "not checked (large)" : [r.plainCheck, r.biasBetaCheck, r.sumCheck].map((v) => (v === 0 ? "0" : v.toExponential(1))).join(" / "),
-        r.plain.kernel.replace(/^package \S+ /, ""),
+        r.plain.label.replace(/^package \S+ /, ""),
       ]),
   );
 }

@@ -19,11 +19,16 @@ export async function timeLoops(loops, calls, body) {
   return { median: median(per), min: Math.min(...per), max: Math.max(...per), loops: per };
 }
 
-/** Timed passes of `n` dispatches: calibrates n to ~`targetUs` of GPU time, then median of `reps`. */
-export async function chainTime(raw, encodeK, { targetUs = 10000, maxN = 4000, minN = 8, reps = 5, warmMs = 150 } = {}) {
+/** How many dispatches `encodeK` (as timePass takes it) needs for ~`targetUs` of GPU time, from one pass of `minN`; at most `maxN`. */
+export async function chainLength(raw, encodeK, { targetUs = 10000, maxN = 4000, minN = 8 } = {}) {
   const cal = await raw.timePass(minN, encodeK);
   const per0 = Math.max(cal / minN, 0.05);
-  const n = Math.max(minN, Math.min(maxN, Math.round(targetUs / per0)));
+  return Math.max(minN, Math.min(maxN, Math.round(targetUs / per0)));
+}
+
+/** Timed passes of `n` dispatches: calibrates n to ~`targetUs` of GPU time, then median of `reps`. */
+export async function chainTime(raw, encodeK, { targetUs = 10000, maxN = 4000, minN = 8, reps = 5, warmMs = 150 } = {}) {
+  const n = await chainLength(raw, encodeK, { targetUs, maxN, minN });
   await raw.warm(warmMs);
   await raw.timePass(n, encodeK); // untimed
   const per = [];
