@@ -4,7 +4,7 @@
 //   node bench/dawn/bench.mjs calls   [--calls 500] [--loops 5]
 //   node bench/dawn/bench.mjs kernel  [--shapes 1x896,1x4096,...] [--reps 5] [--budget-s 240] [--keep-wgsl 1]
 //   node bench/dawn/bench.mjs cliff   [--cliff-rows 4096,8191,8192,16384] [--cliff-hidden 4096]
-//   node bench/dawn/bench.mjs family  [--shapes 1x4096,8192x4096,...] [--reps 5] [--idle-reps 7] [--idle-ms 150] [--idle-pass-us 250]
+//   node bench/dawn/bench.mjs family  [--shapes 1x4096,8192x4096,...] [--reps 5] [--idle-reps 7] [--idle-ms 150] [--settle-ms 1000] [--idle-pass-us 250]
 //   node bench/dawn/bench.mjs memory  [--mem-mib 128,192,256,384] [--mem-big 256] [--mem-churn 6] [--mem-slice-mib 1]
 //   node bench/dawn/bench.mjs sweep   --wgsl FILE [--shapes 1x4096,...] [--sweep-options plain,bias+beta,sum]
 //

@@ -103,6 +103,7 @@ export async function sectionFamily(ctx, out, { opt, num }) {
   const maxN = num("max-n", real ? 4000 : 50);
   const reps = { busy: num("reps", 5), idle: num("idle-reps", 7) };
   const idleMs = num("idle-ms", 150);
+  const settleMs = num("settle-ms", 1000);
   header(ctx, "The normalization family, each pass right after its elementwise baseline's, with the GPU kept busy and at the driver's clock");
   const results = [];
   const wgsl = {};
@@ -115,6 +116,9 @@ export async function sectionFamily(ctx, out, { opt, num }) {
     const n = { busy: Math.max(1, Math.min(maxN, Math.round(passUs / perCall))), idle: Math.max(1, Math.min(maxN, Math.round(idlePassUs / perCall))) };
     const r = { tag, rows, hidden, n, busy: {}, idle: {} };
     for (const mode of MODES) {
+      // The clock follows the load with a lag: the busy pairs' clock must have fallen before
+      // the first idle pair, and risen again (timePairs' warm-up) before the next busy one.
+      if (mode.key === "idle") await new Promise((r) => setTimeout(r, settleMs));
       note(`${tag} ${mode.title}: ${kit.pairs.length} comparisons, ${n[mode.key]} calls a pass, ${reps[mode.key]} pairs each`);
       for (const [name, base, kernel] of kit.pairs) {
         const idle = mode.key === "idle" ? idleMs : 0;

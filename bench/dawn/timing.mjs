@@ -121,7 +121,7 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
  * (busy: once, while the pairs run). Resolves with { n, base, kernel (spread of µs),
  * ratio: median of kernel ÷ base, ratios, clocks }.
  */
-export async function timePairs(ctx, base, kernel, { n, reps, idleMs = 0, warmMs = 150 }) {
+export async function timePairs(ctx, base, kernel, { n, reps, idleMs = 0, warmMs = 500 }) {
   const { device: d, raw } = ctx;
   const querySet = d.createQuerySet({ type: "timestamp", count: 4 * reps });
   const resolve = d.createBuffer({ size: 32 * reps, usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC });
