@@ -2,7 +2,7 @@
 # `npm run bench:calls`: the package's own CPU cost per call (1×4096 in place on resident
 # tensors, awaited and left in flight) beside raw WebGPU doing the same dispatch, in headless
 # Chromium, on whatever adapter it offers (SwiftShader on a machine without a GPU). Table on stdout, details in bench-out/calls.json. Arguments go to bench/calls.mjs
-# (--hidden 4096 --calls 500 --loops 5 --pkg DIR). On a real GPU: `npm run bench:chrome` (its
+# (--hidden 4096 --calls 500 --rounds 15 --pkg DIR). On a real GPU: `npm run bench:chrome` (its
 # calls section) and `npm run bench:dawn`; figures in docs/performance.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."

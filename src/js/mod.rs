@@ -8,6 +8,7 @@
 
 mod args;
 pub mod array;
+mod bound;
 mod cpu_call;
 pub mod facade;
 mod glue;

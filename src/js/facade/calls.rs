@@ -173,7 +173,7 @@ impl FusedRmsNorm {
 
     /// The live device, for the synchronous GPU entry points. After a loss a new device is
     /// opened in the background (as the next asynchronous call would), and this says so.
-    fn live_device(&self, what: &str) -> Result<Rc<GpuContext>, Error> {
+    pub(super) fn live_device(&self, what: &str) -> Result<Rc<GpuContext>, Error> {
         let Some(instance) = self.engine.gpu() else {
             return Err(on_cpu(what));
         };
