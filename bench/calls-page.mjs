@@ -8,8 +8,6 @@
 //            dispatch, end
 //   submit   k in-place calls on resident tensors, not awaited: norm.run(args), a bound
 //            call's run(), and by hand: encoder, pass, finish, submit
-//   awaited  k in-place calls awaited one by one, and by hand: submit + two awaited error
-//            scopes
 //
 // Paired passes: each round times the hand-written pass right before the package's, over the
 // same k calls, and the ratio of the two is taken per round, so a slow stretch of a shared
@@ -143,23 +141,6 @@ async function calls({ hidden, calls, rounds }) {
   out.submit = await paired(device, cfg, submitting(hand.submit), {
     "norm.run": submitting(() => norm.run(args)),
     ...(bound && { "bound.run": submitting(() => bound.run()) }),
-  });
-
-  const awaiting = (call) => ({
-    body: async (k) => {
-      for (let i = 0; i < k; i++) await call();
-    },
-  });
-  const scoped = async () => {
-    device.pushErrorScope("out-of-memory");
-    device.pushErrorScope("validation");
-    hand.submit();
-    const [a, b] = await Promise.all([device.popErrorScope(), device.popErrorScope()]);
-    if (a || b) throw new Error(`hand-written call: ${(a ?? b).message}`);
-  };
-  out.awaited = await paired(device, { rounds, calls: Math.max(1, calls >> 2) }, awaiting(scoped), {
-    "norm.run": awaiting(() => norm.run(args)),
-    ...(bound && { "bound.run": awaiting(() => bound.run()) }),
   });
 
   bound?.free();

@@ -9,6 +9,7 @@
 mod args;
 pub mod array;
 mod bound;
+mod call_cache;
 mod cpu_call;
 pub mod facade;
 mod glue;
