@@ -298,7 +298,10 @@ fn written<'a, A: HostArray>(name: &str, a: &'a A) -> Result<RefMut<'a, CpuData>
 fn move_into<H: HostArray>(name: &str, to: &Arg<H>, from: &Tensor) -> Result<(), Error> {
     let mut to = written(name, to)?;
     let from = from.cpu_data().ok_or_else(|| busy(name))?;
-    std::mem::swap(&mut *to, &mut *from.try_borrow_mut().map_err(|_| busy(name))?);
+    std::mem::swap(
+        &mut *to,
+        &mut *from.try_borrow_mut().map_err(|_| busy(name))?,
+    );
     Ok(())
 }
 

@@ -120,10 +120,8 @@ impl Dispatch {
         let device: RawDevice = Reflect::get(&self.objects, &"device".into())
             .unwrap_or_default()
             .unchecked_into();
-        let ((), found) = raw::scoped(&device, || {
-            raw::submit_objects(&self.objects).map(|_| ())
-        })
-        .map_err(|e| {
+        let ((), found) = raw::scoped(&device, || raw::submit_objects(&self.objects).map(|_| ()))
+            .map_err(|e| {
             Error::GpuDevice(format!(
                 "the device refused the dispatch ({})",
                 raw::message(&e)

@@ -205,7 +205,9 @@ impl BoundNorm {
         let done = match &self.on {
             On::Gpu(_, None) => Ok(()),
             On::Gpu(_, Some(d)) if self.has_buffers => return Self::run_scoped(d),
-            On::Gpu(_, Some(d)) => return d.submit().unwrap_or_else(|e| Promise::reject(&to_js(e))),
+            On::Gpu(_, Some(d)) => {
+                return d.submit().unwrap_or_else(|e| Promise::reject(&to_js(e)))
+            }
             On::Cpu(cpu) => cpu.submit_into(&self.x, &self.outputs),
         };
         match done {

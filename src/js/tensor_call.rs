@@ -111,7 +111,11 @@ impl TensorCall {
 
     /// `hidden`, and `eps` where given, as read: what else identifies the call.
     pub fn numbers(&self) -> [u64; 3] {
-        [self.0[5].to_bits(), self.0[6].to_bits(), self.0[7].to_bits()]
+        [
+            self.0[5].to_bits(),
+            self.0[6].to_bits(),
+            self.0[7].to_bits(),
+        ]
     }
 }
 
