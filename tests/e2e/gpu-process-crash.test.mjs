@@ -191,34 +191,32 @@ function installHarness() {
       }
       const r = await call(s.norm, s.tensorCall, { gamma: s.tensor });
       if (!r.right) failures.push(`${name}: a call with a tensor before crash ${crashes + 1}: ${detail(r)}`);
-      const b = await boundStep(s.norm, s.tensorCall.args, s.tensor);
-      if (b.problem) failures.push(`${name}: a bound call before crash ${crashes + 1}: ${b.problem}`);
-      s.bound = b.bound;
+      s.bound = await boundStep(s.norm, s.tensorCall.args);
+      if (s.bound.problem) failures.push(`${name}: a bound call before crash ${crashes + 1}: ${s.bound.problem}`);
     }
     return failures;
   }
 
   /**
-   * `norm.bind` of `args` in place on new tensors (`gamma`: the given tensor, else a new one),
-   * and its `run()` once: { bound, problem } (the problem, if any, of its result).
+   * `norm.bind` of `args` in place on new tensors, and its `run()` once: { bound, free,
+   * problem } (`free` releases both, `problem` is what was wrong with its result, if anything).
    */
-  async function boundStep(norm, args, gamma) {
+  async function boundStep(norm, args) {
     const t = {};
+    let bound;
+    const free = () => {
+      bound?.free();
+      Object.values(t).forEach((x) => x.free());
+    };
     try {
-      t.input = norm.upload(args.input);
-      t.residual = norm.upload(args.residual);
-      t.gamma = gamma ?? norm.upload(args.gamma);
-      const bound = norm.bind({ ...t, hidden: args.hidden, inPlace: true });
+      for (const k of ["input", "residual", "gamma"]) t[k] = norm.upload(args[k]);
+      bound = norm.bind({ ...t, hidden: args.hidden, inPlace: true });
       const r = await settle(() => bound.run());
-      if (!("ok" in r)) return { bound, problem: detail(r) };
+      if (!("ok" in r)) return { bound, free, problem: detail(r) };
       const rep = ref.compare({ ...args, bias: undefined, beta: undefined }, await t.input.read(), { sum: await t.residual.read() });
-      return { bound, problem: rep.ok ? undefined : rep.problems.join("; ") };
+      return { bound, free, problem: rep.ok ? undefined : rep.problems.join("; ") };
     } catch (e) {
-      return { problem: `threw ${e?.name}: ${e?.message}` };
-    } finally {
-      t.input?.free();
-      t.residual?.free();
-      if (!gamma) t.gamma?.free();
+      return { bound, free, problem: `threw ${e?.name}: ${e?.message}` };
     }
   }
 
@@ -313,16 +311,16 @@ function installHarness() {
     }
 
     // A call bound before the crash: its tensors held nothing after it, on either backend.
-    if (s.bound) {
-      const r = await settle(() => s.bound.run());
+    if (s.bound?.bound) {
+      const r = await settle(() => s.bound.bound.run());
       if (!(r.err?.isError && r.err.name === "GpuDeviceError" && /lost/i.test(r.err.message))) failures.push(`${what}: run() of a call bound before the crash: ${detail(r)}, want GpuDeviceError naming the loss`);
-      s.bound.free();
-      s.bound = undefined;
     }
+    s.bound?.free();
+    s.bound = undefined;
     // Bound again now: on the CPU backend it computes there.
     const again = await boundStep(norm, makeCall(1).args);
     if (again.problem) failures.push(`${what}: a call bound after the crash: ${again.problem}`);
-    again.bound?.free();
+    again.free();
 
     const k = makeCall(2);
     let input, gamma;
