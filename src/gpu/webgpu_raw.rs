@@ -148,8 +148,9 @@ export function submitObjects(d) {
 "#)]
 extern "C" {
     /// A dispatch's pass recorded into `encoder` in one crossing into JavaScript; `objects`
-    /// is `{ pipeline, group, x, y }` (`encode.rs`'s `Dispatch`). Made call by call from wasm
-    /// the five WebGPU calls cost a multiple of themselves (docs/performance.md, "The call's own cost").
+    /// is `encode.rs`'s `Dispatch` (`{ pipeline, group, x, y, device, queue }`). Made one by
+    /// one from wasm, the five WebGPU calls and their glue cost several times the calls
+    /// themselves (docs/performance.md, "The call's own cost").
     #[wasm_bindgen(catch, js_name = recordDispatch)]
     pub fn record_dispatch(encoder: &JsValue, objects: &Object) -> Result<(), JsValue>;
     /// As `record_dispatch` where `encoder` is a direct instance of the runtime's
