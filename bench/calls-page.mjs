@@ -1,15 +1,19 @@
 // The in-browser half of `npm run bench:calls`: what one call of the package costs the CPU
-// beside raw WebGPU doing the same dispatch from JavaScript on the same device
+// beside a hand-written WebGPU recording of the package's own kernel (norm.kernelSource) on
+// the same device, with its pipeline and bind group made once, as a capable app keeps them
 // (bench/dawn/bench.mjs `calls` measures the same on Dawn outside a browser).
 //
-//   package  norm.run({ inPlace: true }) on resident tensors, awaited one by one, and
-//            left in flight (all made, then awaited together)
-//   raw      the package's own kernel (norm.kernelSource) as a pipeline of the page's, on
-//            buffers and a bind group made once: submit + two awaited error scopes, and
-//            submit with no await
+//   encode   k recordings into one encoder: norm.encode(encoder, args), a bound call's
+//            encode(encoder), and by hand: begin pass, set pipeline, set bind group,
+//            dispatch, end
+//   submit   k in-place calls on resident tensors, not awaited: norm.run(args), a bound
+//            call's run(), and by hand: encoder, pass, finish, submit
 //
-// Every timed loop ends with onSubmittedWorkDone, so no variant leaves GPU work behind for
-// the next. The Node driver (bench/calls.mjs) calls `window.bench.*` through Playwright.
+// Paired passes: each round times the hand-written pass right before the package's, over the
+// same k calls, and the ratio of the two is taken per round, so a slow stretch of a shared
+// machine falls on both. Only the recording or submitting loop is timed; the GPU's work is
+// awaited (onSubmittedWorkDone) between passes. The Node driver (bench/calls.mjs) calls
+// `window.bench.*` through Playwright.
 import init, { FusedRmsNorm } from "/pkg/webgpu_rmsnorm.js";
 import { deviceInfo } from "./side-by-side.mjs";
 
@@ -31,22 +35,8 @@ function seeded(n, seed) {
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
 
-/** µs per call of `body(k)` (which makes k calls and settles them): median of `loops`. */
-async function timeLoops(device, loops, calls, body) {
-  await body(Math.min(calls, 50));
-  await device.queue.onSubmittedWorkDone();
-  const per = [];
-  for (let l = 0; l < loops; l++) {
-    const t0 = performance.now();
-    await body(calls);
-    await device.queue.onSubmittedWorkDone();
-    per.push(((performance.now() - t0) * 1000) / calls);
-  }
-  return { median: median(per), min: Math.min(...per), max: Math.max(...per) };
-}
-
 /** The package's in-place kernel for one row of `hidden` as the page's own pipeline and bind group. */
-function rawDispatch(device, hidden, data) {
+function handWritten(device, hidden, data) {
   const src = norm.kernelSource({ hidden, inPlace: true, rows: 1 });
   const layout = device.createBindGroupLayout({
     entries: src.bindings.map((b) => ({ binding: b.binding, visibility: GPUShaderStage.COMPUTE, buffer: { type: b.type } })),
@@ -69,55 +59,92 @@ function rawDispatch(device, hidden, data) {
   const buffers = { input: storage(data.x), residual: storage(data.r), gamma: storage(data.g), beta: storage(new Float32Array(4)), bias: storage(new Float32Array(4)), post_gamma: storage(new Float32Array(4)), params: uniform };
   const group = device.createBindGroup({ layout, entries: src.bindings.map((b) => ({ binding: b.binding, resource: { buffer: buffers[b.name] } })) });
   const [x, y] = src.workgroups;
-  // The same submit as the package's own (src/gpu/webgpu_raw.rs), alike on purpose: the
-  // baseline a capable app would write.
+  const record = (encoder) => {
+    const pass = encoder.beginComputePass();
+    pass.setPipeline(pipeline);
+    pass.setBindGroup(0, group);
+    pass.dispatchWorkgroups(x, y, 1);
+    pass.end();
+  };
   return {
+    record,
     submit() {
       const encoder = device.createCommandEncoder();
-      const pass = encoder.beginComputePass();
-      pass.setPipeline(pipeline);
-      pass.setBindGroup(0, group);
-      pass.dispatchWorkgroups(x, y, 1);
-      pass.end();
+      record(encoder);
       device.queue.submit([encoder.finish()]);
     },
     destroy: () => Object.values(buffers).forEach((b) => b.destroy()),
   };
 }
 
-async function calls({ hidden, calls, loops }) {
+/** µs per call of one pass of `k` calls: `prepare()` untimed, `body(k, state)` timed, `settle(state)` untimed. */
+async function pass(device, k, { prepare = () => undefined, body, settle = async () => {} }) {
+  const state = prepare();
+  const t0 = performance.now();
+  const r = body(k, state);
+  if (r instanceof Promise) await r;
+  const us = ((performance.now() - t0) * 1000) / k;
+  await settle(state);
+  await device.queue.onSubmittedWorkDone();
+  return us;
+}
+
+/** Rounds of the baseline pass right before each of the package's passes: µs per call and the median of the paired ratios. */
+async function paired(device, { rounds, calls }, baseline, variants) {
+  const base = [];
+  const ours = Object.fromEntries(Object.keys(variants).map((n) => [n, { us: [], ratios: [] }]));
+  for (const v of [baseline, ...Object.values(variants)]) await pass(device, Math.min(calls, 50), v);
+  for (let r = 0; r < rounds; r++) {
+    for (const [name, v] of Object.entries(variants)) {
+      const b = await pass(device, calls, baseline);
+      const p = await pass(device, calls, v);
+      base.push(b);
+      ours[name].us.push(p);
+      ours[name].ratios.push(p / b);
+    }
+  }
+  const out = { baseline: { median: median(base), min: Math.min(...base) } };
+  for (const [name, o] of Object.entries(ours)) out[name] = { median: median(o.us), min: Math.min(...o.us), ratio: median(o.ratios), ratios: o.ratios };
+  return out;
+}
+
+async function calls({ hidden, calls, rounds }) {
   const device = norm.device;
   const data = { x: seeded(hidden, 1), r: seeded(hidden, 2), g: seeded(hidden, 3).map((v) => 1 + 0.1 * v) };
   const t = { input: norm.upload(data.x), residual: norm.upload(data.r), gamma: norm.upload(data.g) };
   const args = { ...t, hidden, inPlace: true };
-  const raw = rawDispatch(device, hidden, data);
-  const out = { hidden, calls, loops };
-  // Alternating rounds, so that a slow stretch of a shared machine falls on both.
-  const rounds = { awaited: [], inFlight: [], rawScopes: [], rawNoAwait: [] };
-  for (let round = 0; round < 3; round++) {
-    rounds.awaited.push(await timeLoops(device, loops, calls, async (k) => {
-      for (let i = 0; i < k; i++) await norm.run(args);
-    }));
-    rounds.rawScopes.push(await timeLoops(device, loops, calls, async (k) => {
-      for (let i = 0; i < k; i++) {
-        device.pushErrorScope("out-of-memory");
-        device.pushErrorScope("validation");
-        raw.submit();
-        const [a, b] = await Promise.all([device.popErrorScope(), device.popErrorScope()]);
-        if (a || b) throw new Error(`raw call: ${(a ?? b).message}`);
-      }
-    }));
-    rounds.inFlight.push(await timeLoops(device, loops, calls, async (k) => {
-      const ps = [];
-      for (let i = 0; i < k; i++) ps.push(norm.run(args));
-      await Promise.all(ps);
-    }));
-    rounds.rawNoAwait.push(await timeLoops(device, loops, calls, async (k) => {
-      for (let i = 0; i < k; i++) raw.submit();
-    }));
-  }
-  for (const [name, rs] of Object.entries(rounds)) out[name] = { median: median(rs.map((r) => r.median)), rounds: rs };
-  raw.destroy();
+  const bound = typeof norm.bind === "function" ? norm.bind(args) : undefined;
+  const hand = handWritten(device, hidden, data);
+  const cfg = { rounds, calls };
+  const out = { hidden, calls, rounds, bound: !!bound };
+
+  // Recording only: the encoders are finished and dropped, never submitted.
+  const encoding = (record) => ({
+    prepare: () => device.createCommandEncoder(),
+    body: (k, e) => {
+      for (let i = 0; i < k; i++) record(e);
+    },
+    settle: async (e) => void e.finish(),
+  });
+  out.encode = await paired(device, cfg, encoding(hand.record), {
+    "norm.encode": encoding((e) => norm.encode(e, args)),
+    ...(bound && { "bound.encode": encoding((e) => bound.encode(e)) }),
+  });
+
+  const submitting = (call) => ({
+    prepare: () => [],
+    body: (k, ps) => {
+      for (let i = 0; i < k; i++) ps.push(call());
+    },
+    settle: (ps) => Promise.all(ps),
+  });
+  out.submit = await paired(device, cfg, submitting(hand.submit), {
+    "norm.run": submitting(() => norm.run(args)),
+    ...(bound && { "bound.run": submitting(() => bound.run()) }),
+  });
+
+  bound?.free();
+  hand.destroy();
   Object.values(t).forEach((x) => x.free());
   return out;
 }

@@ -10,11 +10,11 @@ use crate::call::checks::check_upload;
 use crate::call::device::{next_context_id, Caps, ContextId};
 use crate::call::dtype::Dtype;
 use crate::call::error::Error;
-use crate::call::host::HostArray;
+use crate::call::host::{Arg, HostArray};
 use crate::call::numbers::CpuData;
 use crate::call::plan::{Destination, Plan, Request};
 use crate::call::results::{host_vec, Finished, GpuOutput, Output};
-use crate::call::shape::Inputs;
+use crate::call::shape::{Inputs, Outputs};
 use crate::call::tensor::Tensor;
 use crate::cpu;
 use crate::cpu::memory::room;
@@ -96,17 +96,51 @@ impl CpuContext {
     /// Checks and computes one call; the results are ready when this returns.
     pub fn submit<A: HostArray>(&self, x: &Inputs<A>, request: Request) -> Result<Finished, Error> {
         let plan = Plan::new(x, request, &CAPS, self.id)?;
-        if let Some((name, _)) = x.named().find(|(_, a)| a.app_buffer().is_some()) {
-            return Err(Error::Type(format!(
-                "{name}: expected a typed array or a GpuTensor (this instance runs on the CPU \
-                 backend, which has no GPU device), got a GPUBuffer"
-            )));
-        }
+        refuse_buffers(x.named())?;
         match (plan.kernel.dtype, plan.kernel.out_dtype) {
             (Dtype::F32, Dtype::F32) => self.compute::<f32, f32, A>(x, &plan),
             (Dtype::F32, Dtype::F16) => self.compute::<f32, u16, A>(x, &plan),
             (Dtype::F16, Dtype::F32) => self.compute::<u16, f32, A>(x, &plan),
             (Dtype::F16, Dtype::F16) => self.compute::<u16, u16, A>(x, &plan),
+        }
+    }
+
+    /// Checks a call whose results go to tensors it names (in place, or `output` and `sum`),
+    /// as a bound call (`norm.bind`) takes it on this backend.
+    pub fn check_into<H: HostArray>(
+        &self,
+        x: &Inputs<Arg<H>>,
+        outputs: &Outputs<Arg<H>>,
+    ) -> Result<(), Error> {
+        Plan::encoded(x, outputs, &CAPS, self.id)?;
+        let written = match outputs {
+            Outputs::InPlace => vec![],
+            Outputs::To { output, sum } => {
+                let sum = sum.as_ref().map(|s| ("sum", s));
+                [("output", output)].into_iter().chain(sum).collect()
+            }
+        };
+        refuse_buffers(x.named().chain(written))
+    }
+
+    /// Computes a checked call ([`check_into`](Self::check_into)) into its tensors.
+    pub fn submit_into<H: HostArray>(
+        &self,
+        x: &Inputs<Arg<H>>,
+        outputs: &Outputs<Arg<H>>,
+    ) -> Result<(), Error> {
+        self.check_into(x, outputs)?;
+        let Outputs::To { output, sum } = outputs else {
+            return self.submit(x, Request::in_place()).map(drop);
+        };
+        let done = self.submit(x, Request::to_gpu(sum.is_some()))?;
+        let Some(out) = done.gpu else {
+            return Ok(());
+        };
+        move_into("output", output, &out.y)?;
+        match (sum, &out.sum) {
+            (Some(sum), Some(v)) => move_into("sum", sum, v),
+            _ => Ok(()),
         }
     }
 
@@ -257,6 +291,31 @@ fn written<'a, A: HostArray>(name: &str, a: &'a A) -> Result<RefMut<'a, CpuData>
         .and_then(|t| t.cpu_data())
         .ok_or_else(|| busy(name))?;
     t.try_borrow_mut().map_err(|_| busy(name))
+}
+
+/// Moves the numbers of `from`, a result just computed, into the tensor `to` (of the same
+/// length and dtype, as the plan checked).
+fn move_into<H: HostArray>(name: &str, to: &Arg<H>, from: &Tensor) -> Result<(), Error> {
+    let mut to = written(name, to)?;
+    let from = from.cpu_data().ok_or_else(|| busy(name))?;
+    std::mem::swap(
+        &mut *to,
+        &mut *from.try_borrow_mut().map_err(|_| busy(name))?,
+    );
+    Ok(())
+}
+
+/// The backend has no GPU device, so no `GPUBuffer` argument.
+fn refuse_buffers<'a, A: HostArray + 'a>(
+    mut named: impl Iterator<Item = (&'static str, &'a A)>,
+) -> Result<(), Error> {
+    match named.find(|(_, a)| a.app_buffer().is_some()) {
+        Some((name, _)) => Err(Error::Type(format!(
+            "{name}: expected a typed array or a GpuTensor (this instance runs on the CPU \
+             backend, which has no GPU device), got a GPUBuffer"
+        ))),
+        None => Ok(()),
+    }
 }
 
 fn busy(name: &str) -> Error {

@@ -101,7 +101,7 @@ impl AppBuffer {
 /// The named error for a copy the GPU refused, from the browser's message (Chrome's Dawn
 /// names the cause; another implementation's wording falls through to `GpuDeviceError`).
 #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
-fn refused(name: &str, message: &str) -> Error {
+pub(crate) fn refused(name: &str, message: &str) -> Error {
     let m = message.to_lowercase();
     if m.contains("destroyed") {
         Error::InvalidState(format!(

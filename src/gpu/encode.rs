@@ -12,8 +12,9 @@
 //! The package's own calls whose results stay on the GPU (in place, `output: "gpu"`) are
 //! dispatched through the same objects (`recorder.rs`).
 
-use js_sys::{Array, Object};
+use js_sys::{Array, Object, Reflect};
 use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
 
 use crate::call::error::Error;
 use crate::call::host::{Arg, HostArray};
@@ -25,7 +26,7 @@ use crate::gpu::params::Params;
 use crate::gpu::recorder::{RawBound, Recorder};
 use crate::gpu::submit::call_params;
 use crate::gpu::tensor_buffer::TensorBuffer;
-use crate::gpu::webgpu_raw::{self as raw, descriptor, RawEncoder};
+use crate::gpu::webgpu_raw::{self as raw, descriptor, RawDevice, RawEncoder};
 use crate::gpu::GpuContext;
 
 /// Records the call `x → outputs` into `encoder` (an app's, its brand checked where the
@@ -37,28 +38,97 @@ pub fn record<H: HostArray>(
     x: &Inputs<Arg<H>>,
     outputs: &Outputs<Arg<H>>,
 ) -> Result<(), Error> {
+    match dispatch(recorder, ctx, x, outputs)? {
+        Some(d) => d.record(encoder.as_ref()),
+        None => Ok(()),
+    }
+}
+
+/// The call `x → outputs` checked and made ready to record: its pipeline, its bind group
+/// (made on first use of its buffers, then cached) and its grid; `None` for a call without
+/// rows, which records nothing.
+pub fn dispatch<H: HostArray>(
+    recorder: &mut Recorder,
+    ctx: &GpuContext,
+    x: &Inputs<Arg<H>>,
+    outputs: &Outputs<Arg<H>>,
+) -> Result<Option<Dispatch>, Error> {
     let plan = Plan::encoded(x, outputs, ctx.caps(), ctx.id())?;
     ctx.dev.check_live()?;
     if plan.shape().is_empty() {
-        return Ok(());
+        return Ok(None);
     }
     let in_place = matches!(outputs, Outputs::InPlace);
-    let bound = bind(ctx, &plan, x, outputs, in_place);
+    let (bound, params) = bind(ctx, &plan, x, outputs, in_place);
     let variant = ctx.variant(&plan);
     let pipeline = recorder.pipeline(variant)?;
     let group = recorder.group(in_place, &bound)?;
     let (gx, gy) = variant.grid(plan.shape().rows as u32, ctx.caps().max_groups_per_dim);
-    let refused = |e: JsValue| {
-        Error::Type(format!(
-            "encoder: expected a GPUCommandEncoder that is still recording, got one WebGPU refused ({})",
-            raw::message(&e)
-        ))
-    };
-    let pass = encoder.begin_compute_pass().map_err(refused)?;
-    pass.set_pipeline(&pipeline).map_err(refused)?;
-    pass.set_bind_group(0, &group).map_err(refused)?;
-    pass.dispatch_workgroups(gx, gy, 1).map_err(refused)?;
-    pass.end().map_err(refused)
+    let objects = descriptor(&[
+        ("pipeline", pipeline),
+        ("group", group),
+        ("x", gx.into()),
+        ("y", gy.into()),
+        ("device", JsValue::from(recorder.device())),
+        ("queue", JsValue::from(recorder.queue())),
+    ]);
+    Ok(Some(Dispatch {
+        objects,
+        _params: params,
+    }))
+}
+
+/// One call's dispatch on the browser's WebGPU, made once and recorded or submitted as often
+/// as an app likes: its WebGPU objects in one JavaScript object, so that each use is one
+/// crossing into JavaScript (`webgpu_raw::record_dispatch`).
+pub struct Dispatch {
+    /// `{ pipeline, group, x, y, device, queue }`.
+    objects: Object,
+    /// The uniform block its bind group binds: a wgpu buffer is destroyed when dropped, and
+    /// the cache of uniform blocks may let this one go.
+    _params: wgpu::Buffer,
+}
+
+impl Dispatch {
+    /// Records the dispatch into `encoder` as one compute pass.
+    pub fn record(&self, encoder: &JsValue) -> Result<(), Error> {
+        raw::record_dispatch(encoder, &self.objects).map_err(|e| refused_encoder(&e))
+    }
+
+    /// Records the dispatch into `encoder` where it is a direct instance of the runtime's
+    /// `GPUCommandEncoder`, as every encoder a device makes is; `false`, recording nothing,
+    /// for anything else (which [`record`](Self::record) takes after a full check).
+    pub fn record_on_encoder(&self, encoder: &JsValue) -> Result<bool, Error> {
+        raw::record_on_encoder(encoder, &self.objects).map_err(|e| refused_encoder(&e))
+    }
+
+    /// Records the dispatch into a command encoder of its own and submits it; resolves with
+    /// `undefined`.
+    pub fn submit(&self) -> Result<js_sys::Promise, Error> {
+        raw::submit_objects(&self.objects).map_err(|e| {
+            Error::GpuDevice(format!(
+                "the device refused the dispatch ({})",
+                raw::message(&e)
+            ))
+        })
+    }
+
+    /// Submits as [`submit`](Self::submit) does, inside a validation error scope, and resolves
+    /// with the message of what the scope caught, if anything: a `GPUBuffer` the app destroyed
+    /// is known only once the GPU process has looked.
+    pub fn submit_scoped(&self) -> Result<raw::ScopeFound, Error> {
+        let device: RawDevice = Reflect::get(&self.objects, &"device".into())
+            .unwrap_or_default()
+            .unchecked_into();
+        let ((), found) = raw::scoped(&device, || raw::submit_objects(&self.objects).map(|_| ()))
+            .map_err(|e| {
+            Error::GpuDevice(format!(
+                "the device refused the dispatch ({})",
+                raw::message(&e)
+            ))
+        })?;
+        Ok(found)
+    }
 }
 
 /// The app's buffers and tensors `x → outputs` binds, each by the bytes the call uses, the
@@ -69,7 +139,7 @@ fn bind<H: HostArray>(
     x: &Inputs<Arg<H>>,
     outputs: &Outputs<Arg<H>>,
     in_place: bool,
-) -> RawBound {
+) -> (RawBound, wgpu::Buffer) {
     let params = ctx.uniform(call_params(x, plan, plan.shape().rows));
     let row_bytes = plan.kernel.dtype.copy_bytes(plan.shape().hidden);
     let all_bytes = plan.kernel.dtype.copy_bytes(plan.shape().len());
@@ -97,7 +167,7 @@ fn bind<H: HostArray>(
             bound[i] = Some((raw::buffer(ctx.stub(b, in_place)), Some(16)));
         }
     }
-    bound
+    (bound, params)
 }
 
 /// The kernel `kernel` compiles to on `ctx`'s device, described for an engine's own
@@ -159,6 +229,13 @@ pub fn source(ctx: &GpuContext, kernel: &Kernel, rows: Option<u32>) -> Result<Js
     }
     let o = descriptor(&fields);
     Ok(Object::freeze(&o).into())
+}
+
+fn refused_encoder(e: &JsValue) -> Error {
+    Error::Type(format!(
+        "encoder: expected a GPUCommandEncoder that is still recording, got one WebGPU refused ({})",
+        raw::message(e)
+    ))
 }
 
 /// The buffer behind an argument: the app's own, or a tensor's.

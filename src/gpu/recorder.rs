@@ -103,6 +103,14 @@ impl Recorder {
         })
     }
 
+    pub fn device(&self) -> &RawDevice {
+        &self.device
+    }
+
+    pub fn queue(&self) -> &RawQueue {
+        &self.queue
+    }
+
     /// The variants compiled so far.
     pub fn variants(&self) -> impl Iterator<Item = Variant> + '_ {
         self.pipelines.keys().copied()

@@ -119,6 +119,52 @@ extern "C" {
 }
 
 #[wasm_bindgen(inline_js = r#"
+export function recordDispatch(encoder, d) {
+  const pass = encoder.beginComputePass();
+  pass.setPipeline(d.pipeline);
+  pass.setBindGroup(0, d.group);
+  pass.dispatchWorkgroups(d.x, d.y, 1);
+  pass.end();
+}
+let encoderPrototype;
+export function recordOnEncoder(encoder, d) {
+  if (encoderPrototype === undefined) encoderPrototype = typeof GPUCommandEncoder === "function" ? GPUCommandEncoder.prototype : null;
+  let prototype;
+  try {
+    prototype = Object.getPrototypeOf(encoder);
+  } catch {
+    return false;
+  }
+  if (prototype === null || prototype !== encoderPrototype) return false;
+  recordDispatch(encoder, d);
+  return true;
+}
+export function submitObjects(d) {
+  const encoder = d.device.createCommandEncoder();
+  recordDispatch(encoder, d);
+  d.queue.submit([encoder.finish()]);
+  return Promise.resolve();
+}
+"#)]
+extern "C" {
+    /// A dispatch's pass recorded into `encoder` in one crossing into JavaScript; `objects`
+    /// is `encode.rs`'s `Dispatch` (`{ pipeline, group, x, y, device, queue }`). Made one by
+    /// one from wasm, the five WebGPU calls and their glue cost several times the calls
+    /// themselves (docs/performance.md, "The call's own cost").
+    #[wasm_bindgen(catch, js_name = recordDispatch)]
+    pub fn record_dispatch(encoder: &JsValue, objects: &Object) -> Result<(), JsValue>;
+    /// As `record_dispatch` where `encoder` is a direct instance of the runtime's
+    /// `GPUCommandEncoder` (every encoder a device makes is); `false` for anything else, which
+    /// `is_webgpu` then looks at.
+    #[wasm_bindgen(catch, js_name = recordOnEncoder)]
+    pub fn record_on_encoder(encoder: &JsValue, objects: &Object) -> Result<bool, JsValue>;
+    /// The same pass recorded into an encoder of `objects.device`'s and submitted to
+    /// `objects.queue`; returns a Promise resolved with `undefined`, made on this side.
+    #[wasm_bindgen(catch, js_name = submitObjects)]
+    pub fn submit_objects(objects: &Object) -> Result<Promise, JsValue>;
+}
+
+#[wasm_bindgen(inline_js = r#"
 const waiting = [];
 let channel;
 export function nextTask() {

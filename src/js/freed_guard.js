@@ -23,7 +23,7 @@ function invalidState(message) {
 
 const ASYNC_MEMBERS = new Set(["run", "runWithSum", "timeDispatches", "gpuTime", "read", "prepare"]);
 
-for (const Class of [FusedRmsNorm, GpuTensor]) {
+for (const Class of [FusedRmsNorm, GpuTensor, BoundNorm]) {
   const proto = Class.prototype;
   for (const name of Object.getOwnPropertyNames(proto)) {
     if (name === "constructor" || name === "free" || name.startsWith(GLUE_INTERNAL_PREFIX)) continue;

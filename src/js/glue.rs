@@ -18,7 +18,7 @@
 /// reading the new glue for each item below, then changing this.
 pub const WRITTEN_FOR: &str = "0.2.130";
 
-/// The field where an object of an exported class (`FusedRmsNorm`, `GpuTensor`) keeps its
+/// The field where an object of an exported class (`FusedRmsNorm`, `GpuTensor`, `BoundNorm`) keeps its
 /// pointer into wasm memory: a non-zero number while live, `0` once `free()` ran. Read to
 /// refuse a freed object with `InvalidStateError` before the glue would pass a null pointer
 /// to Rust, which throws a generic error through wasm frames.
@@ -36,4 +36,4 @@ pub const INTERNAL_PREFIX: &str = "__";
 /// Also relied on, and checked with the names above: the exported classes are bindings of
 /// the glue's module scope (the guard, appended to it, names them); their methods and
 /// accessors are own properties of their prototypes; `free` is a method of each.
-pub const CLASSES: [&str; 2] = ["FusedRmsNorm", "GpuTensor"];
+pub const CLASSES: [&str; 3] = ["FusedRmsNorm", "GpuTensor", "BoundNorm"];

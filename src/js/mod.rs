@@ -8,6 +8,8 @@
 
 mod args;
 pub mod array;
+mod bound;
+mod call_cache;
 mod cpu_call;
 pub mod facade;
 mod glue;

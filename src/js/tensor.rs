@@ -30,6 +30,9 @@ thread_local! {
     /// object's fields arrive as plain `JsValue`s, not as Rust references).
     static TENSORS: RefCell<HashMap<u32, Rc<Tensor>>> = RefCell::new(HashMap::new());
     static NEXT_HANDLE: Cell<u32> = const { Cell::new(1) };
+    /// Tensors freed so far: a bound call (`bound.rs`) looks its tensors up again only
+    /// when this has moved since it last did.
+    static FREED: Cell<u64> = const { Cell::new(0) };
     /// `GpuTensor.prototype`, learnt from the first tensor handed to JavaScript.
     static TENSOR_PROTOTYPE: RefCell<Option<JsValue>> = const { RefCell::new(None) };
 }
@@ -64,6 +67,26 @@ pub fn tensor_prototype() -> Option<JsValue> {
 /// The live tensor `handle` names.
 pub fn tensor_by_handle(handle: u32) -> Option<Rc<Tensor>> {
     TENSORS.with(|t| t.borrow().get(&handle).cloned())
+}
+
+/// The handle of `tensor`'s `GpuTensor`, while it is not freed.
+pub fn handle_of(tensor: &Rc<Tensor>) -> Option<u32> {
+    TENSORS.with(|t| {
+        t.borrow()
+            .iter()
+            .find(|(_, v)| Rc::ptr_eq(v, tensor))
+            .map(|(h, _)| *h)
+    })
+}
+
+/// Whether the `GpuTensor` of `handle` is not freed.
+pub fn is_live(handle: u32) -> bool {
+    TENSORS.with(|t| t.borrow().contains_key(&handle))
+}
+
+/// How many tensors have been freed so far.
+pub fn freed_count() -> u64 {
+    FREED.get()
 }
 
 /// Tensors alive in JavaScript (not yet freed), and their bytes.
@@ -106,6 +129,7 @@ pub fn tensor_arg(v: &JsValue, name: &str) -> Result<Option<Rc<Tensor>>, Error> 
 impl Drop for GpuTensor {
     fn drop(&mut self) {
         TENSORS.with(|t| t.borrow_mut().remove(&self.handle));
+        FREED.set(FREED.get() + 1);
     }
 }
 

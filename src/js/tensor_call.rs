@@ -81,12 +81,47 @@ fn ready() {
 /// has every message) must look: anything [`read_tensor_call`] does not take, a freed
 /// tensor, `inPlace` with an `output`. The values are checked as that path checks them.
 pub fn parse(args: &JsValue, sum: bool) -> Option<Result<(Args, Request), Error>> {
+    parse_read(&read(args)?, sum)
+}
+
+/// `args` read in one crossing, as `[input, residual, gamma, beta, bias]` (tensor handles, 0
+/// where absent), `hidden`, whether `eps` is given and its value, `inPlace`, `output: "gpu"`;
+/// `None` where the field-by-field reading must look.
+pub fn read(args: &JsValue) -> Option<TensorCall> {
     let prototype = crate::js::tensor::tensor_prototype()?;
     ready();
     let mut out = [0f64; 10];
-    if !read_tensor_call(args, &prototype, &mut out) {
-        return None;
+    read_tensor_call(args, &prototype, &mut out).then_some(TensorCall(out))
+}
+
+/// A call [`read`] in one crossing (its fields as `readTensorCall` writes them).
+pub struct TensorCall(pub [f64; 10]);
+
+impl TensorCall {
+    /// The tensors' handles, 0 where absent.
+    pub fn handles(&self) -> [u32; 5] {
+        let o = &self.0;
+        [o[0], o[1], o[2], o[3], o[4]].map(|h| h as u32)
     }
+
+    /// `inPlace: true` (and no `output`).
+    pub fn in_place(&self) -> bool {
+        self.0[8] == 1.0 && self.0[9] == 0.0
+    }
+
+    /// `hidden`, and `eps` where given, as read: what else identifies the call.
+    pub fn numbers(&self) -> [u64; 3] {
+        [
+            self.0[5].to_bits(),
+            self.0[6].to_bits(),
+            self.0[7].to_bits(),
+        ]
+    }
+}
+
+/// [`parse`] of a call already read.
+pub fn parse_read(read: &TensorCall, sum: bool) -> Option<Result<(Args, Request), Error>> {
+    let out = &read.0;
     let tensor = |h: f64| crate::js::tensor::tensor_by_handle(h as u32).map(Arg::Gpu);
     let optional = |h: f64| {
         if h == 0.0 {

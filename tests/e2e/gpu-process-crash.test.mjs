@@ -1,9 +1,11 @@
 // Crashes of Chrome's GPU process (DevTools' Browser.crashGpuProcess: what a driver reset or a
 // GPU hang does), twice, under a "webgpu" and an "auto" instance in one page: no call hangs,
 // every rejection is a named Error, results match the f64 reference once an instance answers
-// again. Chrome's default policy refuses WebGPU to a page after its second crash: there the
-// "webgpu" instance rejects WebGpuUnavailableError and retries for an adapter at most once a
-// second, and the "auto" instance continues on the CPU backend (onbackendchange). With
+// again; a call bound before a crash (`norm.bind`) rejects GpuDeviceError after it, and one
+// bound after it computes right, on the CPU backend too. Chrome's default policy refuses
+// WebGPU to a page after its second crash: there the "webgpu" instance rejects
+// WebGpuUnavailableError and retries for an adapter at most once a second, and the "auto"
+// instance continues on the CPU backend (onbackendchange). With
 // --disable-domain-blocking-for-3d-apis both recover on WebGPU after each crash.
 //
 // The "auto" instance takes SwiftShader's adapter (acceptFallbackAdapter), so that it runs on
@@ -189,8 +191,33 @@ function installHarness() {
       }
       const r = await call(s.norm, s.tensorCall, { gamma: s.tensor });
       if (!r.right) failures.push(`${name}: a call with a tensor before crash ${crashes + 1}: ${detail(r)}`);
+      s.bound = await boundStep(s.norm, s.tensorCall.args);
+      if (s.bound.problem) failures.push(`${name}: a bound call before crash ${crashes + 1}: ${s.bound.problem}`);
     }
     return failures;
+  }
+
+  /**
+   * `norm.bind` of `args` in place on new tensors, and its `run()` once: { bound, free,
+   * problem } (`free` releases both, `problem` is what was wrong with its result, if anything).
+   */
+  async function boundStep(norm, args) {
+    const t = {};
+    let bound;
+    const free = () => {
+      bound?.free();
+      Object.values(t).forEach((x) => x.free());
+    };
+    try {
+      for (const k of ["input", "residual", "gamma"]) t[k] = norm.upload(args[k]);
+      bound = norm.bind({ ...t, hidden: args.hidden, inPlace: true });
+      const r = await settle(() => bound.run());
+      if (!("ok" in r)) return { bound, free, problem: detail(r) };
+      const rep = ref.compare({ ...args, bias: undefined, beta: undefined }, await t.input.read(), { sum: await t.residual.read() });
+      return { bound, free, problem: rep.ok ? undefined : rep.problems.join("; ") };
+    } catch (e) {
+      return { bound, free, problem: `threw ${e?.name}: ${e?.message}` };
+    }
   }
 
   /** Starts calls on both instances and marks the crash's time; node crashes the GPU process next. */
@@ -282,6 +309,18 @@ function installHarness() {
       }
       s.tensor = undefined;
     }
+
+    // A call bound before the crash: its tensors held nothing after it, on either backend.
+    if (s.bound?.bound) {
+      const r = await settle(() => s.bound.bound.run());
+      if (!(r.err?.isError && r.err.name === "GpuDeviceError" && /lost/i.test(r.err.message))) failures.push(`${what}: run() of a call bound before the crash: ${detail(r)}, want GpuDeviceError naming the loss`);
+    }
+    s.bound?.free();
+    s.bound = undefined;
+    // Bound again now: on the CPU backend it computes there.
+    const again = await boundStep(norm, makeCall(1).args);
+    if (again.problem) failures.push(`${what}: a call bound after the crash: ${again.problem}`);
+    again.free();
 
     const k = makeCall(2);
     let input, gamma;

@@ -17,6 +17,7 @@ const { inPage, problems } = packagePage("rmsnorm-family-");
 const inFamily = (fn, arg, backend = "webgpu") =>
   inPage(async ([fnSource, arg]) => eval(fnSource)(window.lib.family, arg), [String(fn), arg], { query: `?backend=${backend}` });
 
+// Bound calls (norm.bind) have their own sweep: tests/e2e/bound-calls.test.mjs.
 const GPU_ENTRIES = ["run", "runWithSum", "output gpu", "runWithSum output gpu, tensor arguments", "in place", "GPUBuffer arguments", "encode into tensors", "encode in place"];
 
 test("every combination of kind × residual × postGamma × gammaOffset, f32, through run, runWithSum, output gpu, tensors, in place, GPUBuffers and encode: the f64 reference", async (t) => {
@@ -44,7 +45,7 @@ for (const shaderF16 of [true, false])
     t.diagnostic(`${r.checked} results checked on the ${r.path ? "shader-f16" : "packed"} path`);
   });
 
-test("CPU backend: every combination, f32 and f16 data, outputDtype both ways, through run, runWithSum, tensors and in place", async (t) => {
+test("CPU backend: every combination, f32 and f16 data, outputDtype both ways, through run, runWithSum, tensors, in place and bound calls", async (t) => {
   const r = await inFamily(async (H) => {
     const n = await window.lib.pkg.FusedRmsNorm.create({ backend: "cpu" });
     const failures = [];
@@ -54,11 +55,12 @@ test("CPU backend: every combination, f32 and f16 data, outputDtype both ways, t
       failures.push(...s.failures);
       checked += s.checked;
     }
-    return { failures, checked, backend: n.backend };
+    return { failures, checked, backend: n.backend, entries: H.CPU_ENTRIES };
   }, undefined, "cpu");
   assert.equal(r.backend, "cpu");
   assert.deepEqual(r.failures, []);
-  assert.equal(r.checked, 16 * 2 * (5 + 5 + 4 + 4));
+  assert.equal(r.entries.length, 7, "run, runWithSum, output gpu, runWithSum output gpu with tensors, in place, bound run in place and into tensors");
+  assert.equal(r.checked, 16 * 2 * (7 + 7 + 5 + 5));
   t.diagnostic(`${r.checked} results checked`);
 });
 

@@ -2,7 +2,7 @@
 // encode() into its own encoder, kernelSource() for its own pipeline, norm.device and
 // tensor.buffer typed as WebGPU's own classes. Compiled by tsconfig.webgpu.json; the
 // `@ts-expect-error` lines are misuses that must not compile.
-import init, { FusedRmsNorm, type FusedRmsNormKernelSource, type GpuTensor } from "webgpu-rmsnorm";
+import init, { FusedRmsNorm, type BoundNorm, type FusedRmsNormKernelSource, type GpuTensor } from "webgpu-rmsnorm";
 
 await init();
 const norm = await FusedRmsNorm.create();
@@ -30,6 +30,22 @@ norm.encode(encoder, { input: buf, residual: buf, gamma, hidden: 16 });
 norm.encode(encoder, { input: buf, residual: buf, gamma, hidden: 16, inPlace: true, output: buf });
 // @ts-expect-error an encoder, not a device
 norm.encode(device, { input: buf, residual: buf, gamma, hidden: 16, output: buf });
+
+// bind: a call read and checked once, then recorded or run step after step.
+const bound: BoundNorm = norm.bind({ input: t, residual: buf, gamma, hidden: 16, inPlace: true });
+bound.encode(encoder);
+const ran: Promise<void> = bound.run();
+const into = norm.bind({ input: buf, gamma: buf, hidden: 16, dtype: "f16", outputDtype: "f32", output: t });
+into.free();
+bound[Symbol.dispose]();
+// @ts-expect-error bind takes GPU data only
+norm.bind({ input: new Float32Array(16), residual: buf, gamma, hidden: 16, inPlace: true });
+// @ts-expect-error a bound call's result needs somewhere to go
+norm.bind({ input: buf, gamma, hidden: 16 });
+// @ts-expect-error a bound call's encode takes the encoder alone
+bound.encode(encoder, { input: t, gamma, hidden: 16, inPlace: true });
+// @ts-expect-error an encoder, not a device
+bound.encode(device);
 
 // The normalization family into the app's encoder: no residual, LayerNorm, the sandwich, an
 // f16 output from f32 data (output holds outputDtype's elements, sum the data's).
@@ -61,4 +77,4 @@ const postGamma = sandwich.bindings.find((b) => b.name === "post_gamma");
 const offsetField = sandwich.params.fields.find((f) => f.name === "gamma_offset")?.offset;
 // @ts-expect-error the source is read-only
 k.code = "";
-export { y, t, h, tb, module, layout, grid, stored, postGamma, offsetField };
+export { y, t, h, tb, ran, module, layout, grid, stored, postGamma, offsetField };

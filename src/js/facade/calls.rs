@@ -14,6 +14,7 @@ use crate::call::results::Finished;
 use crate::gpu::GpuContext;
 use crate::js::args::{encoder_arg, parse_args, parse_encode, parse_timed, upload_arg};
 use crate::js::array::Args;
+use crate::js::call_cache;
 use crate::js::options::{parse_kernels, parse_source};
 use crate::js::tensor::tensor_value;
 use crate::js::value::{object, to_js};
@@ -104,6 +105,9 @@ impl FusedRmsNorm {
         #[wasm_bindgen(unchecked_param_type = "GPUCommandEncoder")] encoder: JsValue,
         #[wasm_bindgen(unchecked_param_type = "FusedRmsNormEncodeArgs")] args: JsValue,
     ) -> Result<(), JsValue> {
+        if let Some(done) = call_cache::encode(&self.engine, &encoder, &args) {
+            return done;
+        }
         let ctx = self.live_device("encode").map_err(to_js)?;
         let (x, outputs) = parse_encode(&args).map_err(to_js)?;
         // An argument's getter may call back into this instance; `encode` within `encode`
@@ -156,10 +160,20 @@ impl FusedRmsNorm {
     /// `run`, or `runWithSum` where `sum`: the CPU backend's common call where it takes
     /// `args`, else a call started on the active backend.
     fn normalize(&self, args: &JsValue, sum: bool) -> Promise {
+        let missed = match call_cache::run(&self.engine, args) {
+            Ok(done) => return done,
+            Err(missed) => missed,
+        };
         if let Some(done) = self.cpu_call(args, sum) {
             return done;
         }
-        self.start(parse_args(args, sum), move |done| Ok(results(done, sum)))
+        let parsed = missed.as_ref().and_then(|m| m.parse(sum));
+        let parsed = parsed.unwrap_or_else(|| parse_args(args, sum));
+        let done = self.start(parsed, move |done| Ok(results(done, sum)));
+        if let Some(m) = missed {
+            m.keep();
+        }
+        done
     }
 
     /// The CPU backend's common call of typed arrays, in a few crossings (`cpu_call.rs`);
@@ -173,7 +187,7 @@ impl FusedRmsNorm {
 
     /// The live device, for the synchronous GPU entry points. After a loss a new device is
     /// opened in the background (as the next asynchronous call would), and this says so.
-    fn live_device(&self, what: &str) -> Result<Rc<GpuContext>, Error> {
+    pub(super) fn live_device(&self, what: &str) -> Result<Rc<GpuContext>, Error> {
         let Some(instance) = self.engine.gpu() else {
             return Err(on_cpu(what));
         };

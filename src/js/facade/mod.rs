@@ -10,6 +10,7 @@
 //! backend), and turn what comes back into JavaScript values. The returned future owns what
 //! it needs (`Rc`s, not `&self`), so concurrent calls and `free()` during a call are safe.
 
+mod bind;
 mod calls;
 mod device_loss;
 mod state;

@@ -1,5 +1,5 @@
-//! The classes `FusedRmsNorm` and `GpuTensor`, with their options, adapter info, counters
-//! and device-loss event.
+//! The classes `FusedRmsNorm`, `GpuTensor` and `BoundNorm`, with their options, adapter info,
+//! counters and device-loss event.
 
 use wasm_bindgen::prelude::*;
 
@@ -141,6 +141,13 @@ export class FusedRmsNorm {
    * reaches the app's own error scopes.
    */
   encode(encoder: WebGpuCommandEncoder, args: FusedRmsNormEncodeArgs<"f32"> | FusedRmsNormEncodeArgs<"f16">): void;
+  /**
+   * Reads and checks `args` (`encode`'s) once, and makes the call's pipeline and bind group:
+   * the `BoundNorm`'s `encode(encoder)` and `run()` then cost about what recording the pass
+   * by hand does. Throws what `encode` throws for its arguments; on the CPU backend the
+   * bound call runs on the CPU.
+   */
+  bind(args: FusedRmsNormEncodeArgs<"f32"> | FusedRmsNormEncodeArgs<"f16">): BoundNorm;
   /** The WGSL, bindings, storage and uniform layout this instance runs for `kernel` (and the grid for `rows`). */
   kernelSource(kernel: FusedRmsNormKernel & { rows?: number }): FusedRmsNormKernelSource;
   /** Compiles the kernels an app will use ahead of its first calls. */
@@ -193,6 +200,29 @@ export class GpuTensor<D extends Dtype = "f32"> {
   readonly buffer: WebGpuBuffer | undefined;
   /** Copies the data back: a `Float32Array` for f32, a `Uint16Array` of half bits for f16. */
   read(): Promise<HostResult<D>>;
+  free(): void;
+  [Symbol.dispose](): void;
+}
+
+/**
+ * A normalization bound to its arguments by `norm.bind(args)`, made again step after step
+ * without reading or checking them: a tensor freed since (`InvalidStateError`) and a lost
+ * device (`GpuDeviceError`: bind again on the new device) are still refused. Release with
+ * `free()`; it keeps its tensors' buffers until then.
+ */
+export class BoundNorm {
+  private constructor();
+  /**
+   * Records the call into `encoder` as one compute pass, as `norm.encode(encoder, args)`
+   * does. Throws `TypeError`, `InvalidStateError` (also on the CPU backend) or
+   * `GpuDeviceError`.
+   */
+  encode(encoder: WebGpuCommandEncoder): void;
+  /**
+   * Runs the call (on the CPU backend, computes it): resolves with nothing once submitted,
+   * the results in place or in its `output` and `sum`.
+   */
+  run(): Promise<void>;
   free(): void;
   [Symbol.dispose](): void;
 }

@@ -2,7 +2,7 @@
 //! would type every argument as one loose interface and every result as one union, while an
 //! app needs the result its call actually resolves with (a `Uint16Array` for f16 data, a
 //! `GpuTensor` for `output: "gpu"`, nothing in place) and tensors typed by dtype. The classes
-//! are `skip_typescript` in `facade/mod.rs` and `tensor.rs`; the type tests
+//! are `skip_typescript` in `facade/mod.rs`, `tensor.rs` and `bound.rs`; the type tests
 //! (`tests/types/`) check every overload against what the runtime accepts.
 //!
 //! One file per concern: the data a call takes (`data.rs`), the argument objects and results

@@ -98,8 +98,57 @@ export function familyHelpers({ ref, seeded, f16, appGpu }) {
       free(t, c.call);
       return out;
     },
+    // A bound call (norm.bind) made once and used twice where that gives the same result.
+    "bound run in place": async (n, c, o) => {
+      const t = tensors(n, c.call);
+      const bound = n.bind({ ...t, ...o.extra, inPlace: true });
+      const none = await bound.run();
+      const out = { output: await t.input.read(), sum: t.residual && (await t.residual.read()), resolved: none };
+      bound.free(); free(t, c.call);
+      return out;
+    },
+    "bound run into tensors, twice": async (n, c, o) => {
+      const t = tensors(n, c.call);
+      const len = c.call.input.length;
+      const output = n.upload(zeros(o.outputDtype ?? o.dtype, len)), sum = n.upload(zeros(o.dtype, len));
+      const bound = n.bind({ ...t, ...o.extra, output, sum });
+      await bound.run();
+      const none = await bound.run();
+      const out = { output: await output.read(), sum: await sum.read(), resolved: none };
+      bound.free(); [output, sum].forEach((x) => x.free()); free(t, c.call);
+      return out;
+    },
+    "bound encode in place": async (n, c, o) => {
+      const t = tensors(n, c.call);
+      const bound = n.bind({ ...t, ...o.extra, inPlace: true });
+      submit(n.device, (e) => bound.encode(e));
+      const out = { output: await t.input.read(), sum: t.residual && (await t.residual.read()) };
+      bound.free(); free(t, c.call);
+      return out;
+    },
+    "bound encode into tensors, twice": async (n, c, o) => {
+      const t = tensors(n, c.call);
+      const len = c.call.input.length;
+      const output = n.upload(zeros(o.outputDtype ?? o.dtype, len)), sum = n.upload(zeros(o.dtype, len));
+      const bound = n.bind({ ...t, ...o.extra, output, sum });
+      submit(n.device, (e) => { bound.encode(e); bound.encode(e); });
+      const out = { output: await output.read(), sum: await sum.read() };
+      bound.free(); [output, sum].forEach((x) => x.free()); free(t, c.call);
+      return out;
+    },
+    "bound run, GPUBuffers in place": async (n, c, o) => {
+      const { bufferOf, readBuffer } = appGpu;
+      const b = { ...c.call, dtype: o.dtype };
+      for (const k of arrays(c.call)) b[k] = bufferOf(n.device, c.call[k], S());
+      const bound = n.bind({ ...b, ...o.extra, inPlace: true });
+      const none = await bound.run();
+      const T = typedOf(o.dtype);
+      const out = { output: new T(await readBuffer(n.device, b.input)), sum: b.residual && new T(await readBuffer(n.device, b.residual)), resolved: none };
+      bound.free();
+      return out;
+    },
   };
-  const CPU_ENTRIES = ["run", "runWithSum", "output gpu", "runWithSum output gpu, tensor arguments", "in place"];
+  const CPU_ENTRIES = ["run", "runWithSum", "output gpu", "runWithSum output gpu, tensor arguments", "in place", "bound run in place", "bound run into tensors, twice"];
 
   /**
    * Every variant × shape × entry point on n, with data of dtype and (if given) outputDtype:
@@ -136,5 +185,6 @@ export function familyHelpers({ ref, seeded, f16, appGpu }) {
       }
     return { failures, checked };
   }
-  return { VARIANTS, ENTRIES, CPU_ENTRIES, label, caseOf, inDtype, sweep, tensors, free, typedOf, zeros, submit };
+  const BOUND_ENTRIES = Object.keys(ENTRIES).filter((e) => e.startsWith("bound "));
+  return { VARIANTS, ENTRIES, CPU_ENTRIES, BOUND_ENTRIES, label, caseOf, inDtype, sweep, tensors, free, typedOf, zeros, submit };
 }
