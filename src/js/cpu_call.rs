@@ -20,6 +20,7 @@ use wasm_bindgen::prelude::*;
 use crate::call::checks::{eps_from_number, gamma_offset_from_number, hidden_from_number};
 use crate::call::dtype::Dtype;
 use crate::call::error::Error;
+use crate::call::plan::check_written;
 use crate::call::shape::{Inputs, Norm, NormKind, DEFAULT_EPS};
 use crate::cpu::driver::CpuContext;
 use crate::cpu::memory::reserve;
@@ -35,12 +36,13 @@ const getter = (k) => Object.getOwnPropertyDescriptor(proto, k).get;
 const tagOf = getter(Symbol.toStringTag), lengthOf = getter("length");
 const bufferOf = getter("buffer"), offsetOf = getter("byteOffset");
 const { set, slice, subarray } = proto;
-// The arrays of the call being made, and how each is held: ABSENT, F32, BITS (a Uint16Array)
-// or HALVES (a Float16Array). Kept in slots, not per-call arrays: at decode size the garbage
-// of a call was a measurable part of its time.
-const ABSENT = 0, F32 = 1, BITS = 2, HALVES = 3;
-const held = [undefined, undefined, undefined, undefined, undefined, undefined];
-const kinds = new Int8Array(6);
+// The arrays of the call being made (its six inputs, then the caller's arrays for output and
+// sum), and how each is held: ABSENT, F32, BITS (a Uint16Array) or HALVES (a Float16Array).
+// Kept in slots, not per-call arrays: at decode size the garbage of a call was a measurable
+// part of its time.
+const ABSENT = 0, F32 = 1, BITS = 2, HALVES = 3, OUTPUT = 6, SUM = 7;
+const held = [undefined, undefined, undefined, undefined, undefined, undefined, undefined, undefined];
+const kinds = new Int8Array(8);
 let memory, known, buffer, f32, u16, f64;
 // Views of all of wasm memory, made again once it has grown (the old buffer is detached).
 function views() {
@@ -63,6 +65,20 @@ function kindOf(v, required) {
   if (kind < 0) return -1;
   const b = bufferOf.call(v);
   return b.detached === true || b.resizable === true || b.growable === true ? -1 : kind;
+}
+// Whether held[i] (a result's array) shares no byte with another array of the call nor lies in
+// wasm memory; args.rs names the problem where it does.
+function apart(i) {
+  if (kinds[i] === ABSENT) return true;
+  const b = bufferOf.call(held[i]);
+  if (b === memory.buffer) return false;
+  for (let j = 0; j < 8; j++) if (j !== i && kinds[j] !== ABSENT && bufferOf.call(held[j]) === b && overlap(i, j)) return false;
+  return true;
+}
+const bytes = (i) => lengthOf.call(held[i]) * (kinds[i] === F32 ? 4 : 2);
+function overlap(i, j) {
+  const s = offsetOf.call(held[i]), t = offsetOf.call(held[j]);
+  return s < t + bytes(j) && t < s + bytes(i);
 }
 // Fields read in args.rs's order; header slots as cpu_call.rs reads them.
 export function cpuRead(a, at) {
@@ -90,19 +106,31 @@ export function cpuRead(a, at) {
     if (!dtypeName(out) || typeof hidden !== "number") return false;
     if (eps !== undefined && typeof eps !== "number") return false;
     if (a.rows !== undefined) return false;
-    const output = a.output;
-    if (output !== undefined && output !== "array") return false;
+    const output = a.output, fresh = output === undefined || output === "array";
+    const kOutput = fresh ? ABSENT : kindOf(output, true);
+    if (kOutput < 0) return false;
+    const sum = a.sum, kSum = kindOf(sum, false);
+    if (kSum < 0) return false;
     const inPlace = a.inPlace;
     if (inPlace !== undefined && inPlace !== false) return false;
     // Written only now, after the caller's last getter: one may have made a call of its own,
     // through these same slots.
     held[0] = input; held[1] = residual; held[2] = gamma; held[3] = beta; held[4] = bias; held[5] = post;
     kinds[0] = kInput; kinds[1] = kResidual; kinds[2] = kGamma; kinds[3] = kBeta; kinds[4] = kBias; kinds[5] = kPost;
+    held[OUTPUT] = fresh ? undefined : output; held[SUM] = sum; kinds[OUTPUT] = kOutput; kinds[SUM] = kSum;
+    if (!apart(OUTPUT) || !apart(SUM)) {
+      cpuRelease();
+      return false;
+    }
     views();
     const h = at / 8;
     for (let i = 0; i < 6; i++) {
       f64[h + i] = kinds[i] === ABSENT ? -1 : lengthOf.call(held[i]);
       f64[h + 6 + i] = kinds[i] >= BITS ? 1 : 0;
+    }
+    for (let i = OUTPUT; i <= SUM; i++) {
+      f64[h + 13 + i] = kinds[i] === ABSENT ? -1 : lengthOf.call(held[i]);
+      f64[h + 15 + i] = kinds[i] >= BITS ? 1 : 0;
     }
     f64[h + 12] = hidden;
     f64[h + 13] = eps === undefined ? 0 : 1;
@@ -142,16 +170,26 @@ export function cpuCopy(at, from, count) {
 export function cpuRelease() {
   held.fill(undefined);
 }
-const result = (at, len, half) => (half ? slice.call(u16, at / 2, at / 2 + len) : slice.call(f32, at / 4, at / 4 + len));
+// A result: set() into the caller's array held[i] (an f16 result's bits through a Uint16Array
+// over a Float16Array's memory), else a fresh array slice()d out.
+function result(at, len, half, i) {
+  const d = held[i];
+  if (d === undefined) return half ? slice.call(u16, at / 2, at / 2 + len) : slice.call(f32, at / 4, at / 4 + len);
+  const from = half ? subarray.call(u16, at / 2, at / 2 + len) : subarray.call(f32, at / 4, at / 4 + len);
+  set.call(kinds[i] === HALVES ? new U16(bufferOf.call(d), offsetOf.call(d), len) : d, from);
+  return d;
+}
 // A Promise of the results, or a rejection where one could not be made (the JavaScript
 // heap's limit: the caller's thrown error would otherwise unwind through wasm).
 export function cpuFinish(yAt, yLen, yHalf, vAt, vLen, vHalf) {
-  cpuRelease();
   try {
     views();
-    const y = result(yAt, yLen, yHalf);
-    return Promise.resolve(vLen < 0 ? y : { output: y, sum: result(vAt, vLen, vHalf) });
+    const y = result(yAt, yLen, yHalf, OUTPUT);
+    const done = vLen < 0 ? y : { output: y, sum: result(vAt, vLen, vHalf, SUM) };
+    cpuRelease();
+    return Promise.resolve(done);
   } catch (e) {
+    cpuRelease();
     return Promise.reject(e);
   }
 }
@@ -170,8 +208,8 @@ extern "C" {
     fn cpu_copy(at: u32, from: f64, count: u32) -> bool;
     #[wasm_bindgen(js_name = cpuRelease)]
     fn cpu_release();
-    /// A Promise of `y` (a fresh array of `y_len` elements copied from byte address `y_at`),
-    /// or of `{ output, sum }` where `v_len` is not negative.
+    /// A Promise of `y` (`y_len` elements copied from byte address `y_at` into the caller's
+    /// array, or a fresh one), or of `{ output, sum }` where `v_len` is not negative.
     #[wasm_bindgen(js_name = cpuFinish)]
     fn cpu_finish(
         y_at: u32,
@@ -185,9 +223,11 @@ extern "C" {
 
 /// Slots of the header `cpuRead` fills: per array (in `ARRAYS`' order) its length (-1:
 /// absent), then whether it holds halves; hidden, eps given and eps, layer, gammaOffset
-/// given and gammaOffset, outputDtype (-1: absent, 0: f32, 1: f16). `cpuCopy` reads its
-/// first six as byte addresses.
-const HEADER: usize = 19;
+/// given and gammaOffset, outputDtype (-1: absent, 0: f32, 1: f16); then the caller's arrays
+/// for output and sum, as the arrays (at `GIVEN`). `cpuCopy` reads the first six as byte
+/// addresses.
+const HEADER: usize = 23;
+const GIVEN: usize = 19;
 const ARRAYS: usize = 6;
 
 thread_local! {
@@ -219,6 +259,7 @@ pub fn run(ctx: &CpuContext, args: &JsValue, sum: bool) -> Option<Promise> {
     let h: [f64; HEADER] = HEADER_SLOTS.with(|s| s.borrow()[..].try_into().unwrap());
     let laid_out = inputs(&h).and_then(|mut x| {
         ctx.check_staged(&x, sum)?;
+        check_given(&x, &h, sum)?;
         let staged = lay_out(&mut x, sum)?;
         Ok((x, staged))
     });
@@ -287,6 +328,26 @@ pub fn run(ctx: &CpuContext, args: &JsValue, sum: bool) -> Option<Promise> {
 fn rejected(e: Error) -> Promise {
     cpu_release();
     Promise::reject(&to_js(e))
+}
+
+/// The caller's arrays `cpuRead` found for the results, checked as `caller_arrays.rs` checks
+/// them (a `sum` array in `run` is refused there).
+fn check_given(x: &Inputs<Span>, h: &[f64; HEADER], sum: bool) -> Result<(), Error> {
+    for (i, name) in ["output", "sum"].into_iter().enumerate() {
+        if h[GIVEN + i] < 0.0 {
+            continue;
+        }
+        if name == "sum" && !sum {
+            return Err(Error::Type("sum: expected undefined in run".into()));
+        }
+        let dtype = if h[GIVEN + 2 + i] == 1.0 {
+            Dtype::F16
+        } else {
+            Dtype::F32
+        };
+        check_written(x, name, h[GIVEN + i] as usize, dtype)?;
+    }
+    Ok(())
 }
 
 /// The call `cpuRead` found, its numbers checked as `args.rs` checks them.

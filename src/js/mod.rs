@@ -7,6 +7,7 @@
 //! are appended to that glue by `scripts/build.sh`.
 
 mod args;
+pub(crate) mod caller_arrays;
 pub mod array;
 mod cpu_call;
 pub mod facade;

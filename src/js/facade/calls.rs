@@ -10,10 +10,11 @@ use wasm_bindgen_futures::future_to_promise;
 use crate::backend::Active;
 use crate::call::error::Error;
 use crate::call::plan::{Destination, Request};
-use crate::call::results::Finished;
+use crate::call::results::{Finished, Given};
 use crate::gpu::GpuContext;
-use crate::js::args::{encoder_arg, parse_args, parse_encode, parse_timed, upload_arg};
+use crate::js::args::{encoder_arg, parse_call, parse_encode, parse_timed, upload_arg};
 use crate::js::array::Args;
+use crate::js::caller_arrays::CallerArrays;
 use crate::js::options::{parse_kernels, parse_source};
 use crate::js::tensor::tensor_value;
 use crate::js::value::{object, to_js};
@@ -159,7 +160,12 @@ impl FusedRmsNorm {
         if let Some(done) = self.cpu_call(args, sum) {
             return done;
         }
-        self.start(parse_args(args, sum), move |done| Ok(results(done, sum)))
+        let (parsed, arrays) = match parse_call(args, sum) {
+            Ok((x, request, arrays)) => (Ok((x, request)), arrays),
+            Err(e) => (Err(e), CallerArrays::default()),
+        };
+        let given = arrays.given();
+        self.start_into(parsed, given, move |done| Ok(results(done, sum, &arrays)))
     }
 
     /// The CPU backend's common call of typed arrays, in a few crossings (`cpu_call.rs`);
@@ -199,11 +205,22 @@ impl FusedRmsNorm {
         parsed: Result<(Args, Request), Error>,
         finish: impl FnOnce(Finished) -> Result<JsValue, Error> + 'static,
     ) -> Promise {
+        self.start_into(parsed, Given::default(), finish)
+    }
+
+    /// [`start`](Self::start), host results written into the caller's arrays where `given`
+    /// holds them.
+    fn start_into(
+        &self,
+        parsed: Result<(Args, Request), Error>,
+        given: Given,
+        finish: impl FnOnce(Finished) -> Result<JsValue, Error> + 'static,
+    ) -> Promise {
         let (x, request) = match parsed {
             Ok(p) => p,
             Err(e) => return Promise::reject(&to_js(e)),
         };
-        let call = self.engine.call(&x, request);
+        let call = self.engine.call_into(&x, request, given);
         let engine = self.engine.clone();
         settle(async move {
             let mut done = call.await.map_err(to_js)?;
@@ -240,14 +257,12 @@ fn settle(call: impl std::future::Future<Output = Result<JsValue, JsValue>> + 's
     }
 }
 
-/// Results read back: `y`, or `{ output, sum }` for `runWithSum`.
-fn results(done: Finished, want_sum: bool) -> JsValue {
-    let Some(out) = done.host else {
-        return JsValue::UNDEFINED;
-    };
-    match (want_sum, out.sum) {
-        (true, Some(sum)) => object(&[("output", out.y.into()), ("sum", sum.into())]),
-        _ => out.y.into(),
+/// Results read back: `y`, or `{ output, sum }` for `runWithSum`, the caller's own arrays
+/// where it gave them.
+fn results(done: Finished, want_sum: bool, arrays: &CallerArrays) -> JsValue {
+    match done.host {
+        Some(out) => arrays.resolve(out, want_sum),
+        None => JsValue::UNDEFINED,
     }
 }
 
