@@ -232,7 +232,11 @@ pub fn parse_call(args: &JsValue, sum: bool) -> Result<(Args, Request, CallerArr
         return Ok((x, request, arrays));
     }
     if !o.is_undefined() || !s.is_undefined() {
-        let (name, v) = if o.is_undefined() { ("sum", &s) } else { ("output", &o) };
+        let (name, v) = if o.is_undefined() {
+            ("sum", &s)
+        } else {
+            ("output", &o)
+        };
         return Err(Error::Type(format!(
             "{name}: expected undefined with inPlace: true (the results overwrite input and residual), got {}",
             describe(v)

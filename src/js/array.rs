@@ -148,7 +148,11 @@ impl JsArray {
 
     /// Where the caller's array lies (not a copy's).
     pub fn memory(&self) -> Memory {
-        Memory::of(self.origin.as_ref().unwrap_or(&self.array), self.len, self.dtype)
+        Memory::of(
+            self.origin.as_ref().unwrap_or(&self.array),
+            self.len,
+            self.dtype,
+        )
     }
 
     /// A private copy, for calls that must wait before uploading.

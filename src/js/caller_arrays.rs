@@ -75,7 +75,10 @@ impl CallerArrays {
     /// that is both is a mistake to name, not a race to leave to the order of copies).
     pub fn check(&self, x: &Args) -> Result<(), Error> {
         let given = [("output", &self.output), ("sum", &self.sum)];
-        for (name, a) in given.iter().filter_map(|(n, a)| a.as_ref().map(|a| (*n, a))) {
+        for (name, a) in given
+            .iter()
+            .filter_map(|(n, a)| a.as_ref().map(|a| (*n, a)))
+        {
             check_written(x, name, a.len, a.dtype)?;
             for (input, arg) in x.named() {
                 if matches!(arg, Arg::Host(h) if a.memory.overlaps(&h.memory())) {
@@ -89,8 +92,7 @@ impl CallerArrays {
         if let (Some(y), Some(v)) = (&self.output, &self.sum) {
             if y.memory.overlaps(&v.memory) {
                 return Err(Error::Type(
-                    "sum: expected an array apart from output, got one over the same memory"
-                        .into(),
+                    "sum: expected an array apart from output, got one over the same memory".into(),
                 ));
             }
         }
@@ -121,7 +123,9 @@ impl CallerArrays {
     /// What a call resolves with: `y`, or `{ output, sum }` for `runWithSum` (`want_sum`),
     /// each the caller's own array where it gave one.
     pub fn resolve(&self, out: Output, want_sum: bool) -> JsValue {
-        let own = |a: &Option<CallerArray>, v: HostVec| a.as_ref().map_or_else(|| v.into(), |a| a.array.clone());
+        let own = |a: &Option<CallerArray>, v: HostVec| {
+            a.as_ref().map_or_else(|| v.into(), |a| a.array.clone())
+        };
         let y = own(&self.output, out.y);
         match (want_sum, out.sum) {
             (true, Some(sum)) => object(&[("output", y), ("sum", own(&self.sum, sum))]),

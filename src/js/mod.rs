@@ -7,8 +7,8 @@
 //! are appended to that glue by `scripts/build.sh`.
 
 mod args;
-pub(crate) mod caller_arrays;
 pub mod array;
+pub(crate) mod caller_arrays;
 mod cpu_call;
 pub mod facade;
 mod glue;

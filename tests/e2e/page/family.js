@@ -62,10 +62,11 @@ export function familyHelpers({ ref, seeded, f16, appGpu }) {
   const bitsOf = (a) => (a instanceof Float32Array || a instanceof Uint16Array ? a : new Uint16Array(a.buffer, a.byteOffset, a.length));
   // run (or runWithSum, `withSum`) of `call` into the caller's arrays: the results, and the
   // problems of a call that resolved with other arrays than those given or wrote past them.
-  async function into(n, call, o, { withSum = false, halves = false, len = call.input.length } = {}) {
-    const y = given(hostType(o.outputDtype ?? o.dtype, halves), len);
-    const v = withSum ? given(hostType(o.dtype, halves), len) : undefined;
-    const args = { ...call, ...o.extra, output: y.array, ...(v ? { sum: v.array } : {}) };
+  // `only`: the one result ("output" or "sum") given an array, the other left fresh.
+  async function into(n, call, o, { withSum = false, halves = false, len = call.input.length, only } = {}) {
+    const y = only !== "sum" ? given(hostType(o.outputDtype ?? o.dtype, halves), len) : undefined;
+    const v = withSum && only !== "output" ? given(hostType(o.dtype, halves), len) : undefined;
+    const args = { ...call, ...o.extra, ...(y ? { output: y.array } : {}), ...(v ? { sum: v.array } : {}) };
     const r = withSum ? await n.runWithSum(args) : { output: await n.run(args) };
     const problems = [];
     for (const [name, g] of [["output", y], ["sum", v]]) {
@@ -73,7 +74,7 @@ export function familyHelpers({ ref, seeded, f16, appGpu }) {
       if (r[name] !== g.array) problems.push(name + ": resolved with another array than the one given");
       if (!untouchedAround(g)) problems.push(name + ": bytes around the array given were written");
     }
-    return { output: bitsOf(y.array), sum: v && bitsOf(v.array), problems };
+    return { output: y ? bitsOf(y.array) : r.output, sum: withSum ? (v ? bitsOf(v.array) : r.sum) : undefined, problems };
   }
 
   // Each entry point: (n, c, o) → { output, sum? } read back, o = { dtype, outputDtype, extra }
@@ -121,6 +122,8 @@ export function familyHelpers({ ref, seeded, f16, appGpu }) {
     "run into an array": (n, c, o) => into(n, c.call, o),
     "runWithSum into arrays": (n, c, o) => into(n, c.call, o, { withSum: true }),
     "runWithSum into Float16Arrays": (n, c, o) => into(n, c.call, o, { withSum: true, halves: true }),
+    "runWithSum, output alone into an array": (n, c, o) => into(n, c.call, o, { withSum: true, only: "output" }),
+    "runWithSum, sum alone into an array": (n, c, o) => into(n, c.call, o, { withSum: true, only: "sum" }),
     "runWithSum into arrays, tensor arguments": async (n, c, o) => {
       const t = tensors(n, c.call);
       const r = await into(n, t, o, { withSum: true });
@@ -143,7 +146,7 @@ export function familyHelpers({ ref, seeded, f16, appGpu }) {
     },
   };
   const CPU_ENTRIES = ["run", "runWithSum", "output gpu", "runWithSum output gpu, tensor arguments", "in place"];
-  const INTO_ENTRIES = ["run into an array", "runWithSum into arrays", "runWithSum into Float16Arrays", "runWithSum into arrays, tensor arguments"];
+  const INTO_ENTRIES = ["run into an array", "runWithSum into arrays", "runWithSum into Float16Arrays", "runWithSum, output alone into an array", "runWithSum, sum alone into an array", "runWithSum into arrays, tensor arguments"];
 
   /**
    * Every variant × shape × entry point on n, with data of dtype and (if given) outputDtype:
