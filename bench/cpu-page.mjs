@@ -52,16 +52,22 @@ async function msPerCall(fn, calls) {
   return (performance.now() - t) / calls;
 }
 
-// Calls per batch so that one batch takes about `batchMs`; the calls made also warm up.
+// Calls per batch so that one batch takes about `batchMs`, sized by a second pass of calls:
+// the first warms up (compiles, allocates), and sized by it a fast way got batches of a few
+// calls, a few ticks of performance.now().
 async function batchSize(fn, batchMs) {
-  const t = performance.now();
-  let n = 0;
-  while (n < 3 || performance.now() - t < batchMs / 4) {
-    const r = fn();
-    if (r instanceof Promise) await r;
-    n++;
+  let perCall;
+  for (let pass = 0; pass < 2; pass++) {
+    const t = performance.now();
+    let n = 0;
+    while (n < 3 || performance.now() - t < batchMs / 4) {
+      const r = fn();
+      if (r instanceof Promise) await r;
+      n++;
+    }
+    perCall = (performance.now() - t) / n;
   }
-  return Math.max(1, Math.min(10000, Math.ceil(batchMs / ((performance.now() - t) / n))));
+  return Math.max(1, Math.min(10000, Math.ceil(batchMs / perCall)));
 }
 
 const median = (xs) => {
