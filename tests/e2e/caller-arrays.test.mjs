@@ -3,7 +3,8 @@
 // f64 reference, f32 and f16 results (Uint16Array and Float16Array), typed-array, tensor and
 // GPUBuffer arguments, resolving with the very arrays given and writing nothing around them;
 // each named error, the arrays untouched after it and the instance working; a device loss
-// and an array transferred while the call runs leave the arrays untouched.
+// and an array transferred or shrunk while the call runs leave the arrays untouched; an array
+// over a resizable buffer works.
 //
 //   bash scripts/build.sh && node --test --test-reporter=spec tests/e2e/caller-arrays.test.mjs
 import assert from "node:assert/strict";
@@ -23,7 +24,7 @@ for (const backend of ["webgpu", "cpu"])
     test(`every combination of the family, ${dtype} data${outputDtype ? `, outputDtype ${outputDtype}` : ""}, into the caller's arrays through run, runWithSum, Float16Arrays, tensor${backend === "webgpu" ? " and GPUBuffer" : ""} arguments: the f64 reference (${backend})`, async (t) => {
       const r = await inFamily(async (H, [dtype, outputDtype]) => {
         const n = await window.lib.pkg.FusedRmsNorm.create({ backend: window.backend });
-        const entries = [...H.INTO_ENTRIES, ...(n.backend === "webgpu" ? ["run into an array, GPUBuffer arguments"] : [])];
+        const entries = [...H.INTO_ENTRIES, ...(n.backend === "webgpu" ? H.INTO_GPU_ENTRIES : [])];
         // Short rows; on the CPU backend, for f32, rows of 4096 too, over several of its scratch
         // blocks (on SwiftShader each shape compiles every variant again: one shape there).
         const long = n.backend === "cpu" && dtype === "f32" && !outputDtype;
@@ -117,6 +118,11 @@ for (const backend of ["webgpu", "cpu"])
       t.input.free();
       t.residual.free();
       untouched("in place");
+      // An array over a resizable buffer is taken as it is.
+      const rab = new ArrayBuffer(4 * len, { maxByteLength: 8 * len });
+      const resizable = new Float32Array(rab);
+      const r2 = await n.run({ ...a, output: resizable }).then((x) => x, (x) => x);
+      if (r2 !== resizable || !ref.compare(a, resizable).ok) failures.push(`an output over a resizable buffer: ${r2?.name}: ${r2?.message}`);
       // The instance still works, into arrays too.
       const y = new Float32Array(len), v = new Float32Array(len);
       const got = await n.runWithSum({ ...a, output: y, sum: v });
@@ -128,7 +134,7 @@ for (const backend of ["webgpu", "cpu"])
     assert.deepEqual(r, []);
   });
 
-test("a device loss while the call runs: a GpuDeviceError, the arrays given untouched; the next call writes them; an array transferred while the call runs: a TypeError, its memory untouched (webgpu)", async () => {
+test("a device loss while the call runs: a GpuDeviceError, the arrays given untouched; the next call writes them; an array transferred or shrunk while the call runs: a TypeError, its memory untouched (webgpu)", async () => {
   const r = await inPage(async () => {
     const { pkg, seeded, ref } = window.lib;
     const n = await pkg.FusedRmsNorm.create();
@@ -161,6 +167,14 @@ test("a device loss while the call runs: a GpuDeviceError, the arrays given unto
     const e = await call;
     if (e?.name !== "TypeError" || !/^output: expected the array given to keep its 65536 elements until the call resolved, got one of 0/.test(e.message)) failures.push(`transferred in flight: got ${e?.name}: ${e?.message}`);
     if (!allMarked(moved)) failures.push("transferred in flight: its memory was written");
+    // The same for an array whose resizable buffer shrinks meanwhile.
+    const rab = new ArrayBuffer(4 * len, { maxByteLength: 4 * len });
+    const shrunk = new Float32Array(rab).fill(-1.25);
+    const call2 = n.run({ ...a, output: shrunk }).then(() => null, (e) => e);
+    rab.resize(4 * (len - 64));
+    const e2 = await call2;
+    if (e2?.name !== "TypeError" || !/^output: expected the array given to keep its 65536 elements until the call resolved, got one of 0 \(its buffer transferred or resized meanwhile\)/.test(e2.message)) failures.push(`shrunk in flight: got ${e2?.name}: ${e2?.message}`);
+    if (!allMarked(shrunk)) failures.push("shrunk in flight: written");
     const again = await n.run({ ...a, output: marked() });
     if (!ref.compare(a, again).ok) failures.push("after the transfer: a wrong result");
     return failures;

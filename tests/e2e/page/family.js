@@ -147,6 +147,7 @@ export function familyHelpers({ ref, seeded, f16, appGpu }) {
   };
   const CPU_ENTRIES = ["run", "runWithSum", "output gpu", "runWithSum output gpu, tensor arguments", "in place"];
   const INTO_ENTRIES = ["run into an array", "runWithSum into arrays", "runWithSum into Float16Arrays", "runWithSum, output alone into an array", "runWithSum, sum alone into an array", "runWithSum into arrays, tensor arguments"];
+  const INTO_GPU_ENTRIES = ["run into an array, GPUBuffer arguments"];
 
   /**
    * Every variant × shape × entry point on n, with data of dtype and (if given) outputDtype:
@@ -184,5 +185,5 @@ export function familyHelpers({ ref, seeded, f16, appGpu }) {
       }
     return { failures, checked };
   }
-  return { VARIANTS, ENTRIES, CPU_ENTRIES, INTO_ENTRIES, label, caseOf, inDtype, sweep, tensors, free, typedOf, zeros, submit };
+  return { VARIANTS, ENTRIES, CPU_ENTRIES, INTO_ENTRIES, INTO_GPU_ENTRIES, label, caseOf, inDtype, sweep, tensors, free, typedOf, zeros, submit };
 }
