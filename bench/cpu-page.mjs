@@ -52,20 +52,21 @@ async function msPerCall(fn, calls) {
   return (performance.now() - t) / calls;
 }
 
-// Calls per batch so that one batch takes about `batchMs`, sized by a second pass of calls:
-// the first warms up (compiles, allocates), and sized by it a fast way got batches of a few
-// calls, a few ticks of performance.now().
+// Calls per batch so that one batch takes about `batchMs`, from the fastest of a few short
+// passes: the first warms up (compiles, allocates), and a pass that another process or a
+// garbage collection interrupted would size the batches at a few calls, a few ticks of
+// performance.now().
 async function batchSize(fn, batchMs) {
-  let perCall;
-  for (let pass = 0; pass < 2; pass++) {
+  let perCall = Infinity;
+  for (let pass = 0; pass < 5; pass++) {
     const t = performance.now();
     let n = 0;
-    while (n < 3 || performance.now() - t < batchMs / 4) {
+    while (n < 3 || performance.now() - t < batchMs / 8) {
       const r = fn();
       if (r instanceof Promise) await r;
       n++;
     }
-    perCall = (performance.now() - t) / n;
+    perCall = Math.min(perCall, (performance.now() - t) / n);
   }
   return Math.max(1, Math.min(10000, Math.ceil(batchMs / perCall)));
 }
@@ -210,7 +211,8 @@ export async function cpuShape({ rows, hidden, budgetMs, batchMs }) {
     // calls (a Promise each) and never the JS loop's. Then every way, as before.
     res.ms = {};
     for (const pair of [["cpu", "js"], ["webgpu", "webgpuInto"]]) {
-      if (pair.every((w) => timers[w])) Object.assign(res.ms, await sampleShuffled(Object.fromEntries(pair.map((w) => [w, timers[w]])), { budgetMs: budgetMs / 2 }));
+      const timed = Object.fromEntries(pair.map((w) => [w, timers[w]]));
+      if (pair.every((w) => timers[w])) Object.assign(res.ms, await sampleShuffled(timed, { budgetMs: budgetMs / 2, max: 200 }));
     }
     const rest = Object.fromEntries(Object.entries(timers).filter(([w]) => !(w in res.ms)));
     Object.assign(res.ms, await sampleShuffled(rest, { budgetMs }));

@@ -41,8 +41,8 @@ impl CallerArrays {
         self.output.is_none() && self.sum.is_none()
     }
 
-    /// Reads `v` as the array result `name` goes into; `Ok(None)` where `v` is no typed array
-    /// of a dtype the package holds (the caller says what else `v` may be).
+    /// Reads `v` as the array result `name` goes into; `Ok(false)` where `v` is no typed
+    /// array of a dtype the package holds (the caller says what else `v` may be).
     pub fn read(&mut self, name: &'static str, v: &JsValue) -> Result<bool, Error> {
         let a = match JsArray::from_value(v) {
             Ok(Some(a)) => a,
