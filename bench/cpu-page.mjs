@@ -53,17 +53,23 @@ async function msPerCall(fn, calls) {
 }
 
 // Calls per batch so that one batch takes about `batchMs`, from the fastest of a few short
-// passes: the first warms up (compiles, allocates), and a pass that another process or a
-// garbage collection interrupted would size the batches at a few calls, a few ticks of
-// performance.now().
+// passes after `batchMs` of warm-up calls (compiling, allocating: WebKit runs a loop in its
+// interpreter for hundreds of calls), so that neither the warm-up nor a pass that another
+// process or a garbage collection interrupted sizes the batches at a few calls, a few ticks
+// of performance.now().
 async function batchSize(fn, batchMs) {
+  const call = async () => {
+    const r = fn();
+    if (r instanceof Promise) await r;
+  };
+  const t0 = performance.now();
+  for (let n = 0; n < 3 || performance.now() - t0 < batchMs; n++) await call();
   let perCall = Infinity;
   for (let pass = 0; pass < 5; pass++) {
     const t = performance.now();
     let n = 0;
     while (n < 3 || performance.now() - t < batchMs / 8) {
-      const r = fn();
-      if (r instanceof Promise) await r;
+      await call();
       n++;
     }
     perCall = Math.min(perCall, (performance.now() - t) / n);
