@@ -1,8 +1,10 @@
 // `npm run bench`: two sections in one headless Chromium page on one adapter.
 // - WebGPU: our fused add+bias+RMSNorm against onnxruntime-web's WebGPU
 //   SkipSimplifiedLayerNormalization and a plain JS loop; table, bench-out/browser.json.
-// - CPU (bench/cpu.mjs): the package's CPU backend against onnxruntime-web's WebAssembly EP,
-//   the JS loop, and the package's "webgpu" and "auto" backends; table, bench-out/cpu.json.
+// - CPU (bench/cpu.mjs): the package's CPU backend against the JS loop (both writing into an
+//   array they keep) and onnxruntime-web's WebAssembly EP (both returning a fresh one), and
+//   the package's "webgpu" (read back into a fresh and a kept array) and "auto" backends;
+//   table, bench-out/cpu.json.
 //
 //   node bench/browser.mjs [--webgpu | --cpu] [--shapes 1x896,16x4096,...] [--k 21]
 //                          [--cpu-shapes 1x4096,...] [--batch-ms 10] [--budget-ms 4000] [--pkg DIR]

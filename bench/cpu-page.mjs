@@ -1,7 +1,9 @@
 // The in-browser half of the CPU section of `npm run bench` (bench/cpu.mjs drives it): the
-// package's CPU backend against onnxruntime-web's WebAssembly execution provider, a plain
-// JavaScript loop, and the package's WebGPU backend on this page's adapter, each called as an
-// app calls it: Float32Arrays in, the Promise of a Float32Array awaited. One thread each.
+// package's CPU backend against a plain JavaScript loop, both writing into an output array
+// they keep, and against onnxruntime-web's WebAssembly execution provider, both returning a
+// fresh array; the package's WebGPU backend on this page's adapter, reading back into a fresh
+// array and into one it keeps. Each is called as an app calls it: Float32Arrays in, the
+// Promise of the output awaited (the JS loop's result is not a Promise). One thread each.
 import { FusedRmsNorm } from "/pkg/webgpu_rmsnorm.js";
 import { plainLoop } from "../www/lib/plain-loop.js";
 import { compare, reference } from "../www/lib/reference.js";
@@ -39,22 +41,40 @@ export async function cpuSetup() {
 }
 
 // performance.now() moves in 5 µs steps here (100 µs without cross-origin isolation) and one
-// call can take about that: time `calls` awaited calls together.
+// call can take about that: time `calls` calls together, each awaited where it returns a
+// Promise (a synchronous loop is not charged a microtask per call).
 async function msPerCall(fn, calls) {
   const t = performance.now();
-  for (let i = 0; i < calls; i++) await fn();
+  for (let i = 0; i < calls; i++) {
+    const r = fn();
+    if (r instanceof Promise) await r;
+  }
   return (performance.now() - t) / calls;
 }
 
-// Calls per batch so that one batch takes about `batchMs`; the calls made also warm up.
+// Calls per batch so that one batch takes about `batchMs`, from the fastest of a few short
+// passes after `batchMs` of warm-up calls (compiling, allocating: WebKit runs a loop in its
+// interpreter for hundreds of calls), so that neither the warm-up nor a pass that another
+// process or a garbage collection interrupted sizes the batches at a few calls, a few ticks
+// of performance.now().
 async function batchSize(fn, batchMs) {
-  const t = performance.now();
-  let n = 0;
-  while (n < 3 || performance.now() - t < batchMs / 4) {
-    await fn();
-    n++;
+  const call = async () => {
+    const r = fn();
+    if (r instanceof Promise) await r;
+  };
+  const t0 = performance.now();
+  for (let n = 0; n < 3 || performance.now() - t0 < batchMs; n++) await call();
+  let perCall = Infinity;
+  for (let pass = 0; pass < 5; pass++) {
+    const t = performance.now();
+    let n = 0;
+    while (n < 3 || performance.now() - t < batchMs / 8) {
+      await call();
+      n++;
+    }
+    perCall = Math.min(perCall, (performance.now() - t) / n);
   }
-  return Math.max(1, Math.min(10000, Math.ceil(batchMs / ((performance.now() - t) / n))));
+  return Math.max(1, Math.min(10000, Math.ceil(batchMs / perCall)));
 }
 
 const median = (xs) => {
@@ -77,8 +97,10 @@ async function sampleShuffled(fns, { min = 5, max = 60, budgetMs }) {
     const order = names.map((n) => [next(), n]).sort((a, b) => a[0] - b[0]);
     for (const [, name] of order) xs[name].push(await fns[name]());
   }
+  // Each round's sample too: ways compared round by round (cpu.mjs) share whatever load the
+  // machine had in that round.
   return Object.fromEntries(
-    names.map((n) => [n, { median: median(xs[n]), n: xs[n].length, min: Math.min(...xs[n]), max: Math.max(...xs[n]) }]),
+    names.map((n) => [n, { median: median(xs[n]), n: xs[n].length, min: Math.min(...xs[n]), max: Math.max(...xs[n]), rounds: xs[n] }]),
   );
 }
 
@@ -97,9 +119,17 @@ export async function cpuShape({ rows, hidden, budgetMs, batchMs }) {
   const session = await ortWasm.InferenceSession.create(model, { executionProviders: ["wasm"] });
   const resident = {};
   try {
-    // What an app calls, each resolving with the output.
+    // What an app calls, each resolving with the output: into an array it keeps (one per
+    // way, so that no way's writes warm another's), or a fresh one.
+    const kept = () => {
+      const y = new Float32Array(rows * hidden);
+      return { ...args, output: y };
+    };
+    const into = { cpu: kept(), js: kept(), webgpuInto: kept() };
     const ways = {
-      cpu: () => norms.cpu.run(args),
+      cpu: () => norms.cpu.run(into.cpu),
+      js: () => plainLoop(args, into.js.output),
+      cpuFresh: () => norms.cpu.run(args),
       ortWasm: async () =>
         (
           await session.run({
@@ -107,9 +137,9 @@ export async function cpuShape({ rows, hidden, budgetMs, batchMs }) {
             skip: new ortWasm.Tensor("float32", residual, dims),
           })
         ).output.data,
-      js: () => plainLoop(args),
     };
     for (const b of ["webgpu", "auto"]) if (!norms[b].error) ways[b] = () => norms[b].run(args);
+    if (!norms.webgpu.error) ways.webgpuInto = () => norms.webgpu.run(into.webgpuInto);
     for (const [k, v] of Object.entries({ input, residual, gamma, bias })) resident[k] = norms.cpu.upload(v);
     const onTensors = { ...resident, hidden, eps: EPS };
     const residentRun = () => norms.cpu.run({ ...onTensors, output: "gpu" });
@@ -122,8 +152,11 @@ export async function cpuShape({ rows, hidden, budgetMs, batchMs }) {
 
     res.checks = {};
     for (const [name, fn] of Object.entries(ways)) {
-      const { ok, maxAbs, maxRel, problems } = compare(args, await fn());
-      res.checks[name] = { ok, maxAbs, maxRel, problems };
+      const y = await fn();
+      const { ok, maxAbs, maxRel, problems } = compare(args, y);
+      // A way that writes into a kept array gives back that array.
+      if (into[name] && y !== into[name].output) problems.push("resolved with another array than the one kept");
+      res.checks[name] = { ok: ok && !problems.length, maxAbs, maxRel, problems };
     }
     // The JS loop forms v = input + residual + bias in f64, not rounded in the kernel's order
     // as the reference is (plain-loop.js), so an element whose v cancels to near 0 is off
@@ -177,7 +210,18 @@ export async function cpuShape({ rows, hidden, budgetMs, batchMs }) {
       return ((await norms.cpu.timeDispatches(onTensors, k)) - one) / (k - 1);
     };
     res.callsPerBatch = calls;
-    res.ms = await sampleShuffled(timers, { budgetMs });
+    // The pairs a target compares round by round (the package and the JS loop into kept
+    // arrays; WebGPU's readback into a kept and a fresh array) are sampled each on its own,
+    // with nothing else between their calls: garbage another way leaves (ORT's, fresh
+    // arrays') would otherwise be collected in whichever of the two allocates, the package's
+    // calls (a Promise each) and never the JS loop's. Then every way, as before.
+    res.ms = {};
+    for (const pair of [["cpu", "js"], ["webgpu", "webgpuInto"]]) {
+      const timed = Object.fromEntries(pair.map((w) => [w, timers[w]]));
+      if (pair.every((w) => timers[w])) Object.assign(res.ms, await sampleShuffled(timed, { budgetMs: budgetMs / 2, max: 200 }));
+    }
+    const rest = Object.fromEntries(Object.entries(timers).filter(([w]) => !(w in res.ms)));
+    Object.assign(res.ms, await sampleShuffled(rest, { budgetMs }));
     out.free();
   } finally {
     await session.release();

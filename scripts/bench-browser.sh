@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `npm run bench`: our kernel vs onnxruntime-web's WebGPU SkipSimplifiedLayerNormalization vs
-# a plain JS loop, then the CPU backend vs onnxruntime-web's wasm EP, the JS loop and the
-# "webgpu" and "auto" backends, in headless Chromium. Tables on stdout, details in
+# a plain JS loop, then the CPU backend vs the JS loop (both into an output array they keep),
+# onnxruntime-web's wasm EP and the "webgpu" and "auto" backends, in headless Chromium. Tables on stdout, details in
 # bench-out/browser.json and bench-out/cpu.json. Arguments go to bench/browser.mjs
 # (--webgpu or --cpu for one section, --shapes 1x896,16x4096 --k 21 --cpu-shapes 1x4096
 # --batch-ms 10 --budget-ms 4000; --browser firefox or webkit for the CPU section in those engines).

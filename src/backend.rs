@@ -10,7 +10,7 @@ use std::rc::Rc;
 use crate::call::error::Error;
 use crate::call::host::HostArray;
 use crate::call::plan::{Kernel, Request};
-use crate::call::results::Finished;
+use crate::call::results::{Finished, Given};
 use crate::call::shape::Inputs;
 use crate::call::tensor::Tensor;
 use crate::cpu::driver::CpuContext;
@@ -133,22 +133,32 @@ impl Engine {
 
     /// One call; host data is read before this returns on either backend.
     pub fn call<A: HostArray>(&self, x: &Inputs<A>, request: Request) -> LocalFuture<Finished> {
+        self.call_into(x, request, Given::default())
+    }
+
+    /// One call whose host results go into the caller's arrays where `given` holds them.
+    pub fn call_into<A: HostArray>(
+        &self,
+        x: &Inputs<A>,
+        request: Request,
+        given: Given,
+    ) -> LocalFuture<Finished> {
         if let Some(g) = self.lost_gpu() {
             let (engine, x) = (self.clone(), x.map(|a| a.detach()));
             return Box::pin(async move {
                 match engine.reopen_or_fall_back(g).await? {
-                    Active::Gpu(g) => Ok(g.call(&x, request).await?.1),
-                    Active::Cpu(c) => c.submit(&x, request),
+                    Active::Gpu(g) => Ok(g.call(&x, request, given).await?.1),
+                    Active::Cpu(c) => c.submit_into(&x, request, given),
                 }
             });
         }
         match self.active() {
             Active::Gpu(g) => {
-                let call = g.call(x, request);
+                let call = g.call(x, request, given);
                 Box::pin(async move { Ok(call.await?.1) })
             }
             Active::Cpu(c) => {
-                let done = c.submit(x, request);
+                let done = c.submit_into(x, request, given);
                 Box::pin(async move { done })
             }
         }

@@ -17,7 +17,7 @@ use crate::call::error::Error;
 use crate::call::host::{Arg, HostArray};
 use crate::call::numbers::DeferredUpload;
 use crate::call::plan::{Kernel, Request};
-use crate::call::results::Finished;
+use crate::call::results::{Finished, Given};
 use crate::call::shape::Inputs;
 use crate::call::tensor::Tensor;
 use crate::gpu::pending::Pending;
@@ -199,11 +199,13 @@ impl Instance {
 
     /// Submits `x` now on the live device, or once a new one is open after a loss; either
     /// way the host data is read before this returns (copied in the second case, since the
-    /// caller may change its arrays at once). Resolves with the context that ran the call.
+    /// caller may change its arrays at once). Host results go into `given` where it holds
+    /// the caller's arrays. Resolves with the context that ran the call.
     pub fn call<A: HostArray>(
         self: &Rc<Self>,
         x: &Inputs<A>,
         request: Request,
+        given: Given,
     ) -> impl Future<Output = Result<(Rc<GpuContext>, Finished), Error>> + 'static {
         // Submitted now on the live device, or kept (host data copied) for the next one.
         let start = match self.live() {
@@ -218,7 +220,7 @@ impl Instance {
             },
         };
         async move {
-            let (ctx, pending) = match start {
+            let (ctx, mut pending) = match start {
                 Ok((ctx, pending)) => (ctx, pending?),
                 Err((inst, x)) => {
                     let ctx = inst.context().await?;
@@ -226,6 +228,7 @@ impl Instance {
                     (ctx, pending)
                 }
             };
+            pending.given = given;
             Ok((ctx, pending.finish().await?))
         }
     }

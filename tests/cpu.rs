@@ -875,12 +875,14 @@ fn f32_to_half_agrees_with_dtype_on_ties_subnormals_overflow_and_nan() {
 
 /// What the browser's fast path (`js/cpu_call.rs`) does with one scratch region kept across
 /// calls: lays the call out, checks it, copies its arrays in (as JavaScript's `set()` does,
-/// byte for byte), computes there; returns `y` and `v` read back from where the layout says.
+/// byte for byte), computes there; returns `y` and `v` read back from where the layout says,
+/// after each block where `per_block` (results into the caller's arrays), else at the end.
 fn staged<T: Element, O: Element>(
     scratch: &mut Vec<u32>,
     x: &GenericInputs<&[T]>,
     output_dtype: Option<Dtype>,
     sum: bool,
+    per_block: bool,
 ) -> Result<(Vec<O>, Option<Vec<T>>), Error> {
     let dtype = if std::mem::size_of::<T>() == 2 {
         Dtype::F16
@@ -904,7 +906,8 @@ fn staged<T: Element, O: Element>(
     };
     let ctx = CpuContext::default();
     ctx.check_staged(&spans, sum)?;
-    let at = lay_out(&mut spans, sum)?;
+    let at = lay_out(&mut spans, sum, per_block)?;
+    assert_eq!(at.per_block, per_block && at.block < at.total);
     assert!(
         at.block.is_multiple_of(x.hidden.max(1)) && at.block <= BLOCK.max(x.hidden),
         "a block of whole rows, BLOCK elements or one row"
@@ -929,6 +932,13 @@ fn staged<T: Element, O: Element>(
     {
         copy(scratch, a, s);
     }
+    fn read<E: Element>(scratch: &[u32], s: Span) -> Vec<E> {
+        assert!(s.at * 4 + s.len * std::mem::size_of::<E>() <= scratch.len() * 4);
+        // SAFETY: in bounds (checked above); u32 alignment covers f32 and u16.
+        unsafe { std::slice::from_raw_parts(scratch.as_ptr().add(s.at).cast::<E>(), s.len) }
+            .to_vec()
+    }
+    let (mut y, mut v) = (Vec::new(), sum.then(Vec::new));
     for (from, len) in at.blocks() {
         let (block, block_at) = at.cut(&spans, from, len);
         copy(scratch, &x.input[from..from + len], block.input);
@@ -938,12 +948,15 @@ fn staged<T: Element, O: Element>(
         // Only as much scratch as the layout asks for: the region may be longer, from calls
         // before.
         ctx.compute_staged(&block, &block_at, &mut scratch[..at.words])?;
+        if at.per_block {
+            y.extend(read::<O>(scratch, block_at.y));
+            if let (Some(v), Some(s)) = (v.as_mut(), block_at.sum) {
+                v.extend(read::<T>(scratch, s));
+            }
+        }
     }
-    fn read<E: Element>(scratch: &[u32], s: Span) -> Vec<E> {
-        assert!(s.at * 4 + s.len * std::mem::size_of::<E>() <= scratch.len() * 4);
-        // SAFETY: in bounds (checked above); u32 alignment covers f32 and u16.
-        unsafe { std::slice::from_raw_parts(scratch.as_ptr().add(s.at).cast::<E>(), s.len) }
-            .to_vec()
+    if at.per_block {
+        return Ok((y, v));
     }
     Ok((read(scratch, at.y), at.sum.map(|v| read(scratch, v))))
 }
@@ -979,17 +992,23 @@ fn calls_in_one_reused_scratch_match_the_kernel_and_the_reference() {
             let sum = (j + k) % 2 == 0;
             let x = call.inputs();
             let want = check(&x, &what);
-            let (y, v) = staged::<f32, f32>(&mut scratch, &x, None, sum).unwrap();
-            assert_same_bits(&y, &want.y, &format!("{what}: staged y"));
-            assert_y(&y, &y_reference(&x, &want.v), RTOL, &what);
-            if sum {
-                assert_same_bits(&v.unwrap(), &want.v, &format!("{what}: staged v"));
-            } else {
-                assert!(v.is_none(), "{what}: v without sum");
+            // Results read out at the end (fresh arrays) and after each block (the caller's).
+            for per_block in [false, true] {
+                let what = format!("{what}, per block {per_block}");
+                let (y, v) = staged::<f32, f32>(&mut scratch, &x, None, sum, per_block).unwrap();
+                assert_same_bits(&y, &want.y, &format!("{what}: staged y"));
+                assert_y(&y, &y_reference(&x, &want.v), RTOL, &what);
+                if sum {
+                    assert_same_bits(&v.unwrap(), &want.v, &format!("{what}: staged v"));
+                } else {
+                    assert!(v.is_none(), "{what}: v without sum");
+                }
             }
+            let per_block = j % 2 == 1;
             if shape.1 % 4 != 0 {
                 // f16 needs whole 4-element groups per row: refused as the driver refuses it.
-                let got = staged::<f32, u16>(&mut scratch, &x, Some(Dtype::F16), sum).unwrap_err();
+                let got = staged::<f32, u16>(&mut scratch, &x, Some(Dtype::F16), sum, per_block)
+                    .unwrap_err();
                 let f16_out = GenericInputs {
                     norm: Norm {
                         output_dtype: Some(Dtype::F16),
@@ -1002,18 +1021,20 @@ fn calls_in_one_reused_scratch_match_the_kernel_and_the_reference() {
                 };
                 assert_eq!(got.message(), native.message(), "{what}: f16 refusal");
             } else {
-                let (y16, _) = staged::<f32, u16>(&mut scratch, &x, Some(Dtype::F16), sum).unwrap();
+                let (y16, _) =
+                    staged::<f32, u16>(&mut scratch, &x, Some(Dtype::F16), sum, per_block).unwrap();
                 let want16: Run<f32, u16> = run(&x);
                 assert_eq!(y16, want16.y, "{what}: staged f16 y");
 
                 let halves = call.halves();
                 let h = halves.inputs();
                 let want_h: Run<u16, u16> = run(&h);
-                let (y, v) = staged::<u16, u16>(&mut scratch, &h, None, sum).unwrap();
+                let (y, v) = staged::<u16, u16>(&mut scratch, &h, None, sum, per_block).unwrap();
                 assert_eq!(y, want_h.y, "{what}: staged f16 data");
                 assert_eq!(v, sum.then(|| want_h.v.clone()), "{what}: staged f16 v");
                 let want_hf: Run<u16, f32> = run(&h);
-                let (y, _) = staged::<u16, f32>(&mut scratch, &h, Some(Dtype::F32), sum).unwrap();
+                let (y, _) =
+                    staged::<u16, f32>(&mut scratch, &h, Some(Dtype::F32), sum, per_block).unwrap();
                 assert_same_bits(&y, &want_hf.y, &format!("{what}: staged f16 data, f32 y"));
             }
 
@@ -1023,7 +1044,7 @@ fn calls_in_one_reused_scratch_match_the_kernel_and_the_reference() {
             }
             let short = &call.case.input[..call.case.input.len() - 1];
             let bad = GenericInputs { input: short, ..x };
-            let got = staged::<f32, f32>(&mut scratch, &bad, None, sum).unwrap_err();
+            let got = staged::<f32, f32>(&mut scratch, &bad, None, sum, per_block).unwrap_err();
             let Err(native) = CpuContext::default().submit(&bad, Request::host(sum)) else {
                 panic!("{what}: the driver took a short input");
             };

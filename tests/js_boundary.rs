@@ -46,9 +46,9 @@ fn each_reader_accepts_the_keys_it_names_in_its_unknown_field_message() {
         "inPlace",
         "dtype",
         "rows",
+        "sum",
     ];
-    let mut encode = run.to_vec();
-    encode.push("sum");
+    let encode = run.to_vec();
     let prepare = [
         "hidden",
         "bias",

@@ -117,6 +117,37 @@ fn read_apart_from_written<A: HostArray>(x: &Inputs<A>) -> Result<(), Error> {
     Ok(())
 }
 
+/// Checks a destination of a call's result `name` (`"output"` for `y`, else `v`'s): the
+/// input's length, and `outputDtype`'s dtype for `y`, the data's for `v`. Where results go
+/// into arrays of the app's: `encode`'s buffers and tensors, and `run`'s typed arrays.
+pub fn check_written<A: HostArray>(
+    x: &Inputs<A>,
+    name: &str,
+    len: usize,
+    dtype: Dtype,
+) -> Result<(), Error> {
+    let n = x.input.len();
+    if len != n {
+        return Err(Error::Shape(format!(
+            "{name}: expected length {n} (the length of input), got {len}"
+        )));
+    }
+    let data = x.input.dtype();
+    let (want, like) = if name == "output" {
+        (x.norm.output_dtype.unwrap_or(data), "outputDtype")
+    } else {
+        (data, "input")
+    };
+    if dtype != want {
+        return Err(Error::Type(format!(
+            "{name}: expected {} data like {like}, got {}",
+            want.name(),
+            dtype.name()
+        )));
+    }
+    Ok(())
+}
+
 /// A checked call: everything a driver needs to carry it out.
 #[derive(Clone, Copy, Debug)]
 pub struct Plan {
@@ -194,25 +225,7 @@ impl Plan {
             if let Some(t) = a.resident() {
                 t.check(name, owner)?;
             }
-            if a.len() != plan.shape().len() {
-                return Err(Error::Shape(format!(
-                    "{name}: expected length {} (the length of input), got {}",
-                    plan.shape().len(),
-                    a.len()
-                )));
-            }
-            let (want, like) = if *name == "output" {
-                (plan.kernel.out_dtype, "outputDtype")
-            } else {
-                (plan.kernel.dtype, "input")
-            };
-            if a.dtype() != want {
-                return Err(Error::Type(format!(
-                    "{name}: expected {} data like {like}, got {}",
-                    want.name(),
-                    a.dtype().name()
-                )));
-            }
+            check_written(x, name, a.len(), a.dtype())?;
         }
         let mut bound: Vec<(&str, &Arg<H>)> = x.named().collect();
         if let Outputs::To { .. } = outputs {

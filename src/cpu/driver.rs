@@ -13,7 +13,7 @@ use crate::call::error::Error;
 use crate::call::host::{Arg, HostArray};
 use crate::call::numbers::CpuData;
 use crate::call::plan::{Destination, Plan, Request};
-use crate::call::results::{host_vec, Finished, GpuOutput, Output};
+use crate::call::results::{host_vec, host_vec_into, Finished, Given, GpuOutput, Output};
 use crate::call::shape::{Inputs, Outputs};
 use crate::call::tensor::Tensor;
 use crate::cpu;
@@ -95,19 +95,34 @@ impl CpuContext {
 
     /// Checks and computes one call; the results are ready when this returns.
     pub fn submit<A: HostArray>(&self, x: &Inputs<A>, request: Request) -> Result<Finished, Error> {
+        self.submit_into(x, request, Given::default())
+    }
+
+    /// As [`submit`](Self::submit), host results written into the caller's arrays where
+    /// `given` holds them, once they are whole.
+    pub fn submit_into<A: HostArray>(
+        &self,
+        x: &Inputs<A>,
+        request: Request,
+        given: Given,
+    ) -> Result<Finished, Error> {
         let plan = Plan::new(x, request, &CAPS, self.id)?;
         refuse_buffers(x.named())?;
-        match (plan.kernel.dtype, plan.kernel.out_dtype) {
+        let (y, v) = match (plan.kernel.dtype, plan.kernel.out_dtype) {
             (Dtype::F32, Dtype::F32) => self.compute::<f32, f32, A>(x, &plan),
             (Dtype::F32, Dtype::F16) => self.compute::<f32, u16, A>(x, &plan),
             (Dtype::F16, Dtype::F32) => self.compute::<u16, f32, A>(x, &plan),
             (Dtype::F16, Dtype::F16) => self.compute::<u16, u16, A>(x, &plan),
+        }?;
+        match y {
+            Some(y) => self.finished(&plan, y, v, given),
+            None => Ok(Finished::default()),
         }
     }
 
     /// Checks a call whose results go to tensors it names (in place, or `output` and `sum`),
     /// as a bound call (`norm.bind`) takes it on this backend.
-    pub fn check_into<H: HostArray>(
+    pub fn check_into_tensors<H: HostArray>(
         &self,
         x: &Inputs<Arg<H>>,
         outputs: &Outputs<Arg<H>>,
@@ -123,13 +138,13 @@ impl CpuContext {
         refuse_buffers(x.named().chain(written))
     }
 
-    /// Computes a checked call ([`check_into`](Self::check_into)) into its tensors.
-    pub fn submit_into<H: HostArray>(
+    /// Computes a checked call ([`check_into_tensors`](Self::check_into_tensors)) into its tensors.
+    pub fn submit_into_tensors<H: HostArray>(
         &self,
         x: &Inputs<Arg<H>>,
         outputs: &Outputs<Arg<H>>,
     ) -> Result<(), Error> {
-        self.check_into(x, outputs)?;
+        self.check_into_tensors(x, outputs)?;
         let Outputs::To { output, sum } = outputs else {
             return self.submit(x, Request::in_place()).map(drop);
         };
@@ -144,12 +159,12 @@ impl CpuContext {
         }
     }
 
-    /// A call of `T` data with `y` in `O`.
+    /// A call of `T` data with `y` in `O`: its results, none in place.
     fn compute<T: Stored, O: Stored, A: HostArray>(
         &self,
         x: &Inputs<A>,
         plan: &Plan,
-    ) -> Result<Finished, Error> {
+    ) -> Result<(Option<CpuData>, Option<CpuData>), Error> {
         let gamma = data("gamma", &x.gamma)?;
         let (beta, bias, post_gamma) = (
             optional("beta", &x.beta)?,
@@ -180,7 +195,7 @@ impl CpuContext {
                 residual.as_deref_mut().map(T::of_mut),
                 &columns,
             )?;
-            return Ok(Finished::default());
+            return Ok((None, None));
         }
         let input = data("input", &x.input)?;
         let residual = optional("residual", &x.residual)?;
@@ -217,28 +232,36 @@ impl CpuContext {
                 (O::wrap(y), v.map(T::wrap))
             }
         };
-        Ok(self.finished(to, y, v))
+        Ok((Some(y), v))
     }
 
     /// A call's results `y` (and `v`) where its request wants them: new tensors of this
-    /// context, or read back.
-    fn finished(&self, to: Destination, y: CpuData, v: Option<CpuData>) -> Finished {
-        match to {
-            Destination::Gpu => Finished {
+    /// context, or read back (into the caller's arrays where `given` holds them).
+    fn finished(
+        &self,
+        plan: &Plan,
+        y: CpuData,
+        v: Option<CpuData>,
+        mut given: Given,
+    ) -> Result<Finished, Error> {
+        if plan.request.to == Destination::Gpu {
+            return Ok(Finished {
                 gpu: Some(GpuOutput {
                     y: Rc::new(Tensor::on_cpu(y, self.id)),
                     sum: v.map(|v| Rc::new(Tensor::on_cpu(v, self.id))),
                 }),
                 ..Finished::default()
-            },
-            _ => Finished {
-                host: Some(Output {
-                    y: host_vec(&y),
-                    sum: v.as_ref().map(host_vec),
-                }),
-                ..Finished::default()
-            },
+            });
         }
+        given.check_intact(plan.shape().len())?;
+        let sum = v.map(|v| host_vec_into(&v, given.sum.take())).transpose()?;
+        Ok(Finished {
+            host: Some(Output {
+                y: host_vec_into(&y, given.y.take())?,
+                sum,
+            }),
+            ..Finished::default()
+        })
     }
 
     /// Copies `data` into a tensor of this context.

@@ -88,8 +88,9 @@ impl HostArray for Span {
 pub const BLOCK: usize = 64 * 1024;
 
 /// Where a call's results lie: `y` over the input's copy where the call is one block (a
-/// decode row's is) and `y` has the data's dtype (and `v` over the residual's), else in
-/// regions of their own, the call's length, after the inputs.
+/// decode row's is), or its results are copied out after each block, and `y` has the data's
+/// dtype (and `v` over the residual's); else in regions of their own after the inputs, the
+/// call's length (a block's where copied out after each).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Staged {
     pub y: Span,
@@ -99,6 +100,9 @@ pub struct Staged {
     /// Elements of the call's input, and of a (full) block.
     pub total: usize,
     pub block: usize,
+    /// Each block's results are copied out before the next block is computed: they lie where
+    /// the block's do, not at their place in the call's.
+    pub per_block: bool,
 }
 
 impl Staged {
@@ -121,7 +125,11 @@ impl Staged {
         let block = |s: Span| Span { len, ..s };
         // Whole words: f16 rows are whole groups of 4 (`Kernel::check`), so `from` is even.
         let result = |s: Span| Span {
-            at: s.at + from * s.dtype.bytes() / 4,
+            at: if self.per_block {
+                s.at
+            } else {
+                s.at + from * s.dtype.bytes() / 4
+            },
             len,
             ..s
         };
@@ -144,10 +152,14 @@ impl Staged {
 /// `x`'s input and residual are left a block long. `x.input`'s dtype is the data's (a call
 /// whose arrays disagree is refused by [`CpuContext::check_staged`] before anything is
 /// computed, and [`Plan::new`]'s checks are of the whole call: made before this).
-pub fn lay_out(x: &mut Inputs<Span>, sum: bool) -> Result<Staged, Error> {
+///
+/// `out_per_block`: the results go into the caller's arrays, so each block's can be copied
+/// out while in cache, where a fresh array's whole call is copied out in one `slice()`.
+pub fn lay_out(x: &mut Inputs<Span>, sum: bool, out_per_block: bool) -> Result<Staged, Error> {
     let total = x.input.len;
     let block = ((BLOCK / x.hidden.max(1)).max(1) * x.hidden).min(total);
     fits(x, block, sum)?;
+    let per_block = out_per_block && block < total;
     x.input.len = block;
     if let Some(r) = x.residual.as_mut() {
         r.len = block;
@@ -173,18 +185,20 @@ pub fn lay_out(x: &mut Inputs<Span>, sum: bool) -> Result<Staged, Error> {
     let dtype = x.input.dtype;
     let out_dtype = x.norm.output_dtype.unwrap_or(dtype);
     // In place needs the residual's copy to take v; without a residual, v needs a region.
-    if block == total && out_dtype == dtype && (x.residual.is_some() || !sum) {
+    if (block == total || per_block) && out_dtype == dtype && (x.residual.is_some() || !sum) {
         return Ok(Staged {
             y: x.input,
             sum: x.residual.filter(|_| sum),
             words: end,
             total,
             block,
+            per_block,
         });
     }
-    let mut y = Span::of(total, out_dtype);
+    let results = if per_block { block } else { total };
+    let mut y = Span::of(results, out_dtype);
     place(&mut y);
-    let mut v = sum.then(|| Span::of(total, dtype));
+    let mut v = sum.then(|| Span::of(results, dtype));
     if let Some(v) = v.as_mut() {
         place(v);
     }
@@ -194,6 +208,7 @@ pub fn lay_out(x: &mut Inputs<Span>, sum: bool) -> Result<Staged, Error> {
         words: end,
         total,
         block,
+        per_block,
     })
 }
 

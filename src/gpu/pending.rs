@@ -11,7 +11,7 @@ use futures_channel::oneshot;
 
 use crate::call::dtype::Dtype;
 use crate::call::error::Error;
-use crate::call::results::{host_f32_bits, new_host_vec, Finished, GpuOutput, Output};
+use crate::call::results::{host_f32_bits, new_host_vec, Finished, Given, GpuOutput, Output};
 use crate::call::shape::Shape;
 use crate::call::tensor::Tensor;
 use crate::gpu::device::{lost_error, LostSlot};
@@ -83,6 +83,8 @@ pub struct Pending {
     pub(crate) gpu: Option<GpuOutput>,
     /// The timed pass's two timestamps (mapped with the results), and ns per tick.
     pub(crate) timestamps: Option<(Pooled, f32)>,
+    /// The caller's arrays the results are read back into, where it gave them.
+    pub(crate) given: Given,
 }
 
 /// Asks for `buffer` to be mapped once the GPU is done with it.
@@ -130,7 +132,7 @@ impl Pending {
             end.saturating_sub(start) as f64 * period as f64
         });
         Ok(Finished {
-            host: Some(self.copy_out(now)),
+            host: Some(self.copy_out(now)?),
             gpu,
             ns,
         })
@@ -262,12 +264,20 @@ impl Pending {
             .collect();
     }
 
-    /// Copies the mapped chunks into fresh host arrays and pools every buffer again.
-    fn copy_out(mut self, now: f64) -> Output {
+    /// Copies the mapped chunks into the caller's arrays (or fresh ones) and pools every
+    /// buffer again. Every chunk is mapped by now, so a given array is written whole or,
+    /// where the caller detached or shrank it meanwhile, not at all.
+    fn copy_out(mut self, now: f64) -> Result<Output, Error> {
         // A timed call whose results stay on the GPU reads back its timestamps only.
         let total = if self.read_back { self.shape.len() } else { 0 };
-        let mut y = new_host_vec(total, self.out_dtype);
-        let mut sum = self.want_sum.then(|| new_host_vec(total, self.dtype));
+        let intact = self.given.check_intact(total);
+        if intact.is_err() {
+            self.given = Given::default();
+        }
+        let mut y = Given::take(&mut self.given.y, total, self.out_dtype);
+        let mut sum = self
+            .want_sum
+            .then(|| Given::take(&mut self.given.sum, total, self.dtype));
         for chunk in std::mem::take(&mut self.chunks) {
             read_mapped(&chunk.y, &mut y, chunk.start, chunk.len, self.out_dtype);
             chunk.y.unmap();
@@ -279,7 +289,7 @@ impl Pending {
             }
         }
         self.pool_kept(now);
-        Output { y, sum }
+        intact.map(|()| Output { y, sum })
     }
 
     /// Returns the call's own buffers (not its tensors) to the pool.

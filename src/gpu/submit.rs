@@ -9,7 +9,7 @@ use crate::call::dtype::Dtype;
 use crate::call::error::Error;
 use crate::call::host::HostArray;
 use crate::call::plan::{Destination, Plan, Request};
-use crate::call::results::{GpuOutput, Output};
+use crate::call::results::{Given, GpuOutput, Output};
 use crate::call::shape::{Inputs, Shape};
 use crate::gpu::bindings::{slot, Bound, BINDINGS};
 use crate::gpu::kernel::Variant;
@@ -217,6 +217,7 @@ impl GpuContext {
             reads_a_tensor: false,
             gpu: None,
             timestamps: None,
+            given: Given::default(),
         }
     }
 

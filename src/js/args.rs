@@ -13,11 +13,12 @@ use crate::call::checks::{eps_from_number, hidden_from_number, repeat_from_numbe
 use crate::call::dtype::Dtype;
 use crate::call::error::Error;
 use crate::call::host::{AppBuffer, Arg};
-use crate::call::plan::Request;
+use crate::call::plan::{Destination, Request};
 use crate::call::shape::Outputs;
 use crate::call::shape::{fit_buffers, Inputs, Norm};
 use crate::gpu::webgpu_raw::{is_webgpu, RawEncoder};
 use crate::js::array::{Args, JsArray};
+use crate::js::caller_arrays::CallerArrays;
 use crate::js::keys::{keys_of, Readers, CALL_KEYS};
 use crate::js::tensor::tensor_arg;
 use crate::js::value::{
@@ -168,10 +169,25 @@ pub fn upload_arg(data: &JsValue, options: Option<&JsValue>) -> Result<JsArray, 
     Ok(a)
 }
 
-/// The call's inputs, and what it asks for (`sum` is the method's: `runWithSum`).
+/// The call's inputs and what it asks for (`sum` is the method's: `runWithSum`), for calls
+/// that write into no array of the caller's (the timing calls).
 pub fn parse_args(args: &JsValue, sum: bool) -> Result<(Args, Request), Error> {
+    let (x, request, arrays) = parse_call(args, sum)?;
+    if !arrays.is_empty() {
+        return Err(Error::Type(
+            "output: expected \"array\" or undefined here (the results are read back into \
+             fresh arrays), got a typed array"
+                .into(),
+        ));
+    }
+    Ok((x, request))
+}
+
+/// `run`'s and `runWithSum`'s arguments: the inputs, what the call asks for, and the arrays
+/// of the caller's its results go into (`output`, `sum`), where it gave them.
+pub fn parse_call(args: &JsValue, sum: bool) -> Result<(Args, Request, CallerArrays), Error> {
     if let Some(parsed) = crate::js::tensor_call::parse(args, sum) {
-        return parsed;
+        return parsed.map(|(x, request)| (x, request, CallerArrays::default()));
     }
     let from = Sources {
         host: true,
@@ -180,28 +196,53 @@ pub fn parse_args(args: &JsValue, sum: bool) -> Result<(Args, Request), Error> {
     };
     let mut x = parse_inputs(args, RUN_KEYS, from)?;
     fit_buffers(&mut x, None, rows_field(args)?)?;
-    let o = get(args, "output");
+    let (o, s) = (get(args, "output"), get(args, "sum"));
+    let mut arrays = CallerArrays::default();
     let request = match o.as_string().as_deref() {
         _ if o.is_undefined() => Request::host(sum),
         Some("array") => Request::host(sum),
         Some("gpu") => Request::to_gpu(sum),
+        _ if arrays.read("output", &o)? => Request::host(sum),
         _ => {
             return Err(Error::Type(format!(
-                "output: expected \"array\", \"gpu\" or undefined, got {}",
+                "output: expected \"array\", \"gpu\", a typed array for the result or undefined, got {}",
                 describe(&o)
             )));
         }
     };
-    if !flag(args, "inPlace")? {
-        return Ok((x, request));
+    if !s.is_undefined() {
+        let refused = if !sum {
+            Some("in run (runWithSum has a sum result)")
+        } else if request.to == Destination::Gpu {
+            Some("with output: \"gpu\" (the sum is a new GpuTensor too)")
+        } else if !arrays.read("sum", &s)? {
+            Some("or a typed array for the sum")
+        } else {
+            None
+        };
+        if let Some(why) = refused {
+            return Err(Error::Type(format!(
+                "sum: expected undefined {why}, got {}",
+                describe(&s)
+            )));
+        }
     }
-    if !o.is_undefined() {
+    if !flag(args, "inPlace")? {
+        arrays.check(&x)?;
+        return Ok((x, request, arrays));
+    }
+    if !o.is_undefined() || !s.is_undefined() {
+        let (name, v) = if o.is_undefined() {
+            ("sum", &s)
+        } else {
+            ("output", &o)
+        };
         return Err(Error::Type(format!(
-            "output: expected undefined with inPlace: true (the results overwrite input and residual), got {}",
-            describe(&o)
+            "{name}: expected undefined with inPlace: true (the results overwrite input and residual), got {}",
+            describe(v)
         )));
     }
-    Ok((x, Request::in_place()))
+    Ok((x, Request::in_place(), CallerArrays::default()))
 }
 
 /// `encode`'s encoder: a `GPUCommandEncoder`, as this runtime's WebGPU recognises its own
@@ -325,7 +366,7 @@ pub fn parse_timed(
     timed: bool,
 ) -> Result<(Args, Request), Error> {
     let (x, request) = parse_args(args, false)?;
-    if request.to != crate::call::plan::Destination::Host {
+    if request.to != Destination::Host {
         return Err(Error::Type(
             "output: expected \"array\" or undefined in a timing call (its results are read back)"
                 .into(),

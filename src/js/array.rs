@@ -73,6 +73,34 @@ pub struct JsArray {
     pub array: JsValue,
     pub dtype: Dtype,
     pub len: usize,
+    /// The caller's array, where `array` is a copy of it (one over a resizable buffer).
+    origin: Option<JsValue>,
+}
+
+/// Where a typed array's elements lie: its buffer, and the bytes `[start, end)` of it.
+pub struct Memory {
+    pub buffer: JsValue,
+    pub start: f64,
+    pub end: f64,
+}
+
+impl Memory {
+    /// The memory of typed array `v` of `len` elements of `dtype`, read through its slots.
+    pub fn of(v: &JsValue, len: usize, dtype: Dtype) -> Memory {
+        let start = intrinsic(|i| &i.byte_offset, v)
+            .and_then(|o| o.as_f64())
+            .unwrap_or(0.0);
+        Memory {
+            buffer: intrinsic(|i| &i.buffer, v).unwrap_or(JsValue::UNDEFINED),
+            start,
+            end: start + (len * dtype.bytes()) as f64,
+        }
+    }
+
+    /// Whether the two share a byte.
+    pub fn overlaps(&self, other: &Memory) -> bool {
+        self.buffer == other.buffer && self.start < other.end && other.start < self.end
+    }
 }
 
 impl JsArray {
@@ -100,21 +128,41 @@ impl JsArray {
             return Err("a typed array over a live buffer, got one whose ArrayBuffer was transferred (detached)".into());
         }
         let mut array = v.clone();
+        let mut origin = None;
         if flag("resizable") == Some(true) || flag("growable") == Some(true) {
             // WebGPU's writeBuffer refuses views of resizable buffers; upload a fixed copy.
             array = intrinsic(|i| &i.slice, v)
                 .ok_or("a typed array whose resizable buffer can be copied")?;
+            origin = Some(v.clone());
         }
         let len = intrinsic(|i| &i.length, &array)
             .and_then(|l| l.as_f64())
             .unwrap_or(0.0) as usize;
-        Ok(Some(JsArray { array, dtype, len }))
+        Ok(Some(JsArray {
+            array,
+            dtype,
+            len,
+            origin,
+        }))
+    }
+
+    /// Where the caller's array lies (not a copy's).
+    pub fn memory(&self) -> Memory {
+        Memory::of(
+            self.origin.as_ref().unwrap_or(&self.array),
+            self.len,
+            self.dtype,
+        )
     }
 
     /// A private copy, for calls that must wait before uploading.
     pub fn copy(&self) -> JsArray {
         let array = intrinsic(|i| &i.slice, &self.array).unwrap_or_else(|| self.array.clone());
-        JsArray { array, ..*self }
+        JsArray {
+            array,
+            origin: None,
+            ..*self
+        }
     }
 
     /// The same bits as a `Uint16Array` (`new Uint16Array(array)` would convert values).

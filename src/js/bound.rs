@@ -78,7 +78,7 @@ impl BoundNorm {
                 On::Gpu(ctx, d)
             }
             (None, crate::backend::Active::Cpu(cpu)) => {
-                cpu.check_into(&x, &outputs)?;
+                cpu.check_into_tensors(&x, &outputs)?;
                 On::Cpu(cpu)
             }
             (None, crate::backend::Active::Gpu(_)) => {
@@ -208,7 +208,7 @@ impl BoundNorm {
             On::Gpu(_, Some(d)) => {
                 return d.submit().unwrap_or_else(|e| Promise::reject(&to_js(e)))
             }
-            On::Cpu(cpu) => cpu.submit_into(&self.x, &self.outputs),
+            On::Cpu(cpu) => cpu.submit_into_tensors(&self.x, &self.outputs),
         };
         match done {
             Ok(()) => Promise::resolve(&JsValue::UNDEFINED),

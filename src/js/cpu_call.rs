@@ -20,142 +20,15 @@ use wasm_bindgen::prelude::*;
 use crate::call::checks::{eps_from_number, gamma_offset_from_number, hidden_from_number};
 use crate::call::dtype::Dtype;
 use crate::call::error::Error;
+use crate::call::plan::check_written;
 use crate::call::shape::{Inputs, Norm, NormKind, DEFAULT_EPS};
 use crate::cpu::driver::CpuContext;
 use crate::cpu::memory::reserve;
-use crate::cpu::scratch::{lay_out, Span};
+use crate::cpu::scratch::{lay_out, Span, Staged};
 use crate::js::keys::{keys_of, Readers, CALL_KEYS};
 use crate::js::value::to_js;
 
-#[wasm_bindgen(inline_js = r#"
-const { getPrototypeOf } = Object, U16 = Uint16Array;
-const proto = getPrototypeOf(Uint8Array.prototype);
-const getter = (k) => Object.getOwnPropertyDescriptor(proto, k).get;
-// The intrinsics, as array.rs reads them: a subclass's own getters cannot lie about a length.
-const tagOf = getter(Symbol.toStringTag), lengthOf = getter("length");
-const bufferOf = getter("buffer"), offsetOf = getter("byteOffset");
-const { set, slice, subarray } = proto;
-// The arrays of the call being made, and how each is held: ABSENT, F32, BITS (a Uint16Array)
-// or HALVES (a Float16Array). Kept in slots, not per-call arrays: at decode size the garbage
-// of a call was a measurable part of its time.
-const ABSENT = 0, F32 = 1, BITS = 2, HALVES = 3;
-const held = [undefined, undefined, undefined, undefined, undefined, undefined];
-const kinds = new Int8Array(6);
-let memory, known, buffer, f32, u16, f64;
-// Views of all of wasm memory, made again once it has grown (the old buffer is detached).
-function views() {
-  if (memory.buffer === buffer) return;
-  buffer = memory.buffer;
-  f32 = new Float32Array(buffer);
-  u16 = new U16(buffer);
-  f64 = new Float64Array(buffer);
-}
-export function cpuInit(m, names) {
-  memory = m;
-  known = new Set(names);
-}
-const dtypeName = (d) => d === undefined || d === "f32" || d === "f16";
-// How `v` is held, or -1 for a value args.rs must read (and maybe refuse).
-function kindOf(v, required) {
-  if (v === undefined) return required ? -1 : ABSENT;
-  const tag = tagOf.call(v);
-  const kind = tag === "Float32Array" ? F32 : tag === "Uint16Array" ? BITS : tag === "Float16Array" ? HALVES : -1;
-  if (kind < 0) return -1;
-  const b = bufferOf.call(v);
-  return b.detached === true || b.resizable === true || b.growable === true ? -1 : kind;
-}
-// Fields read in args.rs's order; header slots as cpu_call.rs reads them.
-export function cpuRead(a, at) {
-  try {
-    // A plain object only (as tensor_call.rs takes): fields inherited from a prototype of
-    // the app's are args.rs's to read and refuse.
-    if (a === null || typeof a !== "object" || getPrototypeOf(a) !== Object.prototype) return false;
-    for (const k in a) if (!known.has(k)) return false;
-    if (!dtypeName(a.dtype)) return false;
-    const input = a.input, kInput = kindOf(input, true);
-    if (kInput < 0) return false;
-    const residual = a.residual, kResidual = kindOf(residual, false);
-    if (kResidual < 0) return false;
-    const gamma = a.gamma, kGamma = kindOf(gamma, true);
-    if (kGamma < 0) return false;
-    const beta = a.beta, kBeta = kindOf(beta, false);
-    if (kBeta < 0) return false;
-    const bias = a.bias, kBias = kindOf(bias, false);
-    if (kBias < 0) return false;
-    const post = a.postGamma, kPost = kindOf(post, false);
-    if (kPost < 0) return false;
-    const kind = a.kind, offset = a.gammaOffset, out = a.outputDtype, hidden = a.hidden, eps = a.eps;
-    if (kind !== undefined && kind !== "rms" && kind !== "layer") return false;
-    if (offset !== undefined && typeof offset !== "number") return false;
-    if (!dtypeName(out) || typeof hidden !== "number") return false;
-    if (eps !== undefined && typeof eps !== "number") return false;
-    if (a.rows !== undefined) return false;
-    const output = a.output;
-    if (output !== undefined && output !== "array") return false;
-    const inPlace = a.inPlace;
-    if (inPlace !== undefined && inPlace !== false) return false;
-    // Written only now, after the caller's last getter: one may have made a call of its own,
-    // through these same slots.
-    held[0] = input; held[1] = residual; held[2] = gamma; held[3] = beta; held[4] = bias; held[5] = post;
-    kinds[0] = kInput; kinds[1] = kResidual; kinds[2] = kGamma; kinds[3] = kBeta; kinds[4] = kBias; kinds[5] = kPost;
-    views();
-    const h = at / 8;
-    for (let i = 0; i < 6; i++) {
-      f64[h + i] = kinds[i] === ABSENT ? -1 : lengthOf.call(held[i]);
-      f64[h + 6 + i] = kinds[i] >= BITS ? 1 : 0;
-    }
-    f64[h + 12] = hidden;
-    f64[h + 13] = eps === undefined ? 0 : 1;
-    f64[h + 14] = eps ?? 0;
-    f64[h + 15] = kind === "layer" ? 1 : 0;
-    f64[h + 16] = offset === undefined ? 0 : 1;
-    f64[h + 17] = offset ?? 0;
-    f64[h + 18] = out === undefined ? -1 : out === "f16" ? 1 : 0;
-    return true;
-  } catch {
-    return false;
-  }
-}
-// The call's per-column arrays (from: -1), or rows' elements [from, from + count) of its input
-// and residual, to the byte addresses in the header's slots. An f16 array is copied as its
-// bits (set() from a Float16Array would convert values).
-export function cpuCopy(at, from, count) {
-  try {
-    views();
-    const h = at / 8;
-    for (let i = from < 0 ? 2 : 0; i < (from < 0 ? 6 : 2); i++) {
-      const v = held[i], to = f64[h + i], kind = kinds[i];
-      if (kind === ABSENT) continue;
-      const whole = lengthOf.call(v), start = from < 0 ? 0 : from, len = from < 0 ? whole : count;
-      // A view only for part of an array (a call of one block needs none).
-      const part = (a) => (len === whole ? a : subarray.call(a, start, start + len));
-      if (kind === F32) set.call(f32, part(v), to / 4);
-      else if (kind === BITS) set.call(u16, part(v), to / 2);
-      else set.call(u16, new U16(bufferOf.call(v), offsetOf.call(v) + 2 * start, len), to / 2);
-    }
-    return true;
-  } catch {
-    cpuRelease();
-    return false;
-  }
-}
-export function cpuRelease() {
-  held.fill(undefined);
-}
-const result = (at, len, half) => (half ? slice.call(u16, at / 2, at / 2 + len) : slice.call(f32, at / 4, at / 4 + len));
-// A Promise of the results, or a rejection where one could not be made (the JavaScript
-// heap's limit: the caller's thrown error would otherwise unwind through wasm).
-export function cpuFinish(yAt, yLen, yHalf, vAt, vLen, vHalf) {
-  cpuRelease();
-  try {
-    views();
-    const y = result(yAt, yLen, yHalf);
-    return Promise.resolve(vLen < 0 ? y : { output: y, sum: result(vAt, vLen, vHalf) });
-  } catch (e) {
-    return Promise.reject(e);
-  }
-}
-"#)]
+#[wasm_bindgen(module = "/src/js/cpu_call.js")]
 extern "C" {
     #[wasm_bindgen(js_name = cpuInit)]
     fn cpu_init(memory: &JsValue, names: &js_sys::Array);
@@ -163,15 +36,20 @@ extern "C" {
     /// path does not take.
     #[wasm_bindgen(js_name = cpuRead)]
     fn cpu_read(args: &JsValue, at: u32) -> bool;
-    /// The per-column arrays `cpu_read` took (`from` < 0), or the elements `[from, from +
-    /// count)` of its input and residual, to the addresses in the header's first slots.
+    /// The elements `[from, from + count)` of the input and residual `cpu_read` took, and
+    /// with `columns` its per-column arrays, to the addresses in the header's first slots.
     /// `false` (the call's arrays released) where one could not be copied.
     #[wasm_bindgen(js_name = cpuCopy)]
-    fn cpu_copy(at: u32, from: f64, count: u32) -> bool;
+    fn cpu_copy(at: u32, from: f64, count: u32, columns: bool) -> bool;
+    /// A block's `len` results, `y` at byte address `y_at` (and `v` at `v_at` unless it is
+    /// negative), into the caller's arrays from element `from`.
+    #[wasm_bindgen(js_name = cpuCopyOut)]
+    fn cpu_copy_out(y_at: u32, v_at: f64, from: u32, len: u32, y_f16: bool, v_f16: bool) -> bool;
     #[wasm_bindgen(js_name = cpuRelease)]
     fn cpu_release();
-    /// A Promise of `y` (a fresh array of `y_len` elements copied from byte address `y_at`),
-    /// or of `{ output, sum }` where `v_len` is not negative.
+    /// A Promise of `y` (`y_len` elements copied from byte address `y_at` into the caller's
+    /// array, or a fresh one), or of `{ output, sum }` where `v_len` is not negative; the
+    /// caller's arrays as they are where `written` (block by block, by `cpu_copy_out`).
     #[wasm_bindgen(js_name = cpuFinish)]
     fn cpu_finish(
         y_at: u32,
@@ -180,14 +58,17 @@ extern "C" {
         v_at: u32,
         v_len: i32,
         v_f16: bool,
+        written: bool,
     ) -> Promise;
 }
 
 /// Slots of the header `cpuRead` fills: per array (in `ARRAYS`' order) its length (-1:
 /// absent), then whether it holds halves; hidden, eps given and eps, layer, gammaOffset
-/// given and gammaOffset, outputDtype (-1: absent, 0: f32, 1: f16). `cpuCopy` reads its
-/// first six as byte addresses.
-const HEADER: usize = 19;
+/// given and gammaOffset, outputDtype (-1: absent, 0: f32, 1: f16); then the caller's arrays
+/// for output and sum, as the arrays (at `GIVEN`). `cpuCopy` reads the first six as byte
+/// addresses.
+const HEADER: usize = 23;
+const GIVEN: usize = 19;
 const ARRAYS: usize = 6;
 
 thread_local! {
@@ -217,23 +98,29 @@ pub fn run(ctx: &CpuContext, args: &JsValue, sum: bool) -> Option<Promise> {
         return None;
     }
     let h: [f64; HEADER] = HEADER_SLOTS.with(|s| s.borrow()[..].try_into().unwrap());
+    // Where the caller gave an array for every result, each block's results go out while
+    // they are in cache (`scratch.rs`, `lay_out`).
+    let all_given = h[GIVEN] >= 0.0 && (!sum || h[GIVEN + 1] >= 0.0);
     let laid_out = inputs(&h).and_then(|mut x| {
         ctx.check_staged(&x, sum)?;
-        let staged = lay_out(&mut x, sum)?;
+        check_given(&x, &h, sum)?;
+        let staged = lay_out(&mut x, sum, all_given)?;
         Ok((x, staged))
     });
-    let (x, staged) = match laid_out {
-        Ok(laid_out) => laid_out,
-        Err(e) => {
-            // Too big for wasm memory is said at once: the field-by-field path would copy
-            // the arrays before finding out.
-            if matches!(e, Error::Memory(_)) {
-                return Some(rejected(e));
-            }
+    match laid_out {
+        Ok((x, staged)) => in_scratch(ctx, at, &x, &staged),
+        // Too big for wasm memory is said at once: the field-by-field path would copy the
+        // arrays before finding out.
+        Err(e @ Error::Memory(_)) => Some(rejected(e)),
+        Err(_) => {
             cpu_release();
-            return None;
+            None
         }
-    };
+    }
+}
+
+/// The call laid out as `staged`, computed in the scratch block by block.
+fn in_scratch(ctx: &CpuContext, at: u32, x: &Inputs<Span>, staged: &Staged) -> Option<Promise> {
     SCRATCH.with(|s| {
         let Ok(mut scratch) = s.try_borrow_mut() else {
             cpu_release();
@@ -256,18 +143,23 @@ pub fn run(ctx: &CpuContext, args: &JsValue, sum: bool) -> Option<Promise> {
                 *slot = s.map_or(-1.0, |s| f64::from(address(&s)));
             }
         });
-        if !cpu_copy(at, -1.0, 0) {
-            return None;
-        }
+        let f16 = |s: &Span| s.dtype == Dtype::F16;
         for (from, len) in staged.blocks() {
-            let (block, block_at) = staged.cut(&x, from, len);
-            if !cpu_copy(at, from as f64, len as u32) {
+            let (block, block_at) = staged.cut(x, from, len);
+            if !cpu_copy(at, from as f64, len as u32, from == 0) {
                 // Only a first block can fail here (nothing the app runs comes between
                 // blocks): the field-by-field path then says why, as for any other refusal.
                 return None;
             }
+            // A later block cannot fail: it asks for the room the first one had and gave back
+            // (`cpu::norm`), so results copied out a block at a time are never left partial.
             if let Err(e) = ctx.compute_staged(&block, &block_at, &mut scratch) {
                 return Some(rejected(e));
+            }
+            if staged.per_block && !copy_out(&block_at, from, len, address) {
+                return Some(rejected(Error::Type(
+                    "output: the browser refused the copy into the array given".into(),
+                )));
             }
         }
         let (y, v) = (staged.y, staged.sum);
@@ -275,18 +167,55 @@ pub fn run(ctx: &CpuContext, args: &JsValue, sum: bool) -> Option<Promise> {
         Some(cpu_finish(
             address(&y),
             y.len as u32,
-            y.dtype == Dtype::F16,
+            f16(&y),
             v_at,
             v_len,
             x.input.dtype == Dtype::F16,
+            staged.per_block,
         ))
     })
+}
+
+/// A block's results, laid out as `at` says, into the caller's arrays from element `from`.
+fn copy_out(at: &Staged, from: usize, len: usize, address: impl Fn(&Span) -> u32) -> bool {
+    let f16 = |s: &Span| s.dtype == Dtype::F16;
+    let v = at.sum;
+    let v_at = v.map_or(-1.0, |v| f64::from(address(&v)));
+    let v_f16 = v.is_some_and(|v| f16(&v));
+    cpu_copy_out(
+        address(&at.y),
+        v_at,
+        from as u32,
+        len as u32,
+        f16(&at.y),
+        v_f16,
+    )
 }
 
 /// A call that could not be made, its arrays released.
 fn rejected(e: Error) -> Promise {
     cpu_release();
     Promise::reject(&to_js(e))
+}
+
+/// The caller's arrays `cpuRead` found for the results, checked as `caller_arrays.rs` checks
+/// them (a `sum` array in `run` is refused there).
+fn check_given(x: &Inputs<Span>, h: &[f64; HEADER], sum: bool) -> Result<(), Error> {
+    for (i, name) in ["output", "sum"].into_iter().enumerate() {
+        if h[GIVEN + i] < 0.0 {
+            continue;
+        }
+        if name == "sum" && !sum {
+            return Err(Error::Type("sum: expected undefined in run".into()));
+        }
+        let dtype = if h[GIVEN + 2 + i] == 1.0 {
+            Dtype::F16
+        } else {
+            Dtype::F32
+        };
+        check_written(x, name, h[GIVEN + i] as usize, dtype)?;
+    }
+    Ok(())
 }
 
 /// The call `cpuRead` found, its numbers checked as `args.rs` checks them.

@@ -45,7 +45,8 @@ pub enum Kind {
     Flag,
     /// One of a few strings.
     Name,
-    /// Where the results go: `"array"` or `"gpu"` (`run`), a buffer or a tensor (`encode`).
+    /// Where the results go: `"array"`, `"gpu"` or a typed array of the caller's (`run`), a
+    /// buffer or a tensor (`encode`).
     Destination,
 }
 
@@ -87,8 +88,8 @@ pub const CALL_KEYS: [Key; 16] = [
     // What `GPUBuffer` arguments hold, and how many rows of them are data.
     key("dtype", Kind::Name, Readers::RUN_AND_ENCODE),
     key("rows", Kind::Number, Readers::RUN_AND_ENCODE),
-    // `encode`'s second destination (`runWithSum` is a method of its own).
-    key("sum", Kind::Destination, Readers::ENCODE),
+    // The second destination: `encode`'s, and `runWithSum`'s array for `v`.
+    key("sum", Kind::Destination, Readers::RUN_AND_ENCODE),
 ];
 
 /// A kernel description (`prepare`, `kernelSource`): which arrays its calls pass, as flags.

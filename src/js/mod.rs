@@ -10,6 +10,7 @@ mod args;
 pub mod array;
 mod bound;
 mod call_cache;
+pub(crate) mod caller_arrays;
 mod cpu_call;
 pub mod facade;
 mod glue;

@@ -22,13 +22,14 @@ test("Deno: init() with no argument, then every entry point on Deno's WebGPU mat
     const r = await runSuite(installed, "webgpu", DENO, ["run", "--allow-read", "--allow-env", "--allow-net=127.0.0.1"], { XDG_RUNTIME_DIR: process.env.XDG_RUNTIME_DIR ?? "/tmp", NO_COLOR: "1" });
     assert.deepEqual(r.failures, []);
     assert.equal(r.backend, "webgpu");
-    // 16 variants × 2 shapes × every GPU entry point, and each f16 case on both paths.
-    assert.equal(r.checked.family, 16 * 2 * 13);
-    assert.equal(r.checked["f16 packed"], 16 * (3 * 13 - 2 * 5));
+    // 16 variants × 2 shapes × every GPU entry point (two of them into the caller's arrays,
+    // five bound), and each f16 case on both paths (in place takes no other outputDtype).
+    assert.equal(r.checked.family, 16 * 2 * 15);
+    assert.equal(r.checked["f16 packed"], 16 * (3 * 15 - 2 * 5));
     // lavapipe offers shader-f16, so Deno runs the WGSL f16 path too (Chromium's SwiftShader
     // does not offer it).
     if (/llvmpipe/.test(r.adapter)) assert.equal(r.shaderF16Offered, true, "lavapipe offers shader-f16");
-    if (r.shaderF16Offered) assert.equal(r.checked["f16 shader-f16"], 16 * (3 * 13 - 2 * 5));
+    if (r.shaderF16Offered) assert.equal(r.checked["f16 shader-f16"], 16 * (3 * 15 - 2 * 5));
     assert.deepEqual([r.checked.errors, r.checked.webgpuObjects, r.checked.timing, r.checked.deviceLoss], [12, 5, 2, 2]);
     t.diagnostic(`adapter ${r.adapter}; checked ${JSON.stringify(r.checked)}; shader-f16 ${r.shaderF16Offered}; timestamp-query ${r.timestampQuery}`);
   } finally {

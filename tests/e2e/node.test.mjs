@@ -16,8 +16,8 @@ test("Node: init() with no argument, then the CPU backend through \"auto\" match
     const r = await runSuite(installed, "cpu", process.execPath, []);
     assert.deepEqual(r.failures, []);
     assert.equal(r.backend, "cpu");
-    assert.equal(r.checked.family, 16 * 2 * 7);
-    assert.equal(r.checked.f16, 16 * (3 * 7 - 2 * 2));
+    assert.equal(r.checked.family, 16 * 2 * 9);
+    assert.equal(r.checked.f16, 16 * (3 * 9 - 2 * 2));
     assert.equal(r.checked.errors, 12);
     t.diagnostic(`checked ${JSON.stringify(r.checked)}`);
   } finally {

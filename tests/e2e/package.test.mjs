@@ -64,9 +64,13 @@ test("npm tarball holds the wasm, JS, types, licenses, README and changelog, and
     "pkg/webgpu_rmsnorm.d.ts",
     "pkg/webgpu_rmsnorm_bg.wasm",
   ];
-  // wasm-bindgen's inline JavaScript, which the glue imports by relative path.
-  const snippets = [...files.keys()].filter((p) => /^pkg\/snippets\/[^/]+\/inline\d+\.js$/.test(p));
+  // wasm-bindgen's snippets (inline JavaScript, and the JavaScript modules of src/js/), each
+  // of which the glue imports by relative path.
+  const snippets = [...files.keys()].filter((p) => /^pkg\/snippets\/[^/]+\/(inline\d+|src\/js\/[\w-]+)\.js$/.test(p));
   assert.ok(snippets.length > 0, `no pkg/snippets/*/inline*.js in the tarball; it holds: ${[...files.keys()].join(", ")}`);
+  const glue = await readFile(join(ROOT, "pkg/webgpu_rmsnorm.js"), "utf8");
+  const imported = new Set([...glue.matchAll(/from ['"]\.\/(snippets\/[^'"]+\.js)['"]/g)].map((m) => `pkg/${m[1]}`));
+  assert.deepEqual([...imported].sort(), [...snippets].sort(), "the snippets in the tarball are those the glue imports");
   wanted.push(...snippets);
   const missing = wanted.filter((f) => !files.has(f));
   assert.deepEqual(missing, [], `missing from the tarball; it holds: ${[...files.keys()].join(", ")}`);

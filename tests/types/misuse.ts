@@ -14,6 +14,9 @@ export async function misuse(norm: FusedRmsNorm, good: FusedRmsNormArgs): Promis
   await norm.run({ input, residual: new Float64Array(4), gamma, hidden: 4 }); // misuse: Float64Array residual
   await norm.run({ input, residual, gamma, hidden: 4, gama: gamma }); // misuse: misspelt field
   await norm.run(input); // misuse: a bare array for the arguments object
+  await norm.run({ input, residual, gamma, hidden: 4, output: new Uint16Array(4) }); // misuse: f16 output array for an f32 result
+  await norm.run({ input, residual, gamma, hidden: 4, output: new Float64Array(4) }); // misuse: Float64Array output
+  await norm.run({ input, residual, gamma, hidden: 4, sum: new Float32Array(4) }); // misuse: sum in run
   await FusedRmsNorm.create({ powerPreference: "fast" }); // misuse: wrong powerPreference
   await FusedRmsNorm.create("high-performance"); // misuse: options as a string
 

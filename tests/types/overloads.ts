@@ -34,6 +34,26 @@ export async function overloads(): Promise<void> {
     Expect<Equal<typeof s16.output, Uint16Array>>,
   ];
 
+  // Into the caller's own arrays: resolves with those very arrays, a fresh one for a result
+  // given none.
+  const out32 = f32(), sum32 = f32(), out16 = f16();
+  const i32 = await norm.run({ input: f32(), residual: f32(), gamma: new Float32Array(hidden), hidden, output: out32 });
+  const i16 = await norm.run({ input: f32(), gamma: new Float32Array(hidden), hidden, outputDtype: "f16", output: out16 });
+  const both = await norm.runWithSum({ input: f32(), residual: f32(), gamma: new Float32Array(hidden), hidden, output: out32, sum: sum32 });
+  const sum16 = f16();
+  const sumOnly = await norm.runWithSum({ input: f16(), residual: f16(), gamma: new Uint16Array(hidden), hidden, sum: sum16 });
+  const outOnly = await norm.runWithSum({ input: f32(), residual: f32(), gamma: new Float32Array(hidden), hidden, output: out32 });
+  type _Into = [
+    Expect<Equal<typeof i32, typeof out32>>,
+    Expect<Equal<typeof i16, typeof out16>>,
+    Expect<Equal<typeof both.output, typeof out32>>,
+    Expect<Equal<typeof both.sum, typeof sum32>>,
+    Expect<Equal<typeof sumOnly.output, Uint16Array>>,
+    Expect<Equal<typeof sumOnly.sum, typeof sum16>>,
+    Expect<Equal<typeof outOnly.output, typeof out32>>,
+    Expect<Equal<typeof outOnly.sum, Float32Array>>,
+  ];
+
   // upload exactly as the README writes it (no options), and tensors typed by dtype.
   const g32 = norm.upload(new Float32Array(hidden));
   const g16 = norm.upload(new Uint16Array(hidden), { dtype: "f16" });

@@ -5,7 +5,8 @@
 //
 // Written as a person writes it for one case, input + residual + bias: no optional term is
 // tested inside the inner loops (a loop that made such tests took 1.2-1.3× this one's time
-// in Chromium), the output allocated per call as the package returns a fresh array. A call
+// in Chromium). The output goes into `out` where given (an app that keeps its buffers, as
+// the package's `output` array), else into a fresh array (as the package's default). A call
 // without residual or bias reads zeros instead (one array kept at the largest length asked
 // for, so that calls do not allocate them), and beta gets a pass of its own.
 
@@ -15,11 +16,11 @@ export const plainLoopDoes = ({ kind = "rms", postGamma }) => kind === "rms" && 
 let zeros = new Float32Array(0);
 const zerosOf = (n) => (zeros.length >= n ? zeros : (zeros = new Float32Array(n)));
 
-export function plainLoop({ input, residual, gamma, beta, bias, hidden, eps = 1e-6 }) {
+export function plainLoop({ input, residual, gamma, beta, bias, hidden, eps = 1e-6 }, out) {
   const n = input.length;
   const skip = residual ?? zerosOf(n);
   const b = bias ?? zerosOf(hidden);
-  const y = new Float32Array(n);
+  const y = out ?? new Float32Array(n);
   for (let o = 0; o < n; o += hidden) {
     let ss = 0;
     for (let i = 0; i < hidden; i++) {

@@ -10,11 +10,12 @@ use wasm_bindgen_futures::future_to_promise;
 use crate::backend::Active;
 use crate::call::error::Error;
 use crate::call::plan::{Destination, Request};
-use crate::call::results::Finished;
+use crate::call::results::{Finished, Given};
 use crate::gpu::GpuContext;
-use crate::js::args::{encoder_arg, parse_args, parse_encode, parse_timed, upload_arg};
+use crate::js::args::{encoder_arg, parse_call, parse_encode, parse_timed, upload_arg};
 use crate::js::array::Args;
 use crate::js::call_cache;
+use crate::js::caller_arrays::CallerArrays;
 use crate::js::options::{parse_kernels, parse_source};
 use crate::js::tensor::tensor_value;
 use crate::js::value::{object, to_js};
@@ -167,9 +168,17 @@ impl FusedRmsNorm {
         if let Some(done) = self.cpu_call(args, sum) {
             return done;
         }
-        let parsed = missed.as_ref().and_then(|m| m.parse(sum));
-        let parsed = parsed.unwrap_or_else(|| parse_args(args, sum));
-        let done = self.start(parsed, move |done| Ok(results(done, sum)));
+        // A common call read before (call_cache) is parsed from what was read: in place, it
+        // has no caller arrays.
+        let (parsed, arrays) = match missed.as_ref().and_then(|m| m.parse(sum)) {
+            Some(parsed) => (parsed, CallerArrays::default()),
+            None => match parse_call(args, sum) {
+                Ok((x, request, arrays)) => (Ok((x, request)), arrays),
+                Err(e) => (Err(e), CallerArrays::default()),
+            },
+        };
+        let given = arrays.given();
+        let done = self.start_into(parsed, given, move |done| Ok(results(done, sum, &arrays)));
         if let Some(m) = missed {
             m.keep();
         }
@@ -213,11 +222,22 @@ impl FusedRmsNorm {
         parsed: Result<(Args, Request), Error>,
         finish: impl FnOnce(Finished) -> Result<JsValue, Error> + 'static,
     ) -> Promise {
+        self.start_into(parsed, Given::default(), finish)
+    }
+
+    /// [`start`](Self::start), host results written into the caller's arrays where `given`
+    /// holds them.
+    fn start_into(
+        &self,
+        parsed: Result<(Args, Request), Error>,
+        given: Given,
+        finish: impl FnOnce(Finished) -> Result<JsValue, Error> + 'static,
+    ) -> Promise {
         let (x, request) = match parsed {
             Ok(p) => p,
             Err(e) => return Promise::reject(&to_js(e)),
         };
-        let call = self.engine.call(&x, request);
+        let call = self.engine.call_into(&x, request, given);
         let engine = self.engine.clone();
         settle(async move {
             let mut done = call.await.map_err(to_js)?;
@@ -254,14 +274,12 @@ fn settle(call: impl std::future::Future<Output = Result<JsValue, JsValue>> + 's
     }
 }
 
-/// Results read back: `y`, or `{ output, sum }` for `runWithSum`.
-fn results(done: Finished, want_sum: bool) -> JsValue {
-    let Some(out) = done.host else {
-        return JsValue::UNDEFINED;
-    };
-    match (want_sum, out.sum) {
-        (true, Some(sum)) => object(&[("output", out.y.into()), ("sum", sum.into())]),
-        _ => out.y.into(),
+/// Results read back: `y`, or `{ output, sum }` for `runWithSum`, the caller's own arrays
+/// where it gave them.
+fn results(done: Finished, want_sum: bool, arrays: &CallerArrays) -> JsValue {
+    match done.host {
+        Some(out) => arrays.resolve(out, want_sum),
+        None => JsValue::UNDEFINED,
     }
 }
 

@@ -67,6 +67,44 @@ export type FusedRmsNormArgs<D extends Dtype = "f32", O extends Dtype = D> = Fus
     inPlace?: false;
   };
 
+/**
+ * Arguments of `run` and `runWithSum` that write `y` into the caller's own `output`:
+ * `input.length` elements of `O` (a `Float32Array` for f32; a `Uint16Array` of half bits or a
+ * `Float16Array` for f16), of its own memory (apart from every input). The call resolves with
+ * that same array; a call that fails leaves it as it was.
+ */
+export type FusedRmsNormIntoArgs<D extends Dtype = "f32", O extends Dtype = D, Y extends HostArray<O> = HostArray<O>> =
+  FusedRmsNormArgsBase<D> &
+    OutputDtypeField<D, O> & {
+      /** The array `y` is written into. */
+      output: Y;
+      inPlace?: false;
+    };
+
+/**
+ * Arguments of `runWithSum` that write `v` into the caller's own `sum` (`input.length`
+ * elements of the data's `D`), and `y` into `output` where it is an array too.
+ */
+export type FusedRmsNormSumIntoArgs<
+  D extends Dtype = "f32",
+  O extends Dtype = D,
+  S extends HostArray<D> = HostArray<D>,
+  Y extends HostArray<O> | "array" = "array",
+> = FusedRmsNormArgsBase<D> &
+  OutputDtypeField<D, O> & {
+    /** The array `y` is written into, or `"array"` (default) for a fresh one. */
+    output?: Y;
+    /** The array `v` is written into. */
+    sum: S;
+    inPlace?: false;
+  };
+
+/** What `runWithSum` into the caller's arrays resolves with: those arrays, a fresh one for a result not given one. */
+export interface FusedRmsNormWithSumInto<O extends Dtype, Y extends HostArray<O> | "array", S> {
+  output: Y extends "array" ? HostResult<O> : Y;
+  sum: S;
+}
+
 /** f16 arguments (kept for compatibility): `FusedRmsNormArgs<"f16">`. */
 export type FusedRmsNormF16Args = FusedRmsNormArgs<"f16">;
 

@@ -95,11 +95,19 @@ export class FusedRmsNorm {
    * `InvalidStateError` before `await init()`, and `TypeError` for malformed options.
    */
   static create(options?: FusedRmsNormOptions | null): Promise<FusedRmsNorm>;
-  /** Normalizes row by row; resolves with a fresh array of `input.length` in `outputDtype`. */
+  /**
+   * Normalizes row by row; resolves with a fresh array of `input.length` in `outputDtype`, or
+   * the caller's own where `output` is one.
+   */
   run(args: FusedRmsNormArgs<"f32">): Promise<Float32Array>;
   run(args: FusedRmsNormArgs<"f16">): Promise<Uint16Array>;
   run(args: FusedRmsNormArgs<"f32", "f16">): Promise<Uint16Array>;
   run(args: FusedRmsNormArgs<"f16", "f32">): Promise<Float32Array>;
+  /** Into the caller's `output` array: resolves with that array. */
+  run<Y extends Float32Array>(args: FusedRmsNormIntoArgs<"f32", "f32", Y>): Promise<Y>;
+  run<Y extends F16Array>(args: FusedRmsNormIntoArgs<"f16", "f16", Y>): Promise<Y>;
+  run<Y extends F16Array>(args: FusedRmsNormIntoArgs<"f32", "f16", Y>): Promise<Y>;
+  run<Y extends Float32Array>(args: FusedRmsNormIntoArgs<"f16", "f32", Y>): Promise<Y>;
   /** Results stay on the GPU: resolves with a new `GpuTensor`. */
   run(args: FusedRmsNormGpuArgs<"f32">): Promise<GpuTensor<"f32">>;
   run(args: FusedRmsNormGpuArgs<"f16">): Promise<GpuTensor<"f16">>;
@@ -112,6 +120,16 @@ export class FusedRmsNorm {
   runWithSum(args: FusedRmsNormArgs<"f16">): Promise<FusedRmsNormWithSum<"f16">>;
   runWithSum(args: FusedRmsNormArgs<"f32", "f16">): Promise<FusedRmsNormWithSum<"f32", "f16">>;
   runWithSum(args: FusedRmsNormArgs<"f16", "f32">): Promise<FusedRmsNormWithSum<"f16", "f32">>;
+  /** Into the caller's `sum` array (and `output`, where an array too): resolves with them. */
+  runWithSum<S extends Float32Array, Y extends Float32Array | "array" = "array">(args: FusedRmsNormSumIntoArgs<"f32", "f32", S, Y>): Promise<FusedRmsNormWithSumInto<"f32", Y, S>>;
+  runWithSum<S extends F16Array, Y extends F16Array | "array" = "array">(args: FusedRmsNormSumIntoArgs<"f16", "f16", S, Y>): Promise<FusedRmsNormWithSumInto<"f16", Y, S>>;
+  runWithSum<S extends Float32Array, Y extends F16Array | "array" = "array">(args: FusedRmsNormSumIntoArgs<"f32", "f16", S, Y>): Promise<FusedRmsNormWithSumInto<"f16", Y, S>>;
+  runWithSum<S extends F16Array, Y extends Float32Array | "array" = "array">(args: FusedRmsNormSumIntoArgs<"f16", "f32", S, Y>): Promise<FusedRmsNormWithSumInto<"f32", Y, S>>;
+  /** Into the caller's `output` array, `sum` fresh: resolves with that array and the sum. */
+  runWithSum<Y extends Float32Array>(args: FusedRmsNormIntoArgs<"f32", "f32", Y>): Promise<FusedRmsNormWithSumInto<"f32", Y, Float32Array>>;
+  runWithSum<Y extends F16Array>(args: FusedRmsNormIntoArgs<"f16", "f16", Y>): Promise<FusedRmsNormWithSumInto<"f16", Y, Uint16Array>>;
+  runWithSum<Y extends F16Array>(args: FusedRmsNormIntoArgs<"f32", "f16", Y>): Promise<FusedRmsNormWithSumInto<"f16", Y, Float32Array>>;
+  runWithSum<Y extends Float32Array>(args: FusedRmsNormIntoArgs<"f16", "f32", Y>): Promise<FusedRmsNormWithSumInto<"f32", Y, Uint16Array>>;
   runWithSum(args: FusedRmsNormGpuArgs<"f32">): Promise<FusedRmsNormGpuWithSum<"f32">>;
   runWithSum(args: FusedRmsNormGpuArgs<"f16">): Promise<FusedRmsNormGpuWithSum<"f16">>;
   runWithSum(args: FusedRmsNormGpuArgs<"f32", "f16">): Promise<FusedRmsNormGpuWithSum<"f32", "f16">>;

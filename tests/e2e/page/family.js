@@ -49,6 +49,34 @@ export function familyHelpers({ ref, seeded, f16, appGpu }) {
     device.queue.submit([e.finish()]);
   };
 
+  // The caller's own arrays for the results: views 8 bytes into a larger buffer whose every
+  // byte is BYTE, so that a write past either end shows; f16 results in a Float16Array where
+  // `halves` asks and the runtime has one, else a Uint16Array.
+  const BYTE = 0xa5;
+  const hostType = (d, halves) => (d !== "f16" ? Float32Array : halves && typeof Float16Array !== "undefined" ? Float16Array : Uint16Array);
+  const given = (T, len) => {
+    const bytes = new Uint8Array(16 + len * T.BYTES_PER_ELEMENT).fill(BYTE);
+    return { array: new T(bytes.buffer, 8, len), bytes };
+  };
+  const untouchedAround = ({ array, bytes }) => bytes.subarray(0, 8).every((b) => b === BYTE) && bytes.subarray(8 + array.byteLength).every((b) => b === BYTE);
+  const bitsOf = (a) => (a instanceof Float32Array || a instanceof Uint16Array ? a : new Uint16Array(a.buffer, a.byteOffset, a.length));
+  // run (or runWithSum, `withSum`) of `call` into the caller's arrays: the results, and the
+  // problems of a call that resolved with other arrays than those given or wrote past them.
+  // `only`: the one result ("output" or "sum") given an array, the other left fresh.
+  async function into(n, call, o, { withSum = false, halves = false, len = call.input.length, only } = {}) {
+    const y = only !== "sum" ? given(hostType(o.outputDtype ?? o.dtype, halves), len) : undefined;
+    const v = withSum && only !== "output" ? given(hostType(o.dtype, halves), len) : undefined;
+    const args = { ...call, ...o.extra, ...(y ? { output: y.array } : {}), ...(v ? { sum: v.array } : {}) };
+    const r = withSum ? await n.runWithSum(args) : { output: await n.run(args) };
+    const problems = [];
+    for (const [name, g] of [["output", y], ["sum", v]]) {
+      if (!g) continue;
+      if (r[name] !== g.array) problems.push(name + ": resolved with another array than the one given");
+      if (!untouchedAround(g)) problems.push(name + ": bytes around the array given were written");
+    }
+    return { output: y ? bitsOf(y.array) : r.output, sum: withSum ? (v ? bitsOf(v.array) : r.sum) : undefined, problems };
+  }
+
   // Each entry point: (n, c, o) → { output, sum? } read back, o = { dtype, outputDtype, extra }
   // (extra: the outputDtype field, where the sweep gives one). "in place" writes y over the
   // data, so it runs only where the output's dtype is the data's.
@@ -90,6 +118,24 @@ export function familyHelpers({ ref, seeded, f16, appGpu }) {
       const out = { output: await output.read(), sum: await sum.read() };
       [output, sum].forEach((x) => x.free()); free(t, c.call);
       return out;
+    },
+    "run into an array": (n, c, o) => into(n, c.call, o),
+    "runWithSum into arrays": (n, c, o) => into(n, c.call, o, { withSum: true }),
+    "runWithSum into Float16Arrays": (n, c, o) => into(n, c.call, o, { withSum: true, halves: true }),
+    "runWithSum, output alone into an array": (n, c, o) => into(n, c.call, o, { withSum: true, only: "output" }),
+    "runWithSum, sum alone into an array": (n, c, o) => into(n, c.call, o, { withSum: true, only: "sum" }),
+    "runWithSum into arrays, tensor arguments": async (n, c, o) => {
+      const t = tensors(n, c.call);
+      const r = await into(n, t, o, { withSum: true });
+      free(t, c.call);
+      return r;
+    },
+    "run into an array, GPUBuffer arguments": async (n, c, o) => {
+      const b = { ...c.call, dtype: o.dtype };
+      for (const k of arrays(c.call)) b[k] = appGpu.bufferOf(n.device, c.call[k], S());
+      const r = await into(n, b, o, { len: c.call.input.length });
+      for (const k of arrays(c.call)) b[k].destroy();
+      return r;
     },
     "encode in place": async (n, c, o) => {
       const t = tensors(n, c.call);
@@ -149,6 +195,8 @@ export function familyHelpers({ ref, seeded, f16, appGpu }) {
     },
   };
   const CPU_ENTRIES = ["run", "runWithSum", "output gpu", "runWithSum output gpu, tensor arguments", "in place", "bound run in place", "bound run into tensors, twice"];
+  const INTO_ENTRIES = ["run into an array", "runWithSum into arrays", "runWithSum into Float16Arrays", "runWithSum, output alone into an array", "runWithSum, sum alone into an array", "runWithSum into arrays, tensor arguments"];
+  const INTO_GPU_ENTRIES = ["run into an array, GPUBuffer arguments"];
 
   /**
    * Every variant × shape × entry point on n, with data of dtype and (if given) outputDtype:
@@ -174,6 +222,7 @@ export function familyHelpers({ ref, seeded, f16, appGpu }) {
             if (r.tensorDtype !== undefined && r.tensorDtype !== outD) problems.push("the output tensor's dtype is " + r.tensorDtype);
             if ("resolved" in r && r.resolved !== undefined) problems.push("in place resolved with a value");
             if (inPlace && c.call.residual && r.sum === undefined) problems.push("no residual written in place");
+            if (r.problems) problems.push(...r.problems);
             const rep = ref.compare(c.host, r.output, { sum: r.sum });
             if (!rep.ok) problems.push(...rep.problems);
             if (problems.length) failures.push(what + ": " + problems.join("; "));
@@ -186,5 +235,5 @@ export function familyHelpers({ ref, seeded, f16, appGpu }) {
     return { failures, checked };
   }
   const BOUND_ENTRIES = Object.keys(ENTRIES).filter((e) => e.startsWith("bound "));
-  return { VARIANTS, ENTRIES, CPU_ENTRIES, BOUND_ENTRIES, label, caseOf, inDtype, sweep, tensors, free, typedOf, zeros, submit };
+  return { VARIANTS, ENTRIES, CPU_ENTRIES, BOUND_ENTRIES, INTO_ENTRIES, INTO_GPU_ENTRIES, label, caseOf, inDtype, sweep, tensors, free, typedOf, zeros, submit };
 }

@@ -1,0 +1,135 @@
+//! The caller's own typed arrays a call writes its host results into: `output` (and
+//! `runWithSum`'s `sum`) given as a `Float32Array` for an f32 result, a `Uint16Array` of half
+//! bits or a `Float16Array` for an f16 one. Checked before the call starts: the result's
+//! length and dtype (`call/plan.rs`, `check_written`, as `encode`'s destinations), a live
+//! buffer, no byte shared with an input or with each other, none of this module's own memory.
+//! The drivers write through a plain view of each (`call/results.rs`, `Given`), never through
+//! the caller's object, whose `set` or `length` a subclass may redefine, and the call resolves
+//! with the caller's own objects.
+
+use js_sys::{Float32Array, Uint16Array};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+
+use crate::call::dtype::Dtype;
+use crate::call::error::Error;
+use crate::call::host::Arg;
+use crate::call::plan::check_written;
+use crate::call::results::{Given, HostVec, Output};
+use crate::js::array::{Args, JsArray, Memory};
+use crate::js::value::object;
+
+/// One array given for a result.
+struct CallerArray {
+    /// The caller's object, which the call resolves with.
+    array: JsValue,
+    /// Where its elements lie.
+    memory: Memory,
+    len: usize,
+    dtype: Dtype,
+}
+
+/// The arrays given for a call's results, where it gave them.
+#[derive(Default)]
+pub struct CallerArrays {
+    output: Option<CallerArray>,
+    sum: Option<CallerArray>,
+}
+
+impl CallerArrays {
+    pub fn is_empty(&self) -> bool {
+        self.output.is_none() && self.sum.is_none()
+    }
+
+    /// Reads `v` as the array result `name` goes into; `Ok(false)` where `v` is no typed
+    /// array of a dtype the package holds (the caller says what else `v` may be).
+    pub fn read(&mut self, name: &'static str, v: &JsValue) -> Result<bool, Error> {
+        let a = match JsArray::from_value(v) {
+            Ok(Some(a)) => a,
+            Ok(None) => return Ok(false),
+            Err(expected) => return Err(Error::Type(format!("{name}: expected {expected}"))),
+        };
+        let memory = a.memory();
+        let wasm_memory: js_sys::WebAssembly::Memory = wasm_bindgen::memory().unchecked_into();
+        if memory.buffer == wasm_memory.buffer() {
+            return Err(Error::Type(format!(
+                "{name}: expected an array of the app's own memory, got a view of this module's \
+                 WebAssembly memory (which the package itself writes)"
+            )));
+        }
+        let given = CallerArray {
+            array: v.clone(),
+            memory,
+            len: a.len,
+            dtype: a.dtype,
+        };
+        match name {
+            "output" => self.output = Some(given),
+            _ => self.sum = Some(given),
+        }
+        Ok(true)
+    }
+
+    /// Each array of the result's length and dtype, and apart from the call's host inputs
+    /// and from the other (the inputs are read before any result is written, but an array
+    /// that is both is a mistake to name, not a race to leave to the order of copies).
+    pub fn check(&self, x: &Args) -> Result<(), Error> {
+        let given = [("output", &self.output), ("sum", &self.sum)];
+        for (name, a) in given
+            .iter()
+            .filter_map(|(n, a)| a.as_ref().map(|a| (*n, a)))
+        {
+            check_written(x, name, a.len, a.dtype)?;
+            for (input, arg) in x.named() {
+                if matches!(arg, Arg::Host(h) if a.memory.overlaps(&h.memory())) {
+                    return Err(Error::Type(format!(
+                        "{name}: expected an array apart from the call's inputs, got one over \
+                         the same memory as {input}"
+                    )));
+                }
+            }
+        }
+        if let (Some(y), Some(v)) = (&self.output, &self.sum) {
+            if y.memory.overlaps(&v.memory) {
+                return Err(Error::Type(
+                    "sum: expected an array apart from output, got one over the same memory".into(),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// What the drivers write into: a plain view of each array given, over its memory (an
+    /// f16 result's bits, whichever of `Uint16Array` or `Float16Array` the caller gave).
+    pub fn given(&self) -> Given {
+        let view = |a: &Option<CallerArray>| {
+            let a = a.as_ref()?;
+            let (buffer, start, len) = (&a.memory.buffer, a.memory.start as u32, a.len as u32);
+            Some(match a.dtype {
+                Dtype::F32 => HostVec::F32(Float32Array::new_with_byte_offset_and_length(
+                    buffer, start, len,
+                )),
+                Dtype::F16 => HostVec::F16(Uint16Array::new_with_byte_offset_and_length(
+                    buffer, start, len,
+                )),
+            })
+        };
+        Given {
+            y: view(&self.output),
+            sum: view(&self.sum),
+        }
+    }
+
+    /// What a call resolves with: `y`, or `{ output, sum }` for `runWithSum` (`want_sum`),
+    /// each the caller's own array where it gave one.
+    pub fn resolve(&self, out: Output, want_sum: bool) -> JsValue {
+        let own = |a: &Option<CallerArray>, v: HostVec| {
+            a.as_ref().map_or_else(|| v.into(), |a| a.array.clone())
+        };
+        let y = own(&self.output, out.y);
+        match (want_sum, out.sum) {
+            (true, Some(sum)) => object(&[("output", y), ("sum", own(&self.sum, sum))]),
+            _ => y,
+        }
+    }
+}
