@@ -6,6 +6,7 @@ cd "$(dirname "$0")/.."
 # that no snippet of an older build ships.
 rm -rf pkg/snippets
 wasm-pack --quiet build --target web --release --out-dir pkg --no-pack --mode no-install
+bash scripts/optimize-wasm.sh pkg/webgpu_rmsnorm_bg.wasm
 # wasm-pack writes a pkg/.gitignore of "*", which would silently empty the npm tarball.
 rm -f pkg/.gitignore
 cat src/js/freed_guard.js >> pkg/webgpu_rmsnorm.js

@@ -50,7 +50,9 @@ if [ ${#missing[@]} -gt 0 ]; then
   fi
 fi
 
-if [ ! -d node_modules/playwright-core ] || [ ! -d node_modules/puppeteer-core ] || [ ! -e node_modules/.bin/deno ]; then
+# binaryen: wasm-opt for scripts/build.sh (scripts/optimize-wasm.sh).
+if [ ! -d node_modules/playwright-core ] || [ ! -d node_modules/puppeteer-core ] || [ ! -e node_modules/.bin/deno ] \
+  || [ ! -e node_modules/.bin/wasm-opt ]; then
   say "installing node packages"
   npm ci --no-audit --no-fund
 fi

@@ -1,7 +1,8 @@
 // A panic prints its Rust message and location through console.error before the module traps.
 // The package never panics on any input, so the test builds the module with the `test-hooks`
-// feature, whose one export panics on demand, and runs it in Node (the hook is the same code in
-// every engine). The shipped package has no such export.
+// feature, whose one export panics on demand, optimizes it as the package's build does
+// (scripts/optimize-wasm.sh), and runs it in Node (the hook is the same code in every engine).
+// The shipped package has no such export.
 //
 //   bash scripts/build.sh && node --test --test-reporter=spec tests/e2e/panic-hook.test.mjs
 import { test } from "node:test";
@@ -19,6 +20,7 @@ const OUT = join(ROOT, "test-results", "pkg-test-hooks");
 
 test("a panic reaches console.error with its message and location, then the call throws", { timeout: 900_000 }, async () => {
   await exec("wasm-pack", ["--quiet", "build", "--target", "web", "--release", "--out-dir", OUT, "--no-pack", "--mode", "no-install", "--", "--features", "test-hooks"], { cwd: ROOT, maxBuffer: 64 << 20 });
+  await exec("bash", ["scripts/optimize-wasm.sh", join(OUT, "webgpu_rmsnorm_bg.wasm")], { cwd: ROOT });
   const m = await import(pathToFileURL(join(OUT, "webgpu_rmsnorm.js")).href);
   await m.default({ module_or_path: await readFile(join(OUT, "webgpu_rmsnorm_bg.wasm")) });
   const printed = [];
