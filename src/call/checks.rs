@@ -45,12 +45,30 @@ pub(crate) fn check_repeat(repeat: u32) -> Result<(), Error> {
     repeat_from_number(repeat.into()).map(drop)
 }
 
+/// A JavaScript number as an error message shows it. In the browser JavaScript writes it
+/// (`String(x)`: `Infinity`, `1e+21`, as the caller would), which also keeps Rust's float
+/// formatting, a large share of the module, out of the wasm; natively Rust's `Display`.
+pub fn number_text(x: f64) -> String {
+    #[cfg(target_arch = "wasm32")]
+    {
+        js_sys::Number::from(x)
+            .to_string_with_radix(10)
+            .map(String::from)
+            .unwrap_or_default()
+    }
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        x.to_string()
+    }
+}
+
 /// `hidden` as JavaScript passes it: any number. Non-numbers are the caller's `TypeError`.
 pub fn hidden_from_number(hidden: f64) -> Result<usize, Error> {
     if !(hidden.fract() == 0.0 && hidden >= 1.0 && hidden <= u32::MAX as f64) {
         return Err(Error::Shape(format!(
-            "hidden: expected an integer from 1 to {}, got {hidden}",
-            u32::MAX
+            "hidden: expected an integer from 1 to {}, got {}",
+            u32::MAX,
+            number_text(hidden)
         )));
     }
     Ok(hidden as usize)
@@ -60,8 +78,9 @@ pub fn hidden_from_number(hidden: f64) -> Result<usize, Error> {
 pub fn rows_from_number(rows: f64) -> Result<usize, Error> {
     if !(rows.fract() == 0.0 && (0.0..=u32::MAX as f64).contains(&rows)) {
         return Err(Error::Shape(format!(
-            "rows: expected an integer from 0 to {}, got {rows}",
-            u32::MAX
+            "rows: expected an integer from 0 to {}, got {}",
+            u32::MAX,
+            number_text(rows)
         )));
     }
     Ok(rows as usize)
@@ -71,7 +90,8 @@ pub fn rows_from_number(rows: f64) -> Result<usize, Error> {
 pub fn eps_from_number(eps: f64) -> Result<f32, Error> {
     if !(eps.is_finite() && eps >= 0.0 && eps <= f32::MAX as f64) {
         return Err(Error::Shape(format!(
-            "eps: expected a finite number >= 0, got {eps}"
+            "eps: expected a finite number >= 0, got {}",
+            number_text(eps)
         )));
     }
     Ok(eps as f32)
@@ -81,7 +101,8 @@ pub fn eps_from_number(eps: f64) -> Result<f32, Error> {
 pub fn gamma_offset_from_number(offset: f64) -> Result<f32, Error> {
     if !(offset.is_finite() && offset.abs() <= f32::MAX as f64) {
         return Err(Error::Shape(format!(
-            "gammaOffset: expected a finite number, got {offset}"
+            "gammaOffset: expected a finite number, got {}",
+            number_text(offset)
         )));
     }
     Ok(offset as f32)
@@ -91,7 +112,8 @@ pub fn gamma_offset_from_number(offset: f64) -> Result<f32, Error> {
 pub fn repeat_from_number(repeat: f64) -> Result<u32, Error> {
     if !(repeat.fract() == 0.0 && repeat >= 1.0 && repeat <= MAX_REPEAT as f64) {
         return Err(Error::Shape(format!(
-            "repeat: expected an integer from 1 to {MAX_REPEAT}, got {repeat}"
+            "repeat: expected an integer from 1 to {MAX_REPEAT}, got {}",
+            number_text(repeat)
         )));
     }
     Ok(repeat as u32)

@@ -3,7 +3,9 @@
 //! buffers sized to the call ([`fit_buffers`]).
 //! [`crate::call::plan`] turns a checked call into what a driver records.
 
-use crate::call::checks::{eps_from_number, gamma_offset_from_number, hidden_from_number};
+use crate::call::checks::{
+    eps_from_number, gamma_offset_from_number, hidden_from_number, number_text,
+};
 use crate::call::dtype::Dtype;
 use crate::call::error::Error;
 use crate::call::host::Arg;
@@ -205,7 +207,7 @@ pub fn fit_buffers<H: Len>(
         Some(r) if !input_is_buffer && Some(x.input.len()) != r.checked_mul(hidden) => {
             return Err(Error::Shape(format!(
                 "rows: expected {} (input.length / hidden), got {r}",
-                x.input.len() as f64 / hidden as f64
+                number_text(x.input.len() as f64 / hidden as f64)
             )));
         }
         Some(r) => r,

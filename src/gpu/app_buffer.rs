@@ -102,7 +102,7 @@ impl AppBuffer {
 /// names the cause; another implementation's wording falls through to `GpuDeviceError`).
 #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
 pub(crate) fn refused(name: &str, message: &str) -> Error {
-    let m = message.to_lowercase();
+    let m = message.to_ascii_lowercase();
     if m.contains("destroyed") {
         Error::InvalidState(format!(
             "{name}: expected a live GPUBuffer, got one that was destroyed ({message})"

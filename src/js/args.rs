@@ -9,7 +9,7 @@
 use js_sys::Reflect;
 use wasm_bindgen::prelude::*;
 
-use crate::call::checks::{eps_from_number, hidden_from_number, repeat_from_number};
+use crate::call::checks::{eps_from_number, hidden_from_number, number_text, repeat_from_number};
 use crate::call::dtype::Dtype;
 use crate::call::error::Error;
 use crate::call::host::{AppBuffer, Arg};
@@ -108,8 +108,9 @@ fn gpu_buffer_arg(v: &JsValue, name: &str, from: Sources) -> Result<Option<AppBu
     }
     if size % from.dtype.bytes() as f64 != 0.0 {
         return Err(Error::Shape(format!(
-            "{name}: expected a GPUBuffer of whole {} elements, got {size} bytes",
-            from.dtype.name()
+            "{name}: expected a GPUBuffer of whole {} elements, got {} bytes",
+            from.dtype.name(),
+            number_text(size)
         )));
     }
     Ok(Some(AppBuffer::new(v.clone(), size as u64, from.dtype)))

@@ -9,7 +9,7 @@
 use js_sys::{Object, Reflect};
 use wasm_bindgen::prelude::*;
 
-use crate::call::checks::{gamma_offset_from_number, rows_from_number};
+use crate::call::checks::{gamma_offset_from_number, number_text, rows_from_number};
 use crate::call::dtype::Dtype;
 use crate::call::error::Error;
 use crate::call::shape::NormKind;
@@ -46,7 +46,12 @@ pub fn check_keys(o: &JsValue, what: &str, known: &'static [&'static str]) -> Re
         }
         let near = known
             .iter()
-            .map(|k| (edit_distance(&key.to_lowercase(), &k.to_lowercase()), k))
+            .map(|k| {
+                (
+                    edit_distance(&key.to_ascii_lowercase(), &k.to_ascii_lowercase()),
+                    k,
+                )
+            })
             .min()
             .filter(|(d, _)| *d <= 2)
             .map(|(_, k)| format!(" (did you mean {k}?)"))
@@ -150,7 +155,7 @@ pub fn describe(v: &JsValue) -> String {
         return format!("the string {short:?}");
     }
     if let Some(n) = v.as_f64() {
-        return format!("the number {n}");
+        return format!("the number {}", number_text(n));
     }
     if let Some(b) = v.as_bool() {
         return format!("the boolean {b}");
