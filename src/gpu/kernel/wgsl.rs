@@ -11,7 +11,8 @@
 //! - `#constants`: `const NAME: type = value;` for each of the variant's constants, so that the
 //!   code tests them as ordinary WGSL constants, which every compiler folds.
 //!
-//! Nothing else is rewritten: the text a pipeline compiles is the files' lines, in order.
+//! Nothing else is rewritten: the text a pipeline compiles is the files' lines, in order, less
+//! their `//` comments ([`SOURCES`]).
 
 use std::fmt::Write;
 
@@ -25,22 +26,64 @@ pub enum Value {
 /// One of a variant's compile-time choices, by the name the WGSL gives it.
 pub type Constant = (&'static str, Value);
 
-/// The files of `shaders/` a kernel is assembled from, by the name `#include` gives.
+/// The files of `shaders/` a kernel is assembled from, by the name `#include` gives, as
+/// [`shader!`] ships them.
 pub const SOURCES: [(&str, &str); 4] = [
-    ("common.wgsl", include_str!("../../../shaders/common.wgsl")),
-    (
-        "row_cache.wgsl",
-        include_str!("../../../shaders/row_cache.wgsl"),
-    ),
-    (
-        "fused_rms_norm.wgsl",
-        include_str!("../../../shaders/fused_rms_norm.wgsl"),
-    ),
-    (
-        "norm_family.wgsl",
-        include_str!("../../../shaders/norm_family.wgsl"),
-    ),
+    ("common.wgsl", shader!("common.wgsl")),
+    ("row_cache.wgsl", shader!("row_cache.wgsl")),
+    ("fused_rms_norm.wgsl", shader!("fused_rms_norm.wgsl")),
+    ("norm_family.wgsl", shader!("norm_family.wgsl")),
 ];
+
+/// A file of `shaders/` without its `//` comments, at compile time: the prose is for readers
+/// of `shaders/`, and in the wasm it was most of the shaders' share of the download
+/// (docs/performance.md, "The download"). Each line stays, so a line number still points
+/// into the file.
+macro_rules! shader {
+    ($file:literal) => {{
+        const TEXT: &[u8] = include_bytes!(concat!("../../../shaders/", $file));
+        const LEN: usize = uncomment(TEXT, &mut []);
+        const BYTES: [u8; LEN] = {
+            let mut out = [0; LEN];
+            uncomment(TEXT, &mut out);
+            out
+        };
+        const SOURCE: &str = match std::str::from_utf8(&BYTES) {
+            Ok(s) => s,
+            Err(_) => panic!(concat!("shaders/", $file, ": not UTF-8")),
+        };
+        SOURCE
+    }};
+}
+use shader;
+
+/// Writes `text` less its comments to `out` (where `out` has room: an empty one only counts)
+/// and returns their length. A comment runs from `//` to the end of its line (WGSL has no
+/// strings that could hold one) and goes with the blanks before it.
+const fn uncomment(text: &[u8], out: &mut [u8]) -> usize {
+    let (mut i, mut len, mut code_end) = (0, 0, 0);
+    let mut in_comment = false;
+    while i < text.len() {
+        let c = text[i];
+        if c == b'\n' {
+            in_comment = false;
+            len = code_end;
+        } else if in_comment || (c == b'/' && i + 1 < text.len() && text[i + 1] == b'/') {
+            in_comment = true;
+            i += 1;
+            continue;
+        }
+        if len < out.len() {
+            out[len] = c;
+        }
+        len += 1;
+        if c != b' ' && c != b'\t' {
+            code_end = len;
+        }
+        i += 1;
+    }
+    code_end
+}
 
 /// The WGSL of `file` (one of [`SOURCES`]) with `constants`.
 ///
@@ -185,6 +228,20 @@ mod tests {
         let files = [("main.wgsl", "#if A\na\n#else\nnot a\n#endif\n")];
         let not_a = assemble_from(&files, "main.wgsl", &[("A", Value::Bool(false))]);
         assert_eq!(not_a, "not a\n");
+    }
+
+    #[test]
+    fn a_shipped_file_keeps_its_code_and_lines_without_comments() {
+        let text = b"// head\nfn f() {  // why\n    x = a / b;\t\n  // more\n}";
+        let mut out = [0; 64];
+        let len = uncomment(text, &mut out);
+        assert_eq!(uncomment(text, &mut []), len);
+        assert_eq!(&out[..len], b"\nfn f() {\n    x = a / b;\n\n}");
+        for (name, source) in SOURCES {
+            let file = std::fs::read_to_string(format!("shaders/{name}")).unwrap();
+            assert_eq!(source.lines().count(), file.lines().count(), "{name}");
+            assert!(!source.contains("//"), "{name}");
+        }
     }
 
     #[test]
