@@ -24,13 +24,15 @@ use crate::call::shape::Outputs;
 use crate::gpu::encode::{dispatch, Dispatch};
 use crate::gpu::GpuContext;
 use crate::js::array::Args;
+use crate::js::tensor::freed_count;
 use crate::js::tensor_call::{parse_read, read, TensorCall};
 use crate::js::value::to_js;
 use crate::support::fast_hash::FastMap;
 
-/// Dispatches kept before the cache starts over (as the recorder's bind groups: an engine
-/// binds the same few tensors layer after layer).
-const MAX_DISPATCHES: usize = 128;
+/// Dispatches kept before the cache starts over: more than a deep model's norms a token (two
+/// a layer, eighty layers and more), so that a decode loop never misses. A lost or freed
+/// device's dispatches are never found again and go with the next start.
+const MAX_DISPATCHES: usize = 512;
 
 /// A dispatch's context, its tensors' handles and its numbers (`TensorCall::numbers`).
 type Key = (ContextId, [u32; 5], [u64; 3]);
@@ -87,8 +89,11 @@ pub fn encode(engine: &Engine, encoder: &JsValue, args: &JsValue) -> Option<Resu
 /// place.
 fn common_call(engine: &Engine, args: &JsValue) -> Option<(Rc<GpuContext>, TensorCall)> {
     let ctx = engine.gpu()?.live()?;
+    // A getter of the call's may free a tensor it has already named: such a call takes the
+    // full path, which finds the freed tensor and says so.
+    let freed = freed_count();
     let call = read(args)?;
-    call.in_place().then_some((ctx, call))
+    (call.in_place() && freed_count() == freed).then_some((ctx, call))
 }
 
 fn key(ctx: &GpuContext, call: &TensorCall) -> Key {

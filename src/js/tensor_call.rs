@@ -43,8 +43,10 @@ export function readTensorCall(a, proto, out) {
     if (inPlace === undefined || inPlace === false) out[8] = 0;
     else if (inPlace === true) out[8] = 1;
     else return false;
-    if (output === undefined || output === "array") out[9] = 0;
+    // "array" apart from an absent output: beside inPlace it is refused (args.rs says why).
+    if (output === undefined) out[9] = 0;
     else if (output === "gpu") out[9] = 1;
+    else if (output === "array") out[9] = 2;
     else return false;
     return true;
   } catch {
@@ -134,8 +136,9 @@ pub fn parse_read(read: &TensorCall, sum: bool) -> Option<Result<(Args, Request)
     let (beta, bias) = (optional(out[3])?, optional(out[4])?);
     let (in_place, to_gpu) = (out[8] == 1.0, out[9] == 1.0);
     let request = match (in_place, to_gpu) {
-        (true, true) => return None,
-        (true, false) => Request::in_place(),
+        // Any output beside inPlace: the field-by-field path refuses it with its message.
+        (true, _) if out[9] != 0.0 => return None,
+        (true, _) => Request::in_place(),
         (false, true) => Request::to_gpu(sum),
         (false, false) => Request::host(sum),
     };

@@ -154,6 +154,53 @@ test("the kept dispatch follows its tensors: a freed tensor is an InvalidStateEr
   assert.deepEqual(r, []);
 });
 
+test("the kept dispatch and a call's own getters: a tensor freed by a later getter is an InvalidStateError and no other tensor is written; output beside inPlace stays a TypeError", async () => {
+  const r = await inPage(async () => {
+    const { pkg, seeded } = window.lib;
+    const n = await pkg.FusedRmsNorm.create();
+    const failures = [];
+    const a = seeded.caseArgs({ rows: 2, hidden: 128, seed: 10 });
+    const b = seeded.caseArgs({ rows: 2, hidden: 128, seed: 11 });
+    const gamma = n.upload(a.gamma);
+    const submit = (record) => {
+      const e = n.device.createCommandEncoder();
+      record(e);
+      n.device.queue.submit([e.finish()]);
+    };
+    for (const [name, call] of [["run", (x) => n.run(x)], ["encode", async (x) => submit((e) => n.encode(e, x))]]) {
+      const input = n.upload(a.input), residual = n.upload(a.residual);
+      await call({ input, residual, gamma, hidden: a.hidden, inPlace: true });
+      await call({ input, residual, gamma, hidden: a.hidden, inPlace: true }); // kept now
+      // hidden's getter frees input (already read) and uploads a tensor of its size, which the
+      // pool gives input's buffer.
+      let other, e;
+      const args = { input, residual, gamma, get hidden() { input.free(); other = n.upload(b.input); return a.hidden; }, inPlace: true };
+      try {
+        await call(args);
+      } catch (x) {
+        e = x;
+      }
+      if (e?.name !== "InvalidStateError" || !/^input: /.test(e.message)) failures.push(`${name}, input freed by a getter: ${e?.name}: ${e?.message}`);
+      const kept = await other.read();
+      if (kept.some((v, i) => !Object.is(v, b.input[i]))) failures.push(`${name}: the tensor made in the getter was written`);
+      for (const output of ["array", "gpu"]) {
+        let e2;
+        try {
+          await call({ input: other, residual, gamma, hidden: a.hidden, inPlace: true, output });
+        } catch (x) {
+          e2 = x;
+        }
+        if (e2?.name !== "TypeError") failures.push(`${name} with inPlace and output "${output}": ${e2?.name}: ${e2?.message}`);
+      }
+      other.free();
+      residual.free();
+    }
+    gamma.free();
+    return failures;
+  });
+  assert.deepEqual(r, []);
+});
+
 for (const backend of ["webgpu", "cpu"])
   test(`bind's named errors (${backend}): bad arguments throw as encode's do, a tensor freed after bind and a freed bound call are InvalidStateErrors (run: through the Promise), and the instance keeps working`, async () => {
     const r = await inPage(async () => {
