@@ -25,42 +25,9 @@ use crate::call::shape::{Inputs, Norm, NormKind, DEFAULT_EPS};
 use crate::cpu::driver::CpuContext;
 use crate::cpu::memory::reserve;
 use crate::cpu::scratch::{lay_out, Span, Staged};
+use crate::js::cpu_call_js::{cpu_copy, cpu_copy_out, cpu_finish, cpu_init, cpu_read, cpu_release};
 use crate::js::keys::{keys_of, Readers, CALL_KEYS};
 use crate::js::value::to_js;
-
-#[wasm_bindgen(module = "/src/js/cpu_call.js")]
-extern "C" {
-    #[wasm_bindgen(js_name = cpuInit)]
-    fn cpu_init(memory: &JsValue, names: &js_sys::Array);
-    /// The call's fields into the header at byte address `at`; `false` for a call this
-    /// path does not take.
-    #[wasm_bindgen(js_name = cpuRead)]
-    fn cpu_read(args: &JsValue, at: u32) -> bool;
-    /// The elements `[from, from + count)` of the input and residual `cpu_read` took, and
-    /// with `columns` its per-column arrays, to the addresses in the header's first slots.
-    /// `false` (the call's arrays released) where one could not be copied.
-    #[wasm_bindgen(js_name = cpuCopy)]
-    fn cpu_copy(at: u32, from: f64, count: u32, columns: bool) -> bool;
-    /// A block's `len` results, `y` at byte address `y_at` (and `v` at `v_at` unless it is
-    /// negative), into the caller's arrays from element `from`.
-    #[wasm_bindgen(js_name = cpuCopyOut)]
-    fn cpu_copy_out(y_at: u32, v_at: f64, from: u32, len: u32, y_f16: bool, v_f16: bool) -> bool;
-    #[wasm_bindgen(js_name = cpuRelease)]
-    fn cpu_release();
-    /// A Promise of `y` (`y_len` elements copied from byte address `y_at` into the caller's
-    /// array, or a fresh one), or of `{ output, sum }` where `v_len` is not negative; the
-    /// caller's arrays as they are where `written` (block by block, by `cpu_copy_out`).
-    #[wasm_bindgen(js_name = cpuFinish)]
-    fn cpu_finish(
-        y_at: u32,
-        y_len: u32,
-        y_f16: bool,
-        v_at: u32,
-        v_len: i32,
-        v_f16: bool,
-        written: bool,
-    ) -> Promise;
-}
 
 /// Slots of the header `cpuRead` fills: per array (in `ARRAYS`' order) its length (-1:
 /// absent), then whether it holds halves; hidden, eps given and eps, layer, gammaOffset

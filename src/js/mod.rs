@@ -12,6 +12,7 @@ mod bound;
 mod call_cache;
 pub(crate) mod caller_arrays;
 mod cpu_call;
+mod cpu_call_js;
 pub mod facade;
 mod glue;
 mod keys;

@@ -1,3 +1,12 @@
+//! The JavaScript half of the CPU backend's common call (`cpu_call.rs`): one function reads the
+//! call's fields, one copies its arrays into wasm memory, one copies results out and makes the
+//! Promise. Inline, not a module file: wasm-bindgen-test's server does not always finish
+//! serving a module snippet, and a page that never loads its tests times out.
+
+use js_sys::Promise;
+use wasm_bindgen::prelude::*;
+
+#[wasm_bindgen(inline_js = r#"
 // The JavaScript half of the CPU backend's common call (cpu_call.rs, which says why it exists):
 // reading a call's fields, copying its arrays into wasm memory and its results out.
 const { getPrototypeOf } = Object, U16 = Uint16Array;
@@ -193,4 +202,44 @@ export function cpuFinish(yAt, yLen, yHalf, vAt, vLen, vHalf, written) {
     cpuRelease();
     return Promise.reject(e);
   }
+}
+"#)]
+extern "C" {
+    #[wasm_bindgen(js_name = cpuInit)]
+    pub(crate) fn cpu_init(memory: &JsValue, names: &js_sys::Array);
+    /// The call's fields into the header at byte address `at`; `false` for a call this
+    /// path does not take.
+    #[wasm_bindgen(js_name = cpuRead)]
+    pub(crate) fn cpu_read(args: &JsValue, at: u32) -> bool;
+    /// The elements `[from, from + count)` of the input and residual `cpu_read` took, and
+    /// with `columns` its per-column arrays, to the addresses in the header's first slots.
+    /// `false` (the call's arrays released) where one could not be copied.
+    #[wasm_bindgen(js_name = cpuCopy)]
+    pub(crate) fn cpu_copy(at: u32, from: f64, count: u32, columns: bool) -> bool;
+    /// A block's `len` results, `y` at byte address `y_at` (and `v` at `v_at` unless it is
+    /// negative), into the caller's arrays from element `from`.
+    #[wasm_bindgen(js_name = cpuCopyOut)]
+    pub(crate) fn cpu_copy_out(
+        y_at: u32,
+        v_at: f64,
+        from: u32,
+        len: u32,
+        y_f16: bool,
+        v_f16: bool,
+    ) -> bool;
+    #[wasm_bindgen(js_name = cpuRelease)]
+    pub(crate) fn cpu_release();
+    /// A Promise of `y` (`y_len` elements copied from byte address `y_at` into the caller's
+    /// array, or a fresh one), or of `{ output, sum }` where `v_len` is not negative; the
+    /// caller's arrays as they are where `written` (block by block, by `cpu_copy_out`).
+    #[wasm_bindgen(js_name = cpuFinish)]
+    pub(crate) fn cpu_finish(
+        y_at: u32,
+        y_len: u32,
+        y_f16: bool,
+        v_at: u32,
+        v_len: i32,
+        v_f16: bool,
+        written: bool,
+    ) -> Promise;
 }
