@@ -10,37 +10,6 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 
-/// Whether `v` is the WebGPU interface `name` (`"GPUBuffer"`, `"GPUCommandEncoder"`): an
-/// instance of the runtime's global of that name where it has one (browsers, Deno), else by
-/// its brand, `Symbol.toStringTag`, which WebIDL objects carry but Deno's do not. An object
-/// that only claims the brand is not one where the global exists. A hostile object (a revoked
-/// or throwing Proxy) is none: every step here catches.
-pub fn is_webgpu(v: &JsValue, name: &str) -> bool {
-    if !v.is_object() {
-        return false;
-    }
-    let class = Reflect::get(&js_sys::global(), &JsValue::from_str(name)).unwrap_or_default();
-    if !class.is_function() {
-        return Reflect::get(v, &js_sys::Symbol::to_string_tag().into())
-            .ok()
-            .and_then(|t| t.as_string())
-            .is_some_and(|tag| tag == name);
-    }
-    let Ok(prototype) = Reflect::get(&class, &JsValue::from_str("prototype")) else {
-        return false;
-    };
-    // The prototype chain, as `instanceof` walks it; a Proxy could make it endless.
-    let mut at = v.clone();
-    for _ in 0..32 {
-        match Reflect::get_prototype_of(&at) {
-            Ok(p) if JsValue::from(&p) == prototype => return true,
-            Ok(p) if p.is_object() => at = p.into(),
-            _ => return false,
-        }
-    }
-    false
-}
-
 #[wasm_bindgen]
 extern "C" {
     pub type RawDevice;
@@ -155,7 +124,7 @@ extern "C" {
     pub fn record_dispatch(encoder: &JsValue, objects: &Object) -> Result<(), JsValue>;
     /// As `record_dispatch` where `encoder` is a direct instance of the runtime's
     /// `GPUCommandEncoder` (every encoder a device makes is); `false` for anything else, which
-    /// `is_webgpu` then looks at.
+    /// the caller then recognises, or not, as its runtime's WebGPU would (`js/args.rs`).
     #[wasm_bindgen(catch, js_name = recordOnEncoder)]
     pub fn record_on_encoder(encoder: &JsValue, objects: &Object) -> Result<bool, JsValue>;
     /// The same pass recorded into an encoder of `objects.device`'s and submitted to

@@ -30,6 +30,17 @@ use crate::js::array::{Args, JsArray};
 use crate::js::tensor::{freed_count, handle_of, is_live};
 use crate::js::value::to_js;
 
+thread_local! {
+    /// Steps bound calls have taken without reading their arguments (`encode` and `run`
+    /// past their checks), in every instance (`debugStats().boundCalls`).
+    static USED: Cell<f64> = const { Cell::new(0.0) };
+}
+
+/// How many steps bound calls have taken so far.
+pub fn used() -> f64 {
+    USED.get()
+}
+
 /// Where a bound call runs.
 enum On {
     /// The context it was bound on, and its dispatch (`None` for a call without rows).
@@ -96,8 +107,15 @@ impl BoundNorm {
         })
     }
 
-    /// A freed tensor of the call, or the loss of its device, as `what`'s error.
+    /// A freed tensor of the call, or the loss of its device, as `what`'s error; a step
+    /// counted where there is none.
     fn check(&self, what: &str) -> Result<(), Error> {
+        self.checked(what)?;
+        USED.set(USED.get() + 1.0);
+        Ok(())
+    }
+
+    fn checked(&self, what: &str) -> Result<(), Error> {
         let frees = freed_count();
         if frees != self.frees_seen.get() {
             if let Some((name, _)) = self.tensors.iter().find(|(_, h)| !is_live(*h)) {

@@ -1,16 +1,17 @@
-//! The common call made again: a plain object of tensors in place (an inference app's decode
-//! step, `norm.run` or `norm.encode` with the same tensors token after token) finds the
-//! dispatch made for the same tensors, `hidden` and `eps` before, and records or submits it
-//! at once, as a bound call does (`bound.rs`). Reading and checking the arguments again was
-//! most of such a call's own cost (docs/performance.md, "The call's own cost").
+//! The common call made again: a call of tensors in place (an inference app's decode step,
+//! `norm.run` or `norm.encode` with the same tensors token after token) finds the dispatch
+//! made for the same call before, and records or submits it at once, as a bound call does
+//! (`bound.rs`). Checking the arguments again and making the dispatch were most of such a
+//! call's own cost (docs/performance.md, "The call's own cost").
 //!
-//! A dispatch is kept by its context, its tensors' handles and its numbers. The one-step
-//! reader (`tensor_call.rs`) takes only live tensors, and a handle is never given to two
-//! tensors, so a dispatch found is one made, checked, for these very tensors on this very
-//! device; a freed tensor, a lost device and every other call take the full path, with its
-//! messages. A call that makes its dispatch creates its WebGPU objects as `encode` does.
+//! A dispatch is kept by its context and the call's record (`call_record.rs`): tensors by
+//! handle, every other field by its value. The record names only live tensors, and a
+//! handle is never given to two tensors, so a dispatch found is one made, checked, for this
+//! very call on this very device; a freed tensor, a lost device and every other call are
+//! decoded in full, with their messages. A call that makes its dispatch creates its WebGPU
+//! objects as `encode` does.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 use js_sys::Promise;
@@ -19,65 +20,68 @@ use wasm_bindgen::prelude::*;
 use crate::backend::Engine;
 use crate::call::device::ContextId;
 use crate::call::error::Error;
-use crate::call::plan::Request;
 use crate::call::shape::Outputs;
 use crate::gpu::encode::{dispatch, Dispatch};
 use crate::gpu::GpuContext;
-use crate::js::array::Args;
-use crate::js::tensor::freed_count;
-use crate::js::tensor_call::{parse_read, read, TensorCall};
+use crate::js::args::parse_encode;
+use crate::js::call_record::{Call, CallBits, Status, What};
+use crate::js::keys::CallKey;
 use crate::js::value::to_js;
 use crate::support::fast_hash::FastMap;
 
 /// Dispatches kept before the cache starts over: more than a deep model's norms a token (two
-/// a layer, eighty layers and more), so that a decode loop never misses. A lost or freed
-/// device's dispatches are never found again and go with the next start.
+/// a layer, and deep models have many layers), so that a decode loop never misses. A lost or
+/// freed device's dispatches are never found again and go with the next start.
 const MAX_DISPATCHES: usize = 512;
 
-/// A dispatch's context, its tensors' handles and its numbers (`TensorCall::numbers`).
-type Key = (ContextId, [u32; 5], [u64; 3]);
+/// A dispatch's context and its call's record.
+type Key = (ContextId, CallBits);
 
 thread_local! {
     static DISPATCHES: RefCell<FastMap<Key, Rc<Dispatch>>> = RefCell::new(FastMap::default());
+    /// Calls served by a kept dispatch so far (`debugStats().keptDispatchCalls`).
+    static USED: Cell<f64> = const { Cell::new(0.0) };
 }
 
-/// `norm.run(args)` (or `runWithSum`) where `args` is the common call in place on the live
+/// How many calls a kept dispatch has served, in every instance.
+pub fn used() -> f64 {
+    USED.get()
+}
+
+/// `norm.run(call)` (or `runWithSum`) where the call is one of tensors in place on the live
 /// device: submitted through its kept dispatch, resolving with `undefined`. Otherwise the
-/// call takes the full path: `Err` with the call as read, where it is the common call, to
-/// parse without reading it again and keep its dispatch once it has run ([`Missed`]).
-pub fn run(engine: &Engine, args: &JsValue) -> Result<Promise, Option<Missed>> {
-    let (ctx, call) = common_call(engine, args).ok_or(None)?;
-    match found(&ctx, &call) {
+/// call is decoded in full: `Err` with what makes its dispatch once it has run, where it is
+/// such a call ([`Missed`]).
+pub fn run(engine: &Engine, call: &Call) -> Result<Promise, Option<Missed>> {
+    let ctx = common_call(engine, call).ok_or(None)?;
+    match found(&ctx, call) {
         Some(d) => Ok(d.submit().unwrap_or_else(|e| Promise::reject(&to_js(e)))),
-        None => Err(Some(Missed { ctx, call })),
+        None => Err(Some(Missed { ctx })),
     }
 }
 
-/// The common call in place, read, whose dispatch is not kept yet.
+/// A call of tensors in place on the live device, whose dispatch is not kept yet.
 pub struct Missed {
     ctx: Rc<GpuContext>,
-    call: TensorCall,
 }
 
 impl Missed {
-    /// The call's arguments, as `args::parse_args` reads them.
-    pub fn parse(&self, sum: bool) -> Option<Result<(Args, Request), Error>> {
-        parse_read(&self.call, sum)
-    }
-
-    /// Makes and keeps the call's dispatch for the calls that follow (once it has taken the
-    /// full path, which creates its objects in the call's error scopes).
-    pub fn keep(self) {
-        made(&self.ctx, &self.call);
+    /// Makes and keeps `call`'s dispatch for the calls that follow (once it has been decoded
+    /// in full and run, which creates its objects in the call's error scopes).
+    pub fn keep(self, call: &Call) {
+        made(&self.ctx, call);
     }
 }
 
-/// `norm.encode(encoder, args)` where `args` is the common call in place on the live device
+/// `norm.encode(encoder, call)` where the call is one of tensors in place on the live device
 /// and `encoder` one of the runtime's: recorded with its kept dispatch. `None` for any other
-/// call or encoder, which takes the full path and its messages.
-pub fn encode(engine: &Engine, encoder: &JsValue, args: &JsValue) -> Option<Result<(), JsValue>> {
-    let (ctx, call) = common_call(engine, args)?;
-    let d = found(&ctx, &call).or_else(|| made(&ctx, &call))?;
+/// call or encoder, which is decoded in full, with its messages.
+pub fn encode(engine: &Engine, encoder: &JsValue, call: &Call) -> Option<Result<(), JsValue>> {
+    let ctx = common_call(engine, call)?;
+    let d = match found(&ctx, call) {
+        Some(d) => d,
+        None => made(&ctx, call)?,
+    };
     match d.record_on_encoder(encoder) {
         Ok(true) => Some(Ok(())),
         Ok(false) => None,
@@ -85,29 +89,35 @@ pub fn encode(engine: &Engine, encoder: &JsValue, args: &JsValue) -> Option<Resu
     }
 }
 
-/// The live device of a GPU instance, and `args` read in one step where they are a call in
-/// place.
-fn common_call(engine: &Engine, args: &JsValue) -> Option<(Rc<GpuContext>, TensorCall)> {
+/// The live device of a GPU instance, where `call` is one of tensors in place.
+fn common_call(engine: &Engine, call: &Call) -> Option<Rc<GpuContext>> {
     let ctx = engine.gpu()?.live()?;
-    // A getter of the call's may free a tensor it has already named: such a call takes the
-    // full path, which finds the freed tensor and says so.
-    let freed = freed_count();
-    let call = read(args)?;
-    (call.in_place() && freed_count() == freed).then_some((ctx, call))
+    let tensor_or_absent = |k| matches!(call.what(k), What::Tensor | What::Absent);
+    // A getter of the call's may free a tensor it has already named: such a call is decoded
+    // in full, which finds the freed tensor and says so.
+    let common = call.status() == Status::Read
+        && !call.freed_while_read()
+        && call.what(CallKey::InPlace) == What::Yes
+        && call.what(CallKey::Output) == What::Absent
+        && call.what(CallKey::Sum) == What::Absent
+        && CallKey::ARRAYS.iter().all(|&k| tensor_or_absent(k));
+    common.then_some(ctx)
 }
 
-fn key(ctx: &GpuContext, call: &TensorCall) -> Key {
-    (ctx.id(), call.handles(), call.numbers())
+fn key(ctx: &GpuContext, call: &Call) -> Key {
+    (ctx.id(), call.bits())
 }
 
-fn found(ctx: &GpuContext, call: &TensorCall) -> Option<Rc<Dispatch>> {
-    DISPATCHES.with(|d| d.borrow().get(&key(ctx, call)).cloned())
+fn found(ctx: &GpuContext, call: &Call) -> Option<Rc<Dispatch>> {
+    let d = DISPATCHES.with(|d| d.borrow().get(&key(ctx, call)).cloned())?;
+    USED.set(USED.get() + 1.0);
+    Some(d)
 }
 
-/// The call's dispatch, made and kept; `None` where its checks refuse it (the full path then
-/// says why) or it has no rows.
-fn made(ctx: &GpuContext, call: &TensorCall) -> Option<Rc<Dispatch>> {
-    let (x, _) = parse_read(call, false)?.ok()?;
+/// The call's dispatch, made and kept; `None` where its checks refuse it (decoding it in full
+/// then says why) or it has no rows.
+fn made(ctx: &GpuContext, call: &Call) -> Option<Rc<Dispatch>> {
+    let (x, _) = parse_encode(call).ok()?;
     let d: Result<_, Error> = ctx
         .recorder()
         .and_then(|mut r| dispatch(&mut r, ctx, &x, &Outputs::InPlace));

@@ -17,6 +17,8 @@ use crate::call::host::Arg;
 use crate::call::plan::check_written;
 use crate::call::results::{Given, HostVec, Output};
 use crate::js::array::{Args, JsArray, Memory};
+use crate::js::call_record::Call;
+use crate::js::keys::CallKey;
 use crate::js::value::object;
 
 /// One array given for a result.
@@ -41,9 +43,13 @@ impl CallerArrays {
         self.output.is_none() && self.sum.is_none()
     }
 
-    /// Reads `v` as the array result `name` goes into; `Ok(false)` where `v` is no typed
-    /// array of a dtype the package holds (the caller says what else `v` may be).
-    pub fn read(&mut self, name: &'static str, v: &JsValue) -> Result<bool, Error> {
+    /// Reads `key`'s value as the array its result goes into; `Ok(false)` where it is no
+    /// typed array of a dtype the package holds (the caller says what else it may be).
+    pub fn read(&mut self, call: &Call, key: CallKey) -> Result<bool, Error> {
+        if call.dtype(key).is_none() {
+            return Ok(false);
+        }
+        let (name, v) = (key.name(), &call.value(key));
         let a = match JsArray::from_value(v) {
             Ok(Some(a)) => a,
             Ok(None) => return Ok(false),
@@ -63,8 +69,8 @@ impl CallerArrays {
             len: a.len,
             dtype: a.dtype,
         };
-        match name {
-            "output" => self.output = Some(given),
+        match key {
+            CallKey::Output => self.output = Some(given),
             _ => self.sum = Some(given),
         }
         Ok(true)

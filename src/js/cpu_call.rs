@@ -1,98 +1,91 @@
-//! The CPU backend's common call in a few crossings: a plain object of typed arrays, numbers
-//! and known options (`run` or `runWithSum`, results as arrays) is read by one JavaScript
-//! function; its arrays are copied by another into scratch memory kept across calls
-//! (`cpu/scratch.rs`), the per-column ones once and the rows a block at a time (one block at
-//! decode size), and the results copied out, and their Promise made, by a third: 3 + 1 per
-//! block. Read field by field, a decode-sized call took some two hundred crossings (each
-//! typed array's slots, flags, the copies, every value handle dropped), most of its time in
-//! Firefox and WebKit (docs/performance.md, "The CPU backend in three engines").
+//! The CPU backend's common call in a few crossings: a call of typed arrays, numbers and
+//! known options (`run` or `runWithSum`, results as arrays), read by `call_record.rs`, has its
+//! arrays copied by `call.js` into scratch memory kept across calls (`cpu/scratch.rs`), the
+//! per-column ones once and the rows a block at a time (one block at decode size), and the
+//! results copied out, and their Promise made, by `call.js` too: one crossing a block and
+//! two more. Made of JavaScript objects one by one, a decode-sized call took many times as
+//! many crossings, most of its time in Firefox and WebKit (docs/performance.md, "The CPU
+//! backend in three engines").
 //!
-//! Anything else, and every call that any check refuses, returns `None`: the caller then
-//! takes the field-by-field path of `args.rs`, which has every message, so errors are the
-//! same whichever path a call starts on. (A getter of such a call's arguments is then read
-//! twice.)
+//! Anything else, and every call that a check refuses, returns `None`: the caller then
+//! decodes the same record as every call (`args.rs`), whose messages say why, so errors are
+//! the same whichever path a call starts on.
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 
 use js_sys::Promise;
-use wasm_bindgen::prelude::*;
 
-use crate::call::checks::{eps_from_number, gamma_offset_from_number, hidden_from_number};
 use crate::call::dtype::Dtype;
 use crate::call::error::Error;
 use crate::call::plan::check_written;
-use crate::call::shape::{Inputs, Norm, NormKind, DEFAULT_EPS};
+use crate::call::shape::Inputs;
 use crate::cpu::driver::CpuContext;
 use crate::cpu::memory::reserve;
 use crate::cpu::scratch::{lay_out, Span, Staged};
-use crate::js::cpu_call_js::{cpu_copy, cpu_copy_out, cpu_finish, cpu_init, cpu_read, cpu_release};
-use crate::js::keys::{keys_of, Readers, CALL_KEYS};
+use crate::js::args::parse_inputs;
+use crate::js::fields::Sources;
+use crate::js::call_record::{cpu_copy, cpu_copy_out, cpu_finish, Call, Status, What, Word};
+use crate::js::keys::CallKey;
 use crate::js::value::to_js;
 
-/// Slots of the header `cpuRead` fills: per array (in `ARRAYS`' order) its length (-1:
-/// absent), then whether it holds halves; hidden, eps given and eps, layer, gammaOffset
-/// given and gammaOffset, outputDtype (-1: absent, 0: f32, 1: f16); then the caller's arrays
-/// for output and sum, as the arrays (at `GIVEN`). `cpuCopy` reads the first six as byte
-/// addresses.
-const HEADER: usize = 23;
-const GIVEN: usize = 19;
-const ARRAYS: usize = 6;
-
 thread_local! {
-    static READY: Cell<bool> = const { Cell::new(false) };
-    static HEADER_SLOTS: RefCell<Vec<f64>> = RefCell::new(vec![0.0; HEADER]);
+    /// The byte address of each array of [`CallKey::ARRAYS`] in the scratch, for `cpuCopy`
+    /// (-1 where absent).
+    static ADDRESSES: RefCell<[f64; 6]> = const { RefCell::new([0.0; 6]) };
     /// Every call's arrays and results, in words; grown to the largest call made. One for
     /// all instances (calls never overlap: nothing here awaits), not one each: wasm memory
     /// never shrinks, so regions of their own would only add up.
     static SCRATCH: RefCell<Vec<u32>> = const { RefCell::new(Vec::new()) };
 }
 
-fn header() -> u32 {
-    if !READY.get() {
-        let known: &[&str] = keys_of!(CALL_KEYS, Readers::RUN);
-        let names: js_sys::Array = known.iter().map(|k| JsValue::from_str(k)).collect();
-        cpu_init(&wasm_bindgen::memory(), &names);
-        READY.set(true);
-    }
-    HEADER_SLOTS.with(|h| h.borrow_mut().as_mut_ptr() as u32)
-}
-
 /// `run` (`sum: false`) or `runWithSum` on the CPU backend for the common call, or `None`
-/// where `args.rs` must read it.
-pub fn run(ctx: &CpuContext, args: &JsValue, sum: bool) -> Option<Promise> {
-    let at = header();
-    if !cpu_read(args, at) {
+/// where the call is decoded as every call is.
+pub fn run(ctx: &CpuContext, call: &Call, sum: bool) -> Option<Promise> {
+    if !takes(call) {
         return None;
     }
-    let h: [f64; HEADER] = HEADER_SLOTS.with(|s| s.borrow()[..].try_into().unwrap());
     // Where the caller gave an array for every result, each block's results go out while
     // they are in cache (`scratch.rs`, `lay_out`).
-    let all_given = h[GIVEN] >= 0.0 && (!sum || h[GIVEN + 1] >= 0.0);
-    let laid_out = inputs(&h).and_then(|mut x| {
+    let given = |k| call.dtype(k).is_some();
+    let all_given = given(CallKey::Output) && (!sum || given(CallKey::Sum));
+    let spans = parse_inputs(call, Sources::RUN, |k, _, _| {
+        Ok(call.dtype(k).map(|d| Span::of(call.len(k), d)))
+    });
+    let laid_out = spans.and_then(|mut x| {
         ctx.check_staged(&x, sum)?;
-        check_given(&x, &h, sum)?;
+        check_given(&x, call, sum)?;
         let staged = lay_out(&mut x, sum, all_given)?;
         Ok((x, staged))
     });
     match laid_out {
-        Ok((x, staged)) => in_scratch(ctx, at, &x, &staged),
-        // Too big for wasm memory is said at once: the field-by-field path would copy the
-        // arrays before finding out.
+        Ok((x, staged)) => in_scratch(ctx, &x, &staged),
+        // Too big for wasm memory is said at once: decoding again would copy the arrays
+        // before finding out.
         Err(e @ Error::Memory(_)) => Some(rejected(e)),
-        Err(_) => {
-            cpu_release();
-            None
-        }
+        Err(_) => None,
     }
 }
 
+/// Whether every array of `call` is a typed array over a fixed, live buffer and its results
+/// go to fresh arrays or to such arrays apart from the rest.
+fn takes(call: &Call) -> bool {
+    let host = |k| call.dtype(k).is_some() && !call.detached(k) && !call.resizable(k);
+    let absent = |k| call.what(k) == What::Absent;
+    let given = |k| host(k) && !call.in_wasm_memory(k) && call.overlap(k).is_none();
+    call.status() == Status::Read
+        && CallKey::ARRAYS.iter().all(|&k| absent(k) || host(k))
+        && absent(CallKey::Rows)
+        && matches!(call.what(CallKey::InPlace), What::Absent | What::No)
+        && (absent(CallKey::Output)
+            || call.word(CallKey::Output) == Some(Word::Array)
+            || given(CallKey::Output))
+        && (absent(CallKey::Sum) || given(CallKey::Sum))
+}
+
 /// The call laid out as `staged`, computed in the scratch block by block.
-fn in_scratch(ctx: &CpuContext, at: u32, x: &Inputs<Span>, staged: &Staged) -> Option<Promise> {
+fn in_scratch(ctx: &CpuContext, x: &Inputs<Span>, staged: &Staged) -> Option<Promise> {
     SCRATCH.with(|s| {
-        let Ok(mut scratch) = s.try_borrow_mut() else {
-            cpu_release();
-            return None;
-        };
+        let mut scratch = s.try_borrow_mut().ok()?;
         if scratch.len() < staged.words {
             // Grows wasm memory at most here, before any view of it is made for this call.
             if let Err(e) = reserve(&mut scratch, staged.words, "input") {
@@ -102,20 +95,21 @@ fn in_scratch(ctx: &CpuContext, at: u32, x: &Inputs<Span>, staged: &Staged) -> O
         }
         let base = scratch.as_ptr() as u32;
         let address = |s: &Span| base + 4 * s.at as u32;
-        HEADER_SLOTS.with(|slots| {
+        let at = ADDRESSES.with(|slots| {
             let mut slots = slots.borrow_mut();
             let spans = [x.input, x.gamma].map(Some);
             let spans = [spans[0], x.residual, spans[1], x.beta, x.bias, x.post_gamma];
             for (slot, s) in slots.iter_mut().zip(spans) {
                 *slot = s.map_or(-1.0, |s| f64::from(address(&s)));
             }
+            slots.as_ptr() as u32
         });
         let f16 = |s: &Span| s.dtype == Dtype::F16;
         for (from, len) in staged.blocks() {
             let (block, block_at) = staged.cut(x, from, len);
             if !cpu_copy(at, from as f64, len as u32, from == 0) {
                 // Only a first block can fail here (nothing the app runs comes between
-                // blocks): the field-by-field path then says why, as for any other refusal.
+                // blocks): decoding the call then says why, as for any other refusal.
                 return None;
             }
             // A later block cannot fail: it asks for the room the first one had and gave back
@@ -159,78 +153,22 @@ fn copy_out(at: &Staged, from: usize, len: usize, address: impl Fn(&Span) -> u32
     )
 }
 
-/// A call that could not be made, its arrays released.
+/// A call that could not be made.
 fn rejected(e: Error) -> Promise {
-    cpu_release();
     Promise::reject(&to_js(e))
 }
 
-/// The caller's arrays `cpuRead` found for the results, checked as `caller_arrays.rs` checks
-/// them (a `sum` array in `run` is refused there).
-fn check_given(x: &Inputs<Span>, h: &[f64; HEADER], sum: bool) -> Result<(), Error> {
-    for (i, name) in ["output", "sum"].into_iter().enumerate() {
-        if h[GIVEN + i] < 0.0 {
+/// The caller's arrays for the results, checked as `caller_arrays.rs` checks them (a `sum`
+/// array in `run` is refused there).
+fn check_given(x: &Inputs<Span>, call: &Call, sum: bool) -> Result<(), Error> {
+    for key in [CallKey::Output, CallKey::Sum] {
+        let Some(dtype) = call.dtype(key) else {
             continue;
-        }
-        if name == "sum" && !sum {
+        };
+        if key == CallKey::Sum && !sum {
             return Err(Error::Type("sum: expected undefined in run".into()));
         }
-        let dtype = if h[GIVEN + 2 + i] == 1.0 {
-            Dtype::F16
-        } else {
-            Dtype::F32
-        };
-        check_written(x, name, h[GIVEN + i] as usize, dtype)?;
+        check_written(x, key.name(), call.len(key), dtype)?;
     }
     Ok(())
-}
-
-/// The call `cpuRead` found, its numbers checked as `args.rs` checks them.
-fn inputs(h: &[f64; HEADER]) -> Result<Inputs<Span>, Error> {
-    let span = |i: usize| {
-        let dtype = if h[ARRAYS + i] == 1.0 {
-            Dtype::F16
-        } else {
-            Dtype::F32
-        };
-        (h[i] >= 0.0).then(|| Span::of(h[i] as usize, dtype))
-    };
-    let (Some(input), Some(gamma)) = (span(0), span(2)) else {
-        return Err(Error::Type("input and gamma: missing".into()));
-    };
-    let gamma_offset = if h[16] == 1.0 {
-        gamma_offset_from_number(h[17])?
-    } else {
-        0.0
-    };
-    let output_dtype = match h[18] {
-        0.0 => Some(Dtype::F32),
-        1.0 => Some(Dtype::F16),
-        _ => None,
-    };
-    let hidden = hidden_from_number(h[12])?;
-    let eps = if h[13] == 1.0 {
-        eps_from_number(h[14])?
-    } else {
-        DEFAULT_EPS
-    };
-    Ok(Inputs {
-        input,
-        residual: span(1),
-        gamma,
-        beta: span(3),
-        bias: span(4),
-        post_gamma: span(5),
-        hidden,
-        eps,
-        norm: Norm {
-            kind: if h[15] == 1.0 {
-                NormKind::Layer
-            } else {
-                NormKind::Rms
-            },
-            gamma_offset,
-            output_dtype,
-        },
-    })
 }

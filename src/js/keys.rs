@@ -1,29 +1,27 @@
 //! The fields an argument object may have, one table per kind of object: a call's arguments
-//! ([`CALL_KEYS`]) and a kernel description ([`KERNEL_KEYS`]). Each reader's list of the keys
-//! it accepts, and so the message naming an unknown one (`value::check_keys`), is derived
-//! from its table ([`keys_of`]), never written out again. A list keeps its table's order,
-//! the order the messages name the keys in.
+//! ([`CALL_KEYS`], each named by a [`CallKey`]) and a kernel description ([`KERNEL_KEYS`]).
+//! Each reader's list of the keys it accepts, and so the message naming an unknown one
+//! (`value::check_keys`), is derived from its table ([`keys_of`]), never written out again.
+//! A list keeps its table's order, the order the messages name the keys in. The call's
+//! reader (`call.js`) reads a call's object into one slot per row of [`CALL_KEYS`], in its
+//! order: adding an argument is a row here, a [`CallKey`], and its check where the call is
+//! decoded (`call_record.rs`).
 
 /// The readers of argument objects, as a set.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub struct Readers(u8);
 
 impl Readers {
-    /// `run`, `runWithSum` and the timing calls (`args.rs`), and the CPU backend's common
-    /// call (`cpu_call.rs`), which takes what they take.
+    /// `run`, `runWithSum` and the timing calls.
     pub const RUN: Readers = Readers(1);
-    /// `encode` (`args.rs`).
+    /// `encode` and `bind`.
     pub const ENCODE: Readers = Readers(2);
-    /// The common call of GPU tensors read in one step (`tensor_call.rs`): any other key
-    /// sends a call to the field-by-field reading.
-    pub const TENSOR_CALL: Readers = Readers(4);
     /// `prepare` (`options.rs`).
     pub const PREPARE: Readers = Readers(8);
     /// `kernelSource` (`options.rs`).
     pub const KERNEL_SOURCE: Readers = Readers(16);
 
     const RUN_AND_ENCODE: Readers = Readers::RUN.and(Readers::ENCODE);
-    const CALLS: Readers = Readers::RUN_AND_ENCODE.and(Readers::TENSOR_CALL);
     const KERNELS: Readers = Readers::PREPARE.and(Readers::KERNEL_SOURCE);
 
     pub const fn and(self, other: Readers) -> Readers {
@@ -53,6 +51,8 @@ pub enum Kind {
 /// One field: its name, what it holds, and the readers that accept it.
 #[derive(Clone, Copy, Debug)]
 pub struct Key {
+    /// The call's argument it is, in [`CALL_KEYS`].
+    pub call: Option<CallKey>,
     pub name: &'static str,
     /// Read by `tests/js_boundary.rs`, which holds the table to the kernel's binding table
     /// and to the TypeScript declarations.
@@ -61,54 +61,119 @@ pub struct Key {
     pub readers: Readers,
 }
 
-const fn key(name: &'static str, kind: Kind, readers: Readers) -> Key {
+const fn key(call: Option<CallKey>, name: &'static str, kind: Kind, readers: Readers) -> Key {
     Key {
+        call,
         name,
         kind,
         readers,
     }
 }
 
-/// A call's arguments (`run`, `runWithSum`, the timing calls, `encode`).
+/// A call's argument, by name: its row of [`CALL_KEYS`] is `CALL_KEYS[key as usize]`.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum CallKey {
+    Input,
+    Residual,
+    Gamma,
+    Beta,
+    Bias,
+    PostGamma,
+    Hidden,
+    Eps,
+    Kind,
+    GammaOffset,
+    OutputDtype,
+    Output,
+    InPlace,
+    Dtype,
+    Rows,
+    Sum,
+}
+
+impl CallKey {
+    /// The call's arrays (its data), in the table's order.
+    pub const ARRAYS: [CallKey; 6] = [
+        CallKey::Input,
+        CallKey::Residual,
+        CallKey::Gamma,
+        CallKey::Beta,
+        CallKey::Bias,
+        CallKey::PostGamma,
+    ];
+
+    /// The field's name in the argument object.
+    pub const fn name(self) -> &'static str {
+        CALL_KEYS[self as usize].name
+    }
+
+    /// The key of [`CALL_KEYS`]'s row `at`.
+    pub fn at(at: usize) -> CallKey {
+        CALL_KEYS[at].call.expect("every row of CALL_KEYS is a call's key")
+    }
+}
+
+const fn call(id: CallKey, name: &'static str, kind: Kind) -> Key {
+    key(Some(id), name, kind, Readers::RUN_AND_ENCODE)
+}
+
+/// A call's arguments (`run`, `runWithSum`, the timing calls, `encode`, `bind`).
 #[rustfmt::skip]
 pub const CALL_KEYS: [Key; 16] = [
-    key("input", Kind::Array, Readers::CALLS),
-    key("residual", Kind::Array, Readers::CALLS),
-    key("gamma", Kind::Array, Readers::CALLS),
-    key("beta", Kind::Array, Readers::CALLS),
-    key("bias", Kind::Array, Readers::CALLS),
-    key("postGamma", Kind::Array, Readers::RUN_AND_ENCODE),
-    key("hidden", Kind::Number, Readers::CALLS),
-    key("eps", Kind::Number, Readers::CALLS),
-    key("kind", Kind::Name, Readers::RUN_AND_ENCODE),
-    key("gammaOffset", Kind::Number, Readers::RUN_AND_ENCODE),
-    key("outputDtype", Kind::Name, Readers::RUN_AND_ENCODE),
-    key("output", Kind::Destination, Readers::CALLS),
-    key("inPlace", Kind::Flag, Readers::CALLS),
+    call(CallKey::Input, "input", Kind::Array),
+    call(CallKey::Residual, "residual", Kind::Array),
+    call(CallKey::Gamma, "gamma", Kind::Array),
+    call(CallKey::Beta, "beta", Kind::Array),
+    call(CallKey::Bias, "bias", Kind::Array),
+    call(CallKey::PostGamma, "postGamma", Kind::Array),
+    call(CallKey::Hidden, "hidden", Kind::Number),
+    call(CallKey::Eps, "eps", Kind::Number),
+    call(CallKey::Kind, "kind", Kind::Name),
+    call(CallKey::GammaOffset, "gammaOffset", Kind::Number),
+    call(CallKey::OutputDtype, "outputDtype", Kind::Name),
+    call(CallKey::Output, "output", Kind::Destination),
+    call(CallKey::InPlace, "inPlace", Kind::Flag),
     // What `GPUBuffer` arguments hold, and how many rows of them are data.
-    key("dtype", Kind::Name, Readers::RUN_AND_ENCODE),
-    key("rows", Kind::Number, Readers::RUN_AND_ENCODE),
+    call(CallKey::Dtype, "dtype", Kind::Name),
+    call(CallKey::Rows, "rows", Kind::Number),
     // The second destination: `encode`'s, and `runWithSum`'s array for `v`.
-    key("sum", Kind::Destination, Readers::RUN_AND_ENCODE),
+    call(CallKey::Sum, "sum", Kind::Destination),
 ];
+
+// Each row sits at its key's place.
+const _: () = {
+    let mut i = 0;
+    while i < CALL_KEYS.len() {
+        let at = match CALL_KEYS[i].call {
+            Some(k) => k as usize,
+            None => usize::MAX,
+        };
+        assert!(at == i, "CALL_KEYS must list the keys in CallKey's order");
+        i += 1;
+    }
+};
+
+const fn kernel(name: &'static str, kind: Kind, readers: Readers) -> Key {
+    key(None, name, kind, readers)
+}
 
 /// A kernel description (`prepare`, `kernelSource`): which arrays its calls pass, as flags.
 #[rustfmt::skip]
 pub const KERNEL_KEYS: [Key; 12] = [
-    key("hidden", Kind::Number, Readers::KERNELS),
-    key("bias", Kind::Array, Readers::KERNELS),
-    key("beta", Kind::Array, Readers::KERNELS),
+    kernel("hidden", Kind::Number, Readers::KERNELS),
+    kernel("bias", Kind::Array, Readers::KERNELS),
+    kernel("beta", Kind::Array, Readers::KERNELS),
     // `runWithSum`'s.
-    key("sum", Kind::Array, Readers::KERNELS),
-    key("dtype", Kind::Name, Readers::KERNELS),
-    key("inPlace", Kind::Flag, Readers::KERNELS),
-    key("kind", Kind::Name, Readers::KERNELS),
-    key("residual", Kind::Array, Readers::KERNELS),
-    key("postGamma", Kind::Array, Readers::KERNELS),
-    key("gammaOffset", Kind::Number, Readers::KERNELS),
-    key("outputDtype", Kind::Name, Readers::KERNELS),
+    kernel("sum", Kind::Array, Readers::KERNELS),
+    kernel("dtype", Kind::Name, Readers::KERNELS),
+    kernel("inPlace", Kind::Flag, Readers::KERNELS),
+    kernel("kind", Kind::Name, Readers::KERNELS),
+    kernel("residual", Kind::Array, Readers::KERNELS),
+    kernel("postGamma", Kind::Array, Readers::KERNELS),
+    kernel("gammaOffset", Kind::Number, Readers::KERNELS),
+    kernel("outputDtype", Kind::Name, Readers::KERNELS),
     // The rows to size the grid for.
-    key("rows", Kind::Number, Readers::KERNEL_SOURCE),
+    kernel("rows", Kind::Number, Readers::KERNEL_SOURCE),
 ];
 
 /// How many of `table`'s keys `reader` accepts.

@@ -10,11 +10,9 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::future_to_promise;
 
 use crate::backend::Engine;
-use crate::call::error::Error;
 use crate::call::tensor::Tensor;
 use crate::gpu::tensor_buffer::TensorBuffer;
-use crate::js::glue::POINTER_FIELD;
-use crate::js::value::{get, prototype_of, to_js};
+use crate::js::value::{prototype_of, to_js};
 
 /// Data on the GPU: made by `FusedRmsNorm.upload` or returned by `run` / `runWithSum` with
 /// `output: "gpu"`, and accepted by them wherever an array is. Release with `free()`.
@@ -96,34 +94,6 @@ pub fn live_tensors() -> (usize, u64) {
         let bytes = t.values().map(|t| (t.len * t.dtype.bytes()) as u64).sum();
         (t.len(), bytes)
     })
-}
-
-/// The tensor behind a `GpuTensor` object, `None` for anything else. The brand is the
-/// prototype of the tensors this module made, so a look-alike class is not mistaken for one.
-pub fn tensor_arg(v: &JsValue, name: &str) -> Result<Option<Rc<Tensor>>, Error> {
-    if !v.is_object() {
-        return Ok(None);
-    }
-    let ours = TENSOR_PROTOTYPE.with(|p| {
-        let p = p.borrow();
-        p.as_ref()
-            .is_some_and(|p| prototype_of(v).is_ok_and(|q| &q == p))
-    });
-    if !ours {
-        return Ok(None);
-    }
-    // The glue zeroes the pointer on free(); reading the handle then would throw.
-    let freed = get(v, POINTER_FIELD).as_f64().unwrap_or(0.0) == 0.0;
-    let tensor = (!freed)
-        .then(|| get(v, "__handle").as_f64())
-        .flatten()
-        .and_then(|h| tensor_by_handle(h as u32));
-    match tensor {
-        Some(t) => Ok(Some(t)),
-        None => Err(Error::InvalidState(format!(
-            "{name}: expected a live GpuTensor, got one that was freed"
-        ))),
-    }
 }
 
 impl Drop for GpuTensor {

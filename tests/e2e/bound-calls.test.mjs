@@ -101,7 +101,7 @@ for (const backend of ["webgpu", "cpu"])
     t.diagnostic(`${r.checked} steps checked`);
   });
 
-test("the kept dispatch follows its tensors: a freed tensor is an InvalidStateError, a new tensor in its buffer gets right results, another eps another result", async () => {
+test("the kept dispatch follows its tensors: a freed tensor is an InvalidStateError, new tensors in each other's freed buffers get right results, another eps another result", async () => {
   const r = await inPage(async () => {
     const { pkg, ref, seeded } = window.lib;
     const n = await pkg.FusedRmsNorm.create();
@@ -114,10 +114,11 @@ test("the kept dispatch follows its tensors: a freed tensor is an InvalidStateEr
       record(e);
       n.device.queue.submit([e.finish()]);
     };
+    const kept = () => n.debugStats().keptDispatchCalls;
     for (const [name, call] of [["run", (x) => n.run(x)], ["encode", async (x) => submit((e) => n.encode(e, x))]]) {
       let input = n.upload(a.input), residual = n.upload(a.residual);
       await call({ input, residual, gamma, hidden: a.hidden, inPlace: true });
-      const firstBuffer = input.buffer;
+      const [inputBuffer, residualBuffer] = [input.buffer, residual.buffer];
       input.free();
       let e;
       try {
@@ -125,24 +126,32 @@ test("the kept dispatch follows its tensors: a freed tensor is an InvalidStateEr
       } catch (x) {
         e = x;
       }
-      if (e?.name !== "InvalidStateError" || !/^input: /.test(e.message)) failures.push(`${name} with a freed tensor: ${e?.name}: ${e?.message}`);
+      const freedMessage = "input: expected a live GpuTensor, got one that was freed";
+      if (e?.name !== "InvalidStateError" || e.message !== freedMessage) failures.push(`${name} with a freed tensor: ${e?.name}: ${e?.message}`);
       residual.free();
-      // The pool hands the freed buffers to tensors of their size: the kept dispatch must not.
-      input = n.upload(b.input);
-      residual = n.upload(b.residual);
-      if (input.buffer !== firstBuffer && residual.buffer !== firstBuffer) failures.push(`${name}: the new tensors did not take the freed buffer (the check would mean nothing)`);
-      // Twice: the second call finds the dispatch the first one made.
+      // The pool hands the freed buffers to new tensors of their size. Each takes the role of
+      // the other's old buffer, so a stale dispatch would write the sum where the output goes.
+      const [p, q] = [n.upload(new Float32Array(b.input.length)), n.upload(new Float32Array(b.input.length))];
+      [input, residual] = p.buffer === residualBuffer ? [p, q] : [q, p];
+      if (input.buffer !== residualBuffer || residual.buffer !== inputBuffer) failures.push(`${name}: the new tensors did not take each other's freed buffers (the check would mean nothing)`);
+      n.device.queue.writeBuffer(input.buffer, 0, b.input);
+      n.device.queue.writeBuffer(residual.buffer, 0, b.residual);
+      // Twice: the second call finds the dispatch the first one made, and only it.
       let inputs = { ...b, gamma: a.gamma };
       for (const step of [1, 2]) {
+        const before = kept();
         await call({ input, residual, gamma, hidden: b.hidden, inPlace: true });
+        if (kept() - before !== step - 1) failures.push(`${name} step ${step}: ${kept() - before} calls served by a kept dispatch, expected ${step - 1}`);
         const output = await input.read(), sum = await residual.read();
         const rep = ref.compare(inputs, output, { sum });
-        if (!rep.ok) failures.push(`${name} on new tensors in freed buffers, step ${step}: ${rep.problems.join("; ")}`);
+        if (!rep.ok) failures.push(`${name} on new tensors in each other's freed buffers, step ${step}: ${rep.problems.join("; ")}`);
         inputs = { ...inputs, input: output, residual: sum };
       }
       // The same tensors again with another eps: another dispatch.
       const x = await input.read(), v = await residual.read();
+      const before = kept();
       await call({ input, residual, gamma, hidden: b.hidden, eps: 0.25, inPlace: true });
+      if (kept() !== before) failures.push(`${name} with eps 0.25: served by the default eps's dispatch`);
       const rep = ref.compare({ input: x, residual: v, gamma: a.gamma, hidden: b.hidden, eps: 0.25 }, await input.read(), { sum: await residual.read() });
       if (!rep.ok) failures.push(`${name} with eps 0.25 after the default: ${rep.problems.join("; ")}`);
       input.free();
@@ -152,6 +161,42 @@ test("the kept dispatch follows its tensors: a freed tensor is an InvalidStateEr
     return failures;
   });
   assert.deepEqual(r, []);
+});
+
+test("debugStats counts what is reused: the kept dispatch serves a repeated call of tensors in place and nothing else; a bound call's steps count as bound", async () => {
+  const r = await inPage(async () => {
+    const { pkg, ref, seeded } = window.lib;
+    const n = await pkg.FusedRmsNorm.create();
+    const a = seeded.caseArgs({ rows: 3, hidden: 96, seed: 12 });
+    const stats = () => n.debugStats();
+    const t = { input: n.upload(a.input), residual: n.upload(a.residual), gamma: n.upload(a.gamma) };
+    const delta = async (steps, make) => {
+      const [k, b] = [stats().keptDispatchCalls, stats().boundCalls];
+      for (let i = 0; i < steps; i++) await make();
+      return [stats().keptDispatchCalls - k, stats().boundCalls - b];
+    };
+    const args = { ...t, hidden: a.hidden, inPlace: true };
+    const out = {};
+    out.inPlace = await delta(4, () => n.run({ ...args }));
+    out.toArrays = await delta(3, () => n.run({ ...t, hidden: a.hidden }));
+    out.kinds = await delta(2, () => n.run({ ...args, kind: "layer" }));
+    const bound = n.bind(args);
+    out.bound = await delta(3, () => bound.run());
+    bound.free();
+    // Every step was in place on the same tensors: the last result is the reference's of
+    // its own inputs, read once more before one more step.
+    const [x, v] = [await t.input.read(), await t.residual.read()];
+    await n.run({ ...args });
+    const rep = ref.compare({ ...a, input: x, residual: v }, await t.input.read(), { sum: await t.residual.read() });
+    Object.values(t).forEach((x) => x.free());
+    return { out, ok: rep.ok, problems: rep.problems };
+  });
+  assert.deepEqual(r.problems, []);
+  // The first in-place call makes the dispatch; each later one is served by it.
+  assert.deepEqual(r.out.inPlace, [3, 0]);
+  assert.deepEqual(r.out.toArrays, [0, 0]);
+  assert.deepEqual(r.out.kinds, [1, 0]);
+  assert.deepEqual(r.out.bound, [0, 3]);
 });
 
 test("the kept dispatch and a call's own getters: a tensor freed by a later getter is an InvalidStateError and no other tensor is written; output beside inPlace stays a TypeError", async () => {

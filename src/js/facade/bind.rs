@@ -5,6 +5,7 @@ use wasm_bindgen::prelude::*;
 
 use crate::js::args::parse_encode;
 use crate::js::bound::BoundNorm;
+use crate::js::call_record::Call;
 use crate::js::value::to_js;
 
 use super::FusedRmsNorm;
@@ -21,7 +22,7 @@ impl FusedRmsNorm {
         &self,
         #[wasm_bindgen(unchecked_param_type = "FusedRmsNormEncodeArgs")] args: JsValue,
     ) -> Result<BoundNorm, JsValue> {
-        let call = parse_encode(&args).map_err(to_js)?;
+        let call = parse_encode(&Call::read(&args)).map_err(to_js)?;
         let ctx = match self.engine.gpu() {
             Some(_) => Some(self.live_device("bind").map_err(to_js)?),
             None => None,

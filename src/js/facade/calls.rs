@@ -15,6 +15,7 @@ use crate::gpu::GpuContext;
 use crate::js::args::{encoder_arg, parse_call, parse_encode, parse_timed, upload_arg};
 use crate::js::array::Args;
 use crate::js::call_cache;
+use crate::js::call_record::Call;
 use crate::js::caller_arrays::CallerArrays;
 use crate::js::options::{parse_kernels, parse_source};
 use crate::js::tensor::tensor_value;
@@ -75,7 +76,7 @@ impl FusedRmsNorm {
         #[wasm_bindgen(unchecked_param_type = "number")] repeat: JsValue,
     ) -> Promise {
         let start = now_ms();
-        self.start(parse_timed(&args, &repeat, false), move |_| {
+        self.start(parse_timed(&Call::read(&args), &repeat, false), move |_| {
             Ok(JsValue::from_f64(now_ms() - start))
         })
     }
@@ -89,7 +90,7 @@ impl FusedRmsNorm {
         #[wasm_bindgen(unchecked_param_type = "FusedRmsNormArgs")] args: JsValue,
         #[wasm_bindgen(unchecked_param_type = "number")] repeat: JsValue,
     ) -> Promise {
-        self.start(parse_timed(&args, &repeat, true), |done| {
+        self.start(parse_timed(&Call::read(&args), &repeat, true), |done| {
             Ok(done
                 .ns
                 .map_or(JsValue::UNDEFINED, |ns| JsValue::from_f64(ns / 1e6)))
@@ -106,11 +107,12 @@ impl FusedRmsNorm {
         #[wasm_bindgen(unchecked_param_type = "GPUCommandEncoder")] encoder: JsValue,
         #[wasm_bindgen(unchecked_param_type = "FusedRmsNormEncodeArgs")] args: JsValue,
     ) -> Result<(), JsValue> {
-        if let Some(done) = call_cache::encode(&self.engine, &encoder, &args) {
+        let call = Call::read(&args);
+        if let Some(done) = call_cache::encode(&self.engine, &encoder, &call) {
             return done;
         }
         let ctx = self.live_device("encode").map_err(to_js)?;
-        let (x, outputs) = parse_encode(&args).map_err(to_js)?;
+        let (x, outputs) = parse_encode(&call).map_err(to_js)?;
         // An argument's getter may call back into this instance; `encode` within `encode`
         // is refused rather than allowed to trip the borrow.
         let mut recorder = ctx.recorder().map_err(to_js)?;
@@ -158,40 +160,31 @@ impl FusedRmsNorm {
 }
 
 impl FusedRmsNorm {
-    /// `run`, or `runWithSum` where `sum`: the CPU backend's common call where it takes
-    /// `args`, else a call started on the active backend.
+    /// `run`, or `runWithSum` where `sum`: `args` read once, then the kept dispatch of a call
+    /// of tensors in place, the CPU backend's common call, or the call decoded in full and
+    /// started on the active backend.
     fn normalize(&self, args: &JsValue, sum: bool) -> Promise {
-        let missed = match call_cache::run(&self.engine, args) {
-            Ok(done) => return done,
-            Err(missed) => missed,
-        };
-        if let Some(done) = self.cpu_call(args, sum) {
-            return done;
-        }
-        // A common call read before (call_cache) is parsed from what was read: in place, it
-        // has no caller arrays.
-        let (parsed, arrays) = match missed.as_ref().and_then(|m| m.parse(sum)) {
-            Some(parsed) => (parsed, CallerArrays::default()),
-            None => match parse_call(args, sum) {
-                Ok((x, request, arrays)) => (Ok((x, request)), arrays),
-                Err(e) => (Err(e), CallerArrays::default()),
+        let call = Call::read(args);
+        let missed = match self.engine.active() {
+            Active::Gpu(_) => match call_cache::run(&self.engine, &call) {
+                Ok(done) => return done,
+                Err(missed) => missed,
             },
+            Active::Cpu(cpu) => match crate::js::cpu_call::run(&cpu, &call, sum) {
+                Some(done) => return done,
+                None => None,
+            },
+        };
+        let (parsed, arrays) = match parse_call(&call, sum) {
+            Ok((x, request, arrays)) => (Ok((x, request)), arrays),
+            Err(e) => (Err(e), CallerArrays::default()),
         };
         let given = arrays.given();
         let done = self.start_into(parsed, given, move |done| Ok(results(done, sum, &arrays)));
         if let Some(m) = missed {
-            m.keep();
+            m.keep(&call);
         }
         done
-    }
-
-    /// The CPU backend's common call of typed arrays, in a few crossings (`cpu_call.rs`);
-    /// `None` for any other call or backend, and for every call a check refuses.
-    fn cpu_call(&self, args: &JsValue, sum: bool) -> Option<Promise> {
-        match self.engine.active() {
-            Active::Cpu(cpu) => crate::js::cpu_call::run(&cpu, args, sum),
-            Active::Gpu(_) => None,
-        }
     }
 
     /// The live device, for the synchronous GPU entry points. After a loss a new device is

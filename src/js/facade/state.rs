@@ -93,6 +93,8 @@ impl FusedRmsNorm {
                 "pipelines",
                 (gpu.as_ref().map_or(0, |c| c.pipeline_count()) as f64).into(),
             ),
+            ("keptDispatchCalls", crate::js::call_cache::used().into()),
+            ("boundCalls", crate::js::bound::used().into()),
         ])
     }
 

@@ -61,6 +61,13 @@ export interface FusedRmsNormDebugStats {
   readonly devicesOpened: number;
   /** Kernel pipelines compiled so far. */
   readonly pipelines: number;
+  /**
+   * Calls of tensors in place served by the dispatch kept from the same call before
+   * (`run`/`encode`, without decoding their arguments), across every instance of the module.
+   */
+  readonly keptDispatchCalls: number;
+  /** Steps taken by `bind`'s calls (`encode()`, `run()`), across every instance. */
+  readonly boundCalls: number;
 }
 
 /** What `ondevicelost` is called with (WebGPU's `GPUDeviceLostInfo`). */

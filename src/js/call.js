@@ -1,0 +1,270 @@
+// The JavaScript half of reading a call (call_record.rs holds the Rust half and says why):
+// `readCall` reads a call's argument object once, every field in keys.rs's table, and writes
+// what each field holds into that field's slot of a record in wasm memory, which Rust reads
+// by name. The values themselves stay here, for Rust to ask for (`callValue`) and for the
+// CPU backend's common call to copy in and out (`cpuCopy`, `cpuCopyOut`, `cpuFinish`).
+//
+// Nothing here throws into wasm: every operation on a caller's value is caught.
+
+const { getPrototypeOf } = Object, hasOwn = Object.prototype.hasOwnProperty, U16 = Uint16Array;
+const typed = getPrototypeOf(Uint8Array.prototype);
+const getter = (k) => Object.getOwnPropertyDescriptor(typed, k).get;
+// The intrinsics, as array.rs reads them: a subclass's own getters cannot lie about a length.
+const tagOf = getter(Symbol.toStringTag), lengthOf = getter("length");
+const bufferOf = getter("buffer"), offsetOf = getter("byteOffset");
+const { set, slice, subarray } = typed;
+
+// From Rust (`callInit`): wasm memory, the table's names, and the record's layout and codes.
+let memory, names, known, L, W, F;
+// The values of the call read last, by the table's order, and what each slot says of them.
+const held = [];
+let whats = new Int8Array(0);
+// Views of all of wasm memory, made again once it has grown (the old buffer is detached).
+let buffer, f64, f32, u16;
+function views() {
+  if (memory.buffer === buffer) return;
+  buffer = memory.buffer;
+  f64 = new Float64Array(buffer);
+  f32 = new Float32Array(buffer);
+  u16 = new U16(buffer);
+}
+// A read's values and slots, kept for the next: at decode size the garbage of a call was a
+// measurable part of its time. A getter of one call's object may read a call of its own,
+// which then takes fresh ones.
+let depth = 0, values = [], slots = new Float64Array(0);
+
+export function callInit(m, tableNames, layout) {
+  memory = m;
+  names = tableNames;
+  known = new Set(names);
+  L = layout;
+  W = layout.codes;
+  F = layout.flagBits;
+  whats = new Int8Array(names.length);
+  slots = new Float64Array(3 * names.length);
+}
+
+// Whether `v` is the WebGPU interface `name`: an instance of the runtime's global of that
+// name where it has one (browsers, Deno), else by its brand, Symbol.toStringTag, which
+// WebIDL objects carry but Deno's do not. An object that only claims the brand is not one
+// where the global exists. The prototype chain is walked as `instanceof` does, bounded: a
+// Proxy could make it endless.
+export function isWebGpu(v, name) {
+  try {
+    if (v === null || (typeof v !== "object" && typeof v !== "function")) return false;
+    const C = globalThis[name];
+    if (typeof C !== "function") return v[Symbol.toStringTag] === name;
+    const p = C.prototype;
+    let at = v;
+    for (let i = 0; i < 32; i++) {
+      at = getPrototypeOf(at);
+      if (at === p) return true;
+      if (at === null || typeof at !== "object") return false;
+    }
+    return false;
+  } catch {
+    return false;
+  }
+}
+
+// Whether `a` is an argument object (not a function, an Array or a typed array), and every
+// own key one of the table's: the record's status.
+function statusOf(a) {
+  try {
+    if (a === null || typeof a !== "object" || Array.isArray(a) || ArrayBuffer.isView(a)) return W.notObject;
+    for (const k in a) if (!known.has(k) && hasOwn.call(a, k)) return W.unknownKey;
+    return W.read;
+  } catch {
+    return W.notObject;
+  }
+}
+
+// What `v` is, into slot[o] (the code), slot[o + 1] (a number, a length, a tensor's handle,
+// a buffer's size) and slot[o + 2] (an array's flags, a buffer's usage).
+function describe(v, proto, slot, o) {
+  slot[o + 1] = 0;
+  slot[o + 2] = 0;
+  if (v === undefined) return (slot[o] = W.absent);
+  const t = typeof v;
+  if (t === "number") return (slot[o + 1] = v), (slot[o] = W.number);
+  if (t === "boolean") return (slot[o] = v ? W.yes : W.no);
+  if (t === "string") {
+    const word = L.words.indexOf(v);
+    return word < 0 ? (slot[o] = W.other) : ((slot[o + 1] = word), (slot[o] = W.word));
+  }
+  if (v === null || t !== "object") return (slot[o] = W.other);
+  let tag;
+  try {
+    tag = tagOf.call(v);
+  } catch {}
+  if (tag === "Float32Array" || tag === "Uint16Array" || tag === "Float16Array") {
+    slot[o] = tag === "Float32Array" ? W.f32 : tag === "Uint16Array" ? W.bits : W.halves;
+    const b = bufferOf.call(v);
+    slot[o + 1] = lengthOf.call(v);
+    slot[o + 2] = (b.detached === true ? F.detached : 0) | (b.resizable === true || b.growable === true ? F.resizable : 0)
+      | (b === memory.buffer ? F.wasm : 0);
+    return;
+  }
+  if (proto !== undefined && getPrototypeOf(v) === proto) {
+    const live = v[L.pointer] !== 0;
+    if (live) slot[o + 1] = v.__handle;
+    return (slot[o] = live ? W.tensor : W.freedTensor);
+  }
+  if (isWebGpu(v, "GPUBuffer")) {
+    slot[o + 1] = Number(v.size);
+    slot[o + 2] = Number(v.usage);
+    return (slot[o] = W.buffer);
+  }
+  slot[o] = W.other;
+}
+
+const isArray = (w) => w === W.f32 || w === W.bits || w === W.halves;
+const bytes = (i) => lengthOf.call(held[i]) * (whats[i] === W.f32 ? 4 : 2);
+
+// The first array of the call (in the table's order) that shares a byte with held[i], or -1.
+function overlapOf(i) {
+  const b = bufferOf.call(held[i]), s = offsetOf.call(held[i]);
+  for (let j = 0; j < held.length; j++) {
+    if (j === i || !isArray(whats[j]) || bufferOf.call(held[j]) !== b) continue;
+    const t = offsetOf.call(held[j]);
+    if (s < t + bytes(j) && t < s + bytes(i)) return j;
+  }
+  return -1;
+}
+
+// Reads `a` into the record at byte address `at`: each field's getter once, in the table's
+// order (a getter that throws reads as undefined, as a missing field does), then what each
+// value is.
+export function readCall(a, at, proto) {
+  const status = statusOf(a), n = names.length;
+  const v = depth === 0 ? values : new Array(n), slot = depth === 0 ? slots : new Float64Array(3 * n);
+  depth++;
+  try {
+    for (let i = 0; i < n; i++) {
+      v[i] = undefined;
+      if (status === W.read) {
+        try {
+          v[i] = a[names[i]];
+        } catch {}
+      }
+    }
+    for (let i = 0; i < n; i++) {
+      try {
+        describe(v[i], proto, slot, 3 * i);
+      } catch {
+        slot[3 * i] = W.other;
+      }
+    }
+  } finally {
+    depth--;
+  }
+  // Written only now, after the caller's last line of code: a getter may have read a call of
+  // its own, through this same record.
+  views();
+  const h = at / 8;
+  for (let i = 0; i < n; i++) {
+    // A tensor is known by its handle: its object is not kept.
+    held[i] = slot[3 * i] === W.tensor ? undefined : v[i];
+    v[i] = undefined;
+    whats[i] = slot[3 * i];
+    const s = h + i * L.stride;
+    f64[s + L.what] = slot[3 * i];
+    f64[s + L.value] = slot[3 * i + 1];
+    f64[s + L.flags] = slot[3 * i + 2];
+    f64[s + L.overlap] = -1;
+  }
+  for (const i of L.destinations) if (isArray(whats[i])) f64[h + i * L.stride + L.overlap] = overlapOf(i);
+  f64[h + n * L.stride + L.what] = status;
+}
+
+// The value read for the field at `i` of the table.
+export function callValue(i) {
+  return held[i];
+}
+
+export function callRelease() {
+  held.fill(undefined);
+}
+
+// Rows' elements [from, from + count) of the call's input and residual, and with `columns` its
+// per-column arrays, to the byte addresses Rust wrote at `at` (one per array of the table, -1
+// where absent). The values stay held: where a copy fails, the call is decoded again from
+// them, and its message says why. An f16 array is copied as its bits (set() from a Float16Array would convert
+// values).
+export function cpuCopy(at, from, count, columns) {
+  try {
+    views();
+    const to = at / 8;
+    for (let j = 0; j < (columns ? L.arrays.length : 2); j++) {
+      const i = L.arrays[j], v = held[i], what = whats[i];
+      if (!isArray(what)) continue;
+      const whole = lengthOf.call(v), start = j < 2 ? from : 0, len = j < 2 ? count : whole;
+      // A view only for part of an array (a call of one block needs none).
+      const part = (a) => (len === whole ? a : subarray.call(a, start, start + len));
+      if (what === W.f32) set.call(f32, part(v), f64[to + j] / 4);
+      else if (what === W.bits) set.call(u16, part(v), f64[to + j] / 2);
+      else set.call(u16, new U16(bufferOf.call(v), offsetOf.call(v) + 2 * start, len), f64[to + j] / 2);
+    }
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+// The view of wasm memory a result is copied from, kept while its place stays the same (a
+// decode step's does, call after call): one object fewer to make and collect per call.
+const sources = [0, 1].map(() => ({ at: -1, len: 0, half: false, buffer: undefined, view: undefined }));
+function source(s, at, len, half) {
+  const c = sources[s];
+  if (c.at !== at || c.len !== len || c.half !== half || c.buffer !== buffer) {
+    c.view = half ? subarray.call(u16, at / 2, at / 2 + len) : subarray.call(f32, at / 4, at / 4 + len);
+    c.at = at;
+    c.len = len;
+    c.half = half;
+    c.buffer = buffer;
+  }
+  return c.view;
+}
+
+// Elements [from, from + len) of result `r` (0: output, 1: sum), at byte address `at`, set()
+// into the caller's array (an f16 result's bits through a Uint16Array over a Float16Array's
+// memory).
+function write(r, at, from, len, half) {
+  const i = L.destinations[r], d = held[i];
+  const to = whats[i] === W.halves ? new U16(bufferOf.call(d), offsetOf.call(d), lengthOf.call(d)) : d;
+  set.call(to, source(r, at, len, half), from);
+}
+
+// A block's results into the caller's arrays, where the call's results are all given.
+export function cpuCopyOut(yAt, vAt, from, len, yHalf, vHalf) {
+  try {
+    views();
+    write(0, yAt, from, len, yHalf);
+    if (vAt >= 0) write(1, vAt, from, len, vHalf);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+// A result: the caller's array (written now unless `written`), else a fresh array slice()d out.
+function result(r, at, len, half, written) {
+  if (!isArray(whats[L.destinations[r]])) return half ? slice.call(u16, at / 2, at / 2 + len) : slice.call(f32, at / 4, at / 4 + len);
+  if (!written) write(r, at, 0, len, half);
+  return held[L.destinations[r]];
+}
+
+// A Promise of the results, or a rejection where one could not be made (the JavaScript
+// heap's limit: the caller's thrown error would otherwise unwind through wasm).
+export function cpuFinish(yAt, yLen, yHalf, vAt, vLen, vHalf, written) {
+  try {
+    views();
+    const y = result(0, yAt, yLen, yHalf, written);
+    const done = vLen < 0 ? y : { output: y, sum: result(1, vAt, vLen, vHalf, written) };
+    callRelease();
+    return Promise.resolve(done);
+  } catch (e) {
+    callRelease();
+    return Promise.reject(e);
+  }
+}

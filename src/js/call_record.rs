@@ -1,0 +1,378 @@
+//! A call's argument object, read once: `call.js`'s `readCall` reads every field of
+//! `keys.rs`'s table (each getter once) and writes what each holds into that field's [`Slot`]
+//! of a [`Record`] in wasm memory, in one crossing into JavaScript. Every entry point decodes
+//! the same record (`args.rs`): the kept dispatch (`call_cache.rs`), the CPU backend's common
+//! call (`cpu_call.rs`), `run`, `encode`, `bind` and the timing calls. Values Rust needs as
+//! JavaScript objects (a typed array to upload, an app's `GPUBuffer`, a value an error
+//! message describes) are asked for by key ([`Call::value`]), never read from the object
+//! again.
+//!
+//! The JavaScript lives in a file of its own, `call.js`; `build.rs` hands it to wasm-bindgen
+//! as inline JavaScript (a module snippet is not always served whole by wasm-bindgen-test's
+//! server, and a page that never loads its tests times out).
+
+use std::cell::Cell;
+
+use wasm_bindgen::prelude::*;
+
+use crate::call::dtype::Dtype;
+use crate::js::glue::POINTER_FIELD;
+use crate::js::keys::{CallKey, Kind, CALL_KEYS};
+use crate::js::tensor::{freed_count, tensor_prototype};
+use crate::js::value::object;
+
+macro_rules! call_js_imports {
+    ($js:tt) => {
+        #[wasm_bindgen(inline_js = $js)]
+        extern "C" {
+            #[wasm_bindgen(js_name = callInit)]
+            fn call_init(memory: &JsValue, names: &js_sys::Array, layout: &JsValue);
+            #[wasm_bindgen(js_name = readCall)]
+            fn read_call(args: &JsValue, at: u32, tensor_prototype: &JsValue);
+            #[wasm_bindgen(js_name = callValue)]
+            fn call_value(index: u32) -> JsValue;
+            #[wasm_bindgen(js_name = callRelease)]
+            fn call_release();
+            #[wasm_bindgen(js_name = isWebGpu)]
+            fn is_webgpu_js(v: &JsValue, name: &str) -> bool;
+            /// The elements `[from, from + count)` of the input and residual read last, and
+            /// with `columns` its other arrays, to the byte addresses at `at` (one `f64` per
+            /// array of [`CallKey::ARRAYS`]). `false` (the values released) where one could
+            /// not be copied.
+            #[wasm_bindgen(js_name = cpuCopy)]
+            pub(crate) fn cpu_copy(at: u32, from: f64, count: u32, columns: bool) -> bool;
+            /// A block's `len` results, `y` at byte address `y_at` (and `v` at `v_at` unless
+            /// it is negative), into the caller's arrays from element `from`.
+            #[wasm_bindgen(js_name = cpuCopyOut)]
+            pub(crate) fn cpu_copy_out(
+                y_at: u32,
+                v_at: f64,
+                from: u32,
+                len: u32,
+                y_f16: bool,
+                v_f16: bool,
+            ) -> bool;
+            /// A Promise of `y` (`y_len` elements from byte address `y_at`, into the caller's
+            /// array or a fresh one), or of `{ output, sum }` where `v_len` is not negative;
+            /// the caller's arrays as they are where `written` (by `cpu_copy_out`).
+            #[wasm_bindgen(js_name = cpuFinish)]
+            pub(crate) fn cpu_finish(
+                y_at: u32,
+                y_len: u32,
+                y_f16: bool,
+                v_at: u32,
+                v_len: i32,
+                v_f16: bool,
+                written: bool,
+            ) -> js_sys::Promise;
+        }
+    };
+}
+include!(concat!(env!("OUT_DIR"), "/call_js.rs"));
+
+/// What a field holds, as `readCall` found it.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum What {
+    Absent,
+    /// A `Float32Array`; a `Uint16Array` of half bits; a `Float16Array`.
+    F32,
+    Bits,
+    Halves,
+    /// A live `GpuTensor` (its handle in the slot's value), or one that was freed.
+    Tensor,
+    FreedTensor,
+    /// A `GPUBuffer` (its size in the value, its usage in the flags).
+    Buffer,
+    Number,
+    Yes,
+    No,
+    /// One of [`Word`]'s strings (its index in the value).
+    Word,
+    /// Anything else: the decoder asks for the value to say what it got.
+    Other,
+}
+
+/// The strings a call's fields may hold.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Word {
+    Rms,
+    Layer,
+    F32,
+    F16,
+    Array,
+    Gpu,
+}
+
+const WORDS: [(Word, &str); 6] = [
+    (Word::Rms, "rms"),
+    (Word::Layer, "layer"),
+    (Word::F32, "f32"),
+    (Word::F16, "f16"),
+    (Word::Array, "array"),
+    (Word::Gpu, "gpu"),
+];
+
+const WHATS: [(What, &str); 12] = [
+    (What::Absent, "absent"),
+    (What::F32, "f32"),
+    (What::Bits, "bits"),
+    (What::Halves, "halves"),
+    (What::Tensor, "tensor"),
+    (What::FreedTensor, "freedTensor"),
+    (What::Buffer, "buffer"),
+    (What::Number, "number"),
+    (What::Yes, "yes"),
+    (What::No, "no"),
+    (What::Word, "word"),
+    (What::Other, "other"),
+];
+
+/// Whether the argument object could be read field by field.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Status {
+    Read = 100,
+    /// Not an object, or an Array, a typed array or a function.
+    NotObject,
+    /// An own key the table does not have.
+    UnknownKey,
+}
+
+/// A typed array's flags.
+const DETACHED: u32 = 1;
+const RESIZABLE: u32 = 2;
+const IN_WASM_MEMORY: u32 = 4;
+
+/// One field as read.
+#[repr(C)]
+#[derive(Clone, Copy, Default, PartialEq, Debug)]
+pub struct Slot {
+    what: f64,
+    /// A number's value, a typed array's length, a tensor's handle, a buffer's size, a
+    /// [`Word`]'s index.
+    value: f64,
+    /// A typed array's flags; a buffer's usage.
+    flags: f64,
+    /// For a destination array, the first key (by the table's order) whose array shares a
+    /// byte with it; -1 for none.
+    overlap: f64,
+}
+
+const KEYS: usize = CALL_KEYS.len();
+
+/// A record's slots as bits ([`Call::bits`]).
+pub type CallBits = [u64; 3 * KEYS];
+
+/// A call as `readCall` writes it: a slot per key, in the table's order, then the status.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct Record {
+    keys: [Slot; KEYS],
+    status: Slot,
+}
+
+thread_local! {
+    /// Where `readCall` writes: one record for every call (a read never awaits; the record
+    /// is copied out at once).
+    static RECORD: Cell<*mut Record> = const { Cell::new(std::ptr::null_mut()) };
+}
+
+/// The record's address, with `call.js` told the table and the layout on the first call.
+fn record() -> *mut Record {
+    if RECORD.get().is_null() {
+        let names: js_sys::Array = CALL_KEYS.iter().map(|k| JsValue::from(k.name)).collect();
+        call_init(&wasm_bindgen::memory(), &names, &layout());
+        RECORD.set(Box::into_raw(Box::default()));
+    }
+    RECORD.get()
+}
+
+/// What `call.js` needs to know of the record: its layout, in `f64`s, and its codes.
+fn layout() -> JsValue {
+    let at = |offset: usize| JsValue::from(offset / 8);
+    let codes: Vec<(&str, JsValue)> = WHATS
+        .iter()
+        .map(|(w, name)| (*name, JsValue::from(*w as u32)))
+        .chain([
+            ("read", JsValue::from(Status::Read as u32)),
+            ("notObject", JsValue::from(Status::NotObject as u32)),
+            ("unknownKey", JsValue::from(Status::UnknownKey as u32)),
+        ])
+        .collect();
+    let flags = object(&[
+        ("detached", DETACHED.into()),
+        ("resizable", RESIZABLE.into()),
+        ("wasm", IN_WASM_MEMORY.into()),
+    ]);
+    let indices = |kind: Kind| -> js_sys::Array {
+        CALL_KEYS
+            .iter()
+            .enumerate()
+            .filter(|(_, k)| k.kind == kind)
+            .map(|(i, _)| JsValue::from(i))
+            .collect()
+    };
+    let words: js_sys::Array = WORDS.iter().map(|(_, w)| JsValue::from(*w)).collect();
+    object(&[
+        ("stride", at(std::mem::size_of::<Slot>())),
+        ("what", at(std::mem::offset_of!(Slot, what))),
+        ("value", at(std::mem::offset_of!(Slot, value))),
+        ("flags", at(std::mem::offset_of!(Slot, flags))),
+        ("overlap", at(std::mem::offset_of!(Slot, overlap))),
+        ("codes", object(&codes)),
+        ("flagBits", flags),
+        ("words", words.into()),
+        ("arrays", indices(Kind::Array).into()),
+        ("destinations", indices(Kind::Destination).into()),
+        ("pointer", POINTER_FIELD.into()),
+    ])
+}
+
+/// A call's argument object as read.
+pub struct Call {
+    args: JsValue,
+    record: Record,
+    /// A getter of the object freed a tensor while it was read (one it may have named).
+    freed_while_read: bool,
+    /// `call.js` holds objects of the call (arrays, buffers) until this is dropped.
+    holds: bool,
+}
+
+impl Call {
+    /// Reads `args`, in one crossing into JavaScript.
+    pub fn read(args: &JsValue) -> Call {
+        let at = record();
+        let freed = freed_count();
+        let prototype = tensor_prototype().unwrap_or(JsValue::UNDEFINED);
+        read_call(args, at as u32, &prototype);
+        // Copied out at once: a later read (a getter's own call) writes the same record.
+        // SAFETY: `at` is the live record `record()` made, which nothing else borrows.
+        let record = unsafe { *at };
+        let objects = [What::F32, What::Bits, What::Halves, What::Buffer, What::Other];
+        let mut call = Call {
+            args: args.clone(),
+            record,
+            freed_while_read: freed_count() != freed,
+            holds: false,
+        };
+        call.holds = CALL_KEYS.iter().any(|k| objects.contains(&call.what(key(k))));
+        call
+    }
+
+    /// The argument object itself, for the messages that describe it.
+    pub fn args(&self) -> &JsValue {
+        &self.args
+    }
+
+    pub fn status(&self) -> Status {
+        match self.record.status.what as u32 {
+            x if x == Status::Read as u32 => Status::Read,
+            x if x == Status::UnknownKey as u32 => Status::UnknownKey,
+            _ => Status::NotObject,
+        }
+    }
+
+    pub fn freed_while_read(&self) -> bool {
+        self.freed_while_read
+    }
+
+    fn slot(&self, key: CallKey) -> &Slot {
+        &self.record.keys[key as usize]
+    }
+
+    pub fn what(&self, key: CallKey) -> What {
+        let code = self.slot(key).what as u32;
+        WHATS
+            .iter()
+            .find(|(w, _)| *w as u32 == code)
+            .map_or(What::Other, |(w, _)| *w)
+    }
+
+    /// A number field's value.
+    pub fn number(&self, key: CallKey) -> f64 {
+        self.slot(key).value
+    }
+
+    /// A typed array's length; a buffer's size in bytes.
+    pub fn len(&self, key: CallKey) -> usize {
+        self.slot(key).value as usize
+    }
+
+    /// A live tensor's handle.
+    pub fn handle(&self, key: CallKey) -> u32 {
+        self.slot(key).value as u32
+    }
+
+    /// A buffer's `GPUBufferUsage` bits.
+    pub fn usage(&self, key: CallKey) -> u32 {
+        self.slot(key).flags as u32
+    }
+
+    /// The string a field holds, where it is one of [`Word`]'s.
+    pub fn word(&self, key: CallKey) -> Option<Word> {
+        let at = self.slot(key).value as usize;
+        (self.what(key) == What::Word).then(|| WORDS.get(at).map(|(w, _)| *w))?
+    }
+
+    /// A typed array's element type.
+    pub fn dtype(&self, key: CallKey) -> Option<Dtype> {
+        match self.what(key) {
+            What::F32 => Some(Dtype::F32),
+            What::Bits | What::Halves => Some(Dtype::F16),
+            _ => None,
+        }
+    }
+
+    fn flag(&self, key: CallKey, bit: u32) -> bool {
+        self.dtype(key).is_some() && self.slot(key).flags as u32 & bit != 0
+    }
+
+    pub fn detached(&self, key: CallKey) -> bool {
+        self.flag(key, DETACHED)
+    }
+
+    pub fn resizable(&self, key: CallKey) -> bool {
+        self.flag(key, RESIZABLE)
+    }
+
+    pub fn in_wasm_memory(&self, key: CallKey) -> bool {
+        self.flag(key, IN_WASM_MEMORY)
+    }
+
+    /// For a destination array, the first key whose array shares a byte with it.
+    pub fn overlap(&self, key: CallKey) -> Option<CallKey> {
+        let at = self.slot(key).overlap;
+        (at >= 0.0).then(|| CallKey::at(at as usize))
+    }
+
+    /// The value read for `key`, as a JavaScript value (one crossing).
+    pub fn value(&self, key: CallKey) -> JsValue {
+        call_value(key as u32)
+    }
+
+    /// The slots as bits: what identifies a call of tensors and numbers alone.
+    pub fn bits(&self) -> CallBits {
+        let mut out = [0; 3 * KEYS];
+        for (i, s) in self.record.keys.iter().enumerate() {
+            out[3 * i..3 * i + 3].copy_from_slice(&[s.what, s.value, s.flags].map(f64::to_bits));
+        }
+        out
+    }
+}
+
+impl Drop for Call {
+    fn drop(&mut self) {
+        if self.holds {
+            call_release();
+        }
+    }
+}
+
+fn key(k: &crate::js::keys::Key) -> CallKey {
+    k.call.expect("every row of CALL_KEYS is a call's key")
+}
+
+/// Whether `v` is the WebGPU interface `name` (`"GPUBuffer"`, `"GPUCommandEncoder"`), as
+/// `call.js` recognises the app's buffers.
+pub fn is_webgpu(v: &JsValue, name: &str) -> bool {
+    is_webgpu_js(v, name)
+}
