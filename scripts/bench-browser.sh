@@ -1,14 +1,53 @@
 #!/usr/bin/env bash
-# `npm run bench`: our kernel vs onnxruntime-web's WebGPU SkipSimplifiedLayerNormalization vs
-# a plain JS loop, then the CPU backend vs the JS loop (both into an output array they keep),
-# onnxruntime-web's wasm EP and the "webgpu" and "auto" backends, in headless Chromium. Tables on stdout, details in
-# bench-out/browser.json and bench-out/cpu.json. Arguments go to bench/browser.mjs
-# (--webgpu or --cpu for one section, --shapes 1x896,16x4096 --k 21 --cpu-shapes 1x4096
-# --batch-ms 10 --budget-ms 4000; --browser firefox or webkit for the CPU section in those engines).
-# Hardware: wherever the browsers run; headless Chromium's WebGPU adapter is the GPU's where it
-# offers one, else SwiftShader on the CPU. The CPU section's current figures, in three engines:
-# docs/performance.md, "The CPU backend in three engines".
+# The headless-browser benchmarks of bench/browser/ (bench/README.md says what each prints):
+#
+#   bash scripts/bench-browser.sh bench [ARGS]     # npm run bench
+#   bash scripts/bench-browser.sh pipeline [ARGS]  # npm run bench:pipeline
+#   bash scripts/bench-browser.sh calls [ARGS]     # npm run bench:calls
+#
+# Runs `node bench/browser/NAME.mjs ARGS` (the header of each says its options) after
+# installing what a browser benchmark needs where it is missing: a built pkg/, Chromium, the
+# node packages (onnxruntime-web among them). Tables on stdout, details in bench-out/
+# (bench: browser.json for its WebGPU section, cpu.json for its CPU one; pipeline.json;
+# calls.json).
+# Hardware: wherever headless Chromium runs, on the WebGPU adapter it offers: the GPU's where
+# there is one, else SwiftShader on the CPU, whose times are CPU work. On a real GPU:
+# `npm run bench:chrome` and `npm run bench:dawn`; current figures in docs/performance.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-source scripts/bench-setup.sh bench
-exec node bench/browser.mjs "$@"
+
+NAME=${1:-}
+case "$NAME" in
+  bench | pipeline | calls) shift ;;
+  *) echo "usage: bash scripts/bench-browser.sh bench|pipeline|calls [ARGS]" >&2; exit 64 ;;
+esac
+LABEL=bench # the npm script's name, in the messages
+[ "$NAME" = bench ] || LABEL=bench:$NAME
+say() { printf '\033[1m[%s]\033[0m %s\n' "$LABEL" "$*"; }
+
+if [ ! -f pkg/webgpu_rmsnorm.js ]; then
+  say "no pkg/: setting up the toolchain and building the package"
+  bash scripts/setup.sh
+  bash scripts/build.sh
+fi
+
+if ! command -v chromium >/dev/null && [ -z "${CHROMIUM_PATH:-}" ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    say "apt-get install chromium"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+  else
+    echo "Chromium is missing: install it (Debian/Ubuntu: sudo apt-get install chromium) and run again." >&2
+    exit 1
+  fi
+fi
+# The same variable the end-to-end tests read (tests/e2e/browser.mjs).
+export CHROMIUM_PATH="${CHROMIUM_PATH:-$(command -v chromium)}"
+
+# An older checkout's node_modules may predate the onnxruntime-web devDependency.
+if [ ! -d node_modules/playwright-core ] || [ ! -f node_modules/onnxruntime-web/dist/ort.webgpu.min.mjs ]; then
+  say "installing node packages"
+  npm ci --no-audit --no-fund
+fi
+
+exec node "bench/browser/$NAME.mjs" "$@"

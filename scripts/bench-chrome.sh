@@ -187,10 +187,10 @@ run() {
   say "browser $BIN ($("$BIN" --version 2>/dev/null || echo '?')) · $(tail -1 "$PKG_DIR/SNAPSHOT.txt" 2>/dev/null || echo "pkg/ of the checkout") · VK_DRIVER_FILES=${VK_DRIVER_FILES:-(default)}"
   command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader >&2 || true
   STATUS=0
-  # The family's shapes are its section's own (FAMILY_SHAPES in bench/dawn/section-family.mjs).
+  # The family's shapes are its section's own (FAMILY_SHAPES in bench/shared/section-family.mjs).
   local big=(2048x4096 8192x4096 12288x4096 16384x2048 16384x4096 8192x8192) fam
-  IFS=, read -r -a fam <<<"$(sed -n 's/^const FAMILY_SHAPES = "\([^"]*\)".*/\1/p' bench/dawn/section-family.mjs)"
-  [ ${#fam[@]} -gt 0 ] || { say "no FAMILY_SHAPES in bench/dawn/section-family.mjs"; exit 1; }
+  IFS=, read -r -a fam <<<"$(sed -n 's/^const FAMILY_SHAPES = "\([^"]*\)".*/\1/p' bench/shared/section-family.mjs)"
+  [ ${#fam[@]} -gt 0 ] || { say "no FAMILY_SHAPES in bench/shared/section-family.mjs"; exit 1; }
   [ ${#shapes[@]} -eq 0 ] || { big=("${shapes[@]}"); fam=("${shapes[@]}"); }
   local joined; joined=$(IFS=,; echo "${shapes[*]:-}")
   for s in "${sections[@]}"; do

@@ -19,7 +19,8 @@
 # SECTIONS: any of cliff calls kernel family memory sweep (default: the first three, each in a fresh process,
 # cliff first; sweep needs --wgsl FILE in BENCH_DAWN_ARGS, see bench/dawn/bench.mjs). Options for bench/dawn/bench.mjs go in BENCH_DAWN_ARGS, e.g.
 #   BENCH_DAWN_ARGS="--shapes 1x4096,16384x4096 --calls 200" bash scripts/bench-dawn.sh run kernel
-# bench/dawn/ (bench.mjs and the modules beside it) comes with the working tree, not in .gl/dawn.
+# bench/dawn/ and bench/shared/ (bench.mjs and the modules it imports) come with the working
+# tree, not in .gl/dawn.
 # Results: tables on stdout, JSON in $OUT where it is set, else bench-out/dawn/.
 # Exit status 2: no usable GPU adapter (the message says why; nothing was measured).
 # Local functional check on a CPU adapter (SwiftShader's Vulkan ICD shipped with Chromium):

@@ -1,15 +1,15 @@
 // The page's program for `npm run bench:chrome`: opens the packed package in this Chromium with the tap, runs one section, POSTs its tables and JSON back.
-// The sections are bench/dawn's (the same measurements as Dawn in Node, here behind Chrome's GPU
+// The sections are bench/shared's (the same measurements as Dawn in Node, here behind Chrome's GPU
 // process) plus the ones of this folder; console.log lines are the report, collected and sent to
 // bench/chrome/serve.py, which prints them and writes the JSON (a GPU machine needs no Node).
-import { smiSampler } from "../dawn/clock.mjs";
-import { parseArgs } from "../dawn/options.mjs";
-import { Raw } from "../dawn/raw.mjs";
-import { sectionCalls } from "../dawn/section-calls.mjs";
-import { sectionFamily } from "../dawn/section-family.mjs";
-import { sectionKernel } from "../dawn/section-kernel.mjs";
-import { sectionMemory } from "../dawn/section-memory.mjs";
-import { classify, newSeen, tap } from "../dawn/tap.mjs";
+import { smiSampler } from "../shared/clock.mjs";
+import { parseArgs } from "../shared/options.mjs";
+import { Raw } from "../shared/raw.mjs";
+import { sectionCalls } from "../shared/section-calls.mjs";
+import { sectionFamily } from "../shared/section-family.mjs";
+import { sectionKernel } from "../shared/section-kernel.mjs";
+import { sectionMemory } from "../shared/section-memory.mjs";
+import { classify, newSeen, tap } from "../shared/tap.mjs";
 import { sectionCallsChrome } from "./section-calls-chrome.mjs";
 import { sectionChurn } from "./section-churn.mjs";
 import { sectionLayers } from "./section-layers.mjs";
@@ -40,7 +40,7 @@ const runSmi = (args) =>
     (e) => ({ ok: false, text: String(e) }),
   );
 
-/** The package, opened on this browser's navigator.gpu with the tap, and what bench/dawn's sections expect of `ctx`. */
+/** The package, opened on this browser's navigator.gpu with the tap, and what bench/shared's sections expect of `ctx`. */
 async function open() {
   const seen = newSeen();
   tap(navigator.gpu, seen);
@@ -69,7 +69,7 @@ async function main() {
   const args = parseArgs(argv);
   const out = { section, name, date: new Date().toISOString() };
   if (section === "ort") {
-    // (d) runs bench/page.mjs's own side-by-side (its own instance, onnxruntime-web beside it).
+    // (d) runs `npm run bench`'s own side-by-side (bench/shared/versus-ort.mjs) (its own instance, onnxruntime-web beside it).
     const { sectionOrt } = await import("./section-ort.mjs");
     await sectionOrt(out, args);
     return out;

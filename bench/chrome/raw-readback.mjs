@@ -1,7 +1,7 @@
 // The readback that the calls and waits sections time in raw WebGPU, whatever the wait: the
 // least that `run` with host arrays has to do, on the package's device with its kernel.
-import { packageKernel } from "../dawn/package-kernel.mjs";
-import { gammaFloats, randomFloats } from "../dawn/raw.mjs";
+import { packageKernel } from "../shared/package-kernel.mjs";
+import { gammaFloats, randomFloats } from "../shared/raw.mjs";
 
 /**
  * What `run` with host arrays has to do at the least, in raw WebGPU on the package's device with

@@ -1,7 +1,7 @@
-// Call costs at 1×4096 in real Chrome: the rows bench/dawn's calls section lacks, then the table beside raw WebGPU.
+// Call costs at 1×4096 in real Chrome: the rows the shared calls section (bench/shared/section-calls.mjs) lacks, then the table beside raw WebGPU.
 // Runs after sectionCalls (same page, same device), whose numbers it reuses from `out.calls`.
-import { fmt, log, table } from "../dawn/report.mjs";
-import { timeLoops } from "../dawn/timing.mjs";
+import { fmt, log, table } from "../shared/report.mjs";
+import { timeLoops } from "../shared/timing.mjs";
 import { rawReadback } from "./raw-readback.mjs";
 import { mapReasked, nextTask } from "./wait-strategies.mjs";
 

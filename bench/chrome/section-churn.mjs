@@ -3,10 +3,10 @@
 // sample after host-array calls at 256 MiB would show here. Each step churns first, then times, in a dependent
 // chain on buffers made just then: `a + b` and the package's own kernel (plain, bias+beta), and
 // the package's gpuTime on resident tensors; every timing is `--samples` successive passes.
-import { ChainBuffers } from "../dawn/chain-buffers.mjs";
-import { parseShapes } from "../dawn/options.mjs";
-import { packageKernel } from "../dawn/package-kernel.mjs";
-import { fmt, header, log, note, pct, table } from "../dawn/report.mjs";
+import { ChainBuffers } from "../shared/chain-buffers.mjs";
+import { parseShapes } from "../shared/options.mjs";
+import { packageKernel } from "../shared/package-kernel.mjs";
+import { fmt, header, log, note, pct, table } from "../shared/report.mjs";
 import { bufferOf, emptyBuffer } from "../../www/lib/app-gpu.js";
 
 export const CHURN_SHAPES = "2048x4096,16384x4096,1x4096,8192x8192,16x4096,16384x4096,4096x8192,16384x2048,12288x4096,16384x4096";

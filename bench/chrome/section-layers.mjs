@@ -3,9 +3,9 @@
 // result into a mappable buffer of its own in the same encoder and `mapAsync` (the least a
 // readback can cost in WebGPU), or the last result's `read()`; beside them the kernels' own GPU
 // time (gpuTime of one layer's call, times the layer count).
-import { gammaFloats, randomFloats } from "../dawn/raw.mjs";
-import { fmt, header, log, table } from "../dawn/report.mjs";
-import { timeLoops } from "../dawn/timing.mjs";
+import { gammaFloats, randomFloats } from "../shared/raw.mjs";
+import { fmt, header, log, table } from "../shared/report.mjs";
+import { timeLoops } from "../shared/timing.mjs";
 
 export async function sectionLayers(ctx, out, { num }) {
   const { norm, device, raw } = ctx;

@@ -1,10 +1,12 @@
-// (d) End to end against onnxruntime-web's WebGPU SkipSimplifiedLayerNormalization: bench/page.mjs's own measurement, driven here without Node.
-// The models that bench/browser.mjs writes under Node are made in this page (bench/onnx-model.mjs
-// is plain JavaScript) and handed to serve.py, which serves them back at /models/.
-import { EPS, weights } from "../data.mjs";
-import { skipSimplifiedLayerNormChain } from "../onnx-model.mjs";
-import { parseShapes } from "../dawn/options.mjs";
-import { fmt, log, note, table } from "../dawn/report.mjs";
+// (d) End to end against onnxruntime-web's WebGPU SkipSimplifiedLayerNormalization: `npm run bench`'s own measurement (bench/shared/versus-ort.mjs), driven here without Node.
+// The models that bench/browser/bench.mjs writes under Node are made in this page
+// (bench/shared/onnx-model.mjs is plain JavaScript) and handed to serve.py, which serves them
+// back at /models/.
+import { EPS, weights } from "../shared/data.mjs";
+import { skipSimplifiedLayerNormChain } from "../shared/onnx-model.mjs";
+import { parseShapes } from "../shared/options.mjs";
+import { fmt, log, note, table } from "../shared/report.mjs";
+import { setup, shape } from "../shared/versus-ort.mjs";
 
 export const ORT_SHAPES = "1x4096,16x4096,128x4096,1024x4096,4096x1024";
 
@@ -14,8 +16,7 @@ async function putModel(name, bytes) {
 }
 
 export async function sectionOrt(out, { opt, num }) {
-  await import("../page.mjs");
-  const env = await window.bench.setup();
+  const env = await setup();
   const shapes = parseShapes(opt.shapes ?? ORT_SHAPES);
   const budgetMs = num("budget-ms", 4000);
   log(`\n## End to end against onnxruntime-web ${env.ort?.web ?? ""} (WebGPU SkipSimplifiedLayerNormalization), same page`);
@@ -30,7 +31,7 @@ export async function sectionOrt(out, { opt, num }) {
       await putModel(models[key], skipSimplifiedLayerNormChain({ rows, hidden, k, eps: EPS, gamma, bias }));
     }
     note(`ort ${rows}×${hidden} ...`);
-    results.push(await window.bench.shape({ rows, hidden, k1: 1, k2, budgetMs, models }));
+    results.push(await shape({ rows, hidden, k1: 1, k2, budgetMs, models }));
   }
   const ratio = (a, b) => `${fmt(a / b, 2)}`;
   // The slope is (k-node time − 1-node time) / (k − 1). Where the k−1 extra ops take less than

@@ -2,8 +2,8 @@
 // The time of a wait depends on whether the GPU is done when the wait reaches Chrome's GPU
 // process (wait-strategies.mjs says why). Each row times single calls, so that the fast and
 // the slow case show as the spread.
-import { median } from "../dawn/raw.mjs";
-import { fmt, header, log, table } from "../dawn/report.mjs";
+import { median } from "../shared/raw.mjs";
+import { fmt, header, log, table } from "../shared/report.mjs";
 import { rawReadback } from "./raw-readback.mjs";
 import { mapReasked, nextTask, nudged, roundTrip } from "./wait-strategies.mjs";
 

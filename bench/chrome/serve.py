@@ -2,7 +2,7 @@
 # Python, so that a GPU machine needs no Node. Mounts: /pkg/ -> --pkg, /ort/ -> --ort, /models/
 # -> held in memory (the page makes the ONNX models and POSTs them), anything else -> --root.
 # GET /clock?arg=...: nvidia-smi (or $NVIDIA_SMI) run with those arguments, only --query-gpu= and
-# --format=csv,noheader (bench/dawn/clock.mjs names them): 200 and its output, 404 "not found"
+# --format=csv,noheader (bench/shared/clock.mjs names them): 200 and its output, 404 "not found"
 # where there is none, 500 and why where it fails; the page's SM clock beside each pair.
 # POST /result/NAME {lines, out, error?}: prints the lines to stdout, writes --out/NAME.json and
 # NAME.md, and touches --out/NAME.done (the shell waits on it). POST /log: one line to stderr.

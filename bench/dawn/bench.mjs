@@ -16,22 +16,24 @@
 // Run each section in a fresh process (scripts/bench-dawn.sh does): `cliff` must own the
 // process's first large allocations. Exit status 2: no usable GPU (message printed).
 //
-// Each section is a module of its own (section-*.mjs); options.mjs parses the command line,
-// report.mjs prints, timing.mjs and raw.mjs time and dispatch, package-kernel.mjs captures the
-// package's kernels (README.md beside this file says what each number is).
+// Each section is a module of its own: section-cliff.mjs and section-sweep.mjs here, the
+// sections bench/chrome's pages run too in bench/shared/, beside the helpers: options.mjs parses
+// the command line, report.mjs prints, timing.mjs and raw.mjs time and dispatch,
+// package-kernel.mjs captures the package's kernels (README.md beside this file says what each
+// number is).
 import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
+import { smiSampler } from "../shared/clock.mjs";
+import { parseArgs } from "../shared/options.mjs";
+import { Raw } from "../shared/raw.mjs";
+import { note } from "../shared/report.mjs";
+import { sectionCalls } from "../shared/section-calls.mjs";
+import { sectionFamily } from "../shared/section-family.mjs";
+import { sectionKernel } from "../shared/section-kernel.mjs";
+import { sectionMemory } from "../shared/section-memory.mjs";
 import { NoGpu, open } from "./env.mjs";
-import { smiSampler } from "./clock.mjs";
 import { runSmi } from "./nvidia-smi.mjs";
-import { parseArgs } from "./options.mjs";
-import { Raw } from "./raw.mjs";
-import { note } from "./report.mjs";
-import { sectionCalls } from "./section-calls.mjs";
 import { sectionCliff } from "./section-cliff.mjs";
-import { sectionFamily } from "./section-family.mjs";
-import { sectionKernel } from "./section-kernel.mjs";
-import { sectionMemory } from "./section-memory.mjs";
 import { sectionSweep } from "./section-sweep.mjs";
 
 const args = parseArgs(process.argv.slice(2));

@@ -12,7 +12,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { createHash } from "node:crypto";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { classify, newSeen, tap } from "./tap.mjs";
+import { classify, newSeen, tap } from "../shared/tap.mjs";
 
 export { classify };
 

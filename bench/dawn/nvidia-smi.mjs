@@ -1,4 +1,4 @@
-// nvidia-smi in Node, for clock.mjs's sampler: run once with the given arguments (absent or failing on a machine without an NVIDIA driver).
+// nvidia-smi in Node, for bench/shared/clock.mjs's sampler: run once with the given arguments (absent or failing on a machine without an NVIDIA driver).
 import { execFile } from "node:child_process";
 
 /**

@@ -1,8 +1,8 @@
 // The `cliff` section: the package at hidden 4096 across the 128 MiB cliff, beside its kernel on raw buffers and a + b.
-import { packageKernel } from "./package-kernel.mjs";
-import { addWgsl, gammaFloats, median, randomFloats } from "./raw.mjs";
-import { fmt, header, log, note, table } from "./report.mjs";
-import { independentTime } from "./timing.mjs";
+import { packageKernel } from "../shared/package-kernel.mjs";
+import { addWgsl, gammaFloats, median, randomFloats } from "../shared/raw.mjs";
+import { fmt, header, log, note, table } from "../shared/report.mjs";
+import { independentTime } from "../shared/timing.mjs";
 
 export async function sectionCliff(ctx, out, { opt, num }) {
   const { norm, raw, device } = ctx;

@@ -1,10 +1,10 @@
 // The `sweep` section: kernel variants from a JSON list (--wgsl FILE), each checked, then timed in the `kernel` section's chain.
 import { readFileSync } from "node:fs";
-import { ChainBuffers, worstRelative } from "./chain-buffers.mjs";
-import { parseShapes } from "./options.mjs";
-import { constantsOf } from "./raw.mjs";
-import { fmt, header, log, note, pct, table } from "./report.mjs";
-import { chainTime } from "./timing.mjs";
+import { ChainBuffers, worstRelative } from "../shared/chain-buffers.mjs";
+import { parseShapes } from "../shared/options.mjs";
+import { constantsOf } from "../shared/raw.mjs";
+import { fmt, header, log, note, pct, table } from "../shared/report.mjs";
+import { chainTime } from "../shared/timing.mjs";
 
 export async function sectionSweep(ctx, out, { opt, num }) {
   const { norm, raw, device } = ctx;

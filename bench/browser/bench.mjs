@@ -1,24 +1,24 @@
 // `npm run bench`: two sections in one headless Chromium page on one adapter.
 // - WebGPU: our fused add+bias+RMSNorm against onnxruntime-web's WebGPU
 //   SkipSimplifiedLayerNormalization and a plain JS loop; table, bench-out/browser.json.
-// - CPU (bench/cpu.mjs): the package's CPU backend against the JS loop (both writing into an
+// - CPU (cpu.mjs): the package's CPU backend against the JS loop (both writing into an
 //   array they keep) and onnxruntime-web's WebAssembly EP (both returning a fresh one), and
 //   the package's "webgpu" (read back into a fresh and a kept array) and "auto" backends;
 //   table, bench-out/cpu.json.
 //
-//   node bench/browser.mjs [--webgpu | --cpu] [--shapes 1x896,16x4096,...] [--k 21]
+//   node bench/browser/bench.mjs [--webgpu | --cpu] [--shapes 1x896,16x4096,...] [--k 21]
 //                          [--cpu-shapes 1x4096,...] [--batch-ms 10] [--budget-ms 4000] [--pkg DIR]
 //                          [--browser chromium | firefox | webkit]
 //
 // Both sections run unless --webgpu or --cpu names one; --browser firefox or webkit (Firefox
-// ESR, WebKitGTK: no WebGPU) runs the CPU section alone, in bench/cpu.html. --pkg measures another build of the
+// ESR, WebKitGTK: no WebGPU) runs the CPU section alone, in cpu.html. --pkg measures another build of the
 // package (say, one made from a clean checkout of a commit) instead of ./pkg.
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { EPS, weights } from "./data.mjs";
+import { EPS, weights } from "../shared/data.mjs";
+import { skipSimplifiedLayerNormChain } from "../shared/onnx-model.mjs";
 import { cpuSection } from "./cpu.mjs";
 import { OUT_DIR, openBench, options as opt } from "./driver.mjs";
-import { skipSimplifiedLayerNormChain } from "./onnx-model.mjs";
 
 const modelDir = join(OUT_DIR, "models");
 
@@ -99,7 +99,7 @@ async function webgpuSection(bench, models) {
 }
 
 const models = RUN_WEBGPU ? await writeModels() : {};
-const bench = await openBench({ html: RUN_WEBGPU ? "index.html" : "cpu.html", mounts: [["/models/", modelDir]], browser: BROWSER });
+const bench = await openBench({ html: RUN_WEBGPU ? "bench.html" : "cpu.html", mounts: [["/models/", modelDir]], browser: BROWSER });
 try {
   if (RUN_WEBGPU) await webgpuSection(bench, models);
   if (RUN_CPU) await cpuSection(bench, opt);

@@ -1,4 +1,4 @@
-// Timing for the Dawn bench: wall-clock loops of calls, dependent chains and independent repeats between GPU timestamps, and paired passes (a baseline right before each kernel pass).
+// Timing for the Dawn and Chrome benches: wall-clock loops of calls, dependent chains and independent repeats between GPU timestamps, and paired passes (a baseline right before each kernel pass).
 import { sampleClock } from "./clock.mjs";
 import { median } from "./raw.mjs";
 

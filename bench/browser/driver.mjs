@@ -1,15 +1,15 @@
-// What both benchmark drivers (browser.mjs, pipeline.mjs) share: the command line, the record
-// of what was measured (commit, package, machine load), a page served cross-origin isolated
+// What the benchmark drivers (bench.mjs, pipeline.mjs, calls.mjs) share: the command line, the
+// record of what was measured (commit, package, machine load), a page served cross-origin isolated
 // in headless Chromium with its `window.bench` opened, and the results file in bench-out/.
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { mkdir, readFile, stat, writeFile } from "node:fs/promises";
 import { cpus, loadavg } from "node:os";
 import { join, resolve } from "node:path";
-import { serve } from "../scripts/serve.mjs";
-import { ROOT, launch } from "../tests/e2e/browser.mjs";
-import { firefoxBrowser } from "../tests/e2e/firefox.mjs";
-import { launchWebKit } from "../tests/e2e/webkit.mjs";
+import { serve } from "../../scripts/serve.mjs";
+import { ROOT, launch } from "../../tests/e2e/browser.mjs";
+import { firefoxBrowser } from "../../tests/e2e/firefox.mjs";
+import { launchWebKit } from "../../tests/e2e/webkit.mjs";
 
 export const OUT_DIR = join(ROOT, "bench-out");
 
@@ -94,7 +94,7 @@ async function openIn(browser, url) {
 
 /**
  * Serves bench/, the package, onnxruntime-web and the shared www/lib/ (plus `mounts`), opens
- * bench/`html` in `browser` (chromium, the default; firefox; webkit) and its
+ * bench/browser/`html` in `browser` (chromium, the default; firefox; webkit) and its
  * `window.bench.setup()`, and prints what runs where. Resolves with
  * { env, measure, finish, close }: `measure(fn, cfg, label)` runs window.bench[fn](cfg) (a
  * failure is logged, marks the run failed and comes back as { error });
@@ -121,7 +121,7 @@ export async function openBench({ html, mounts = [], browser = "chromium" }) {
     await server.close();
   };
   try {
-    page = await openIn(browser, `${server.url}bench/${html}`);
+    page = await openIn(browser, `${server.url}bench/browser/${html}`);
     const env = await page.call("setup");
     console.log(`${browser}: ${env.userAgent}; adapter: ${JSON.stringify(env.ours)}`);
     console.log(`cross-origin isolated: ${env.crossOriginIsolated}; onnxruntime-web ${env.ort?.web ?? "?"}`);

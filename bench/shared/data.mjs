@@ -3,7 +3,7 @@
 // implementations compute the same thing and their outputs can be compared element by element.
 // Every array has a seed of its own, derived from its size, so that any shape can be made
 // without the others.
-import { filled, rng } from "../www/lib/seeded.js";
+import { filled, rng } from "../../www/lib/seeded.js";
 
 export const EPS = 1e-6;
 

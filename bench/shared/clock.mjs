@@ -1,7 +1,7 @@
 // The GPU's SM clock as the driver reports it, read beside a timed pair: the sampler over a runner of nvidia-smi, its line parsed, a row's samples summed up.
 // Browser-safe (bench/chrome's page imports it): the samples come from a sampler in the context,
 // `ctx.clock()` → Promise of nvidia-smi's line or null, made by `smiSampler` over a runner of
-// nvidia-smi: nvidia-smi.mjs's in Node, bench/chrome/serve.py's `/clock` in the browser.
+// nvidia-smi: bench/dawn/nvidia-smi.mjs's in Node, bench/chrome/serve.py's `/clock` in the browser.
 
 /** nvidia-smi's arguments: the SM clock and why it is below the maximum (a bit mask). */
 export const SMI_ARGS = ["--query-gpu=clocks.sm,clocks_throttle_reasons.active", "--format=csv,noheader"];

@@ -1,5 +1,5 @@
-// The CPU section of `npm run bench` (bench/browser.mjs runs it in its page; the in-page half
-// is bench/cpu-page.mjs): the package with `backend: "cpu"` writing into an output array it
+// The CPU section of `npm run bench` (bench.mjs runs it in its page; the in-page half
+// is cpu-page.mjs): the package with `backend: "cpu"` writing into an output array it
 // keeps against a plain JavaScript loop doing the same, and returning a fresh array against
 // onnxruntime-web's WebAssembly EP running the same SkipSimplifiedLayerNormalization; the
 // package with `backend: "webgpu"` (read back into a fresh array and into a kept one) and
@@ -141,7 +141,7 @@ function targets(results, setup) {
 }
 
 /**
- * Runs the section on an opened bench (driver.mjs's openBench, page index.html or cpu.html): setup, every
+ * Runs the section on an opened bench (driver.mjs's openBench, page bench.html or cpu.html): setup, every
  * shape, the table and targets on stdout, bench-out/cpu.json.
  */
 export async function cpuSection(bench, opt) {

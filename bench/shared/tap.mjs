@@ -1,4 +1,4 @@
-// The tap on the package's WebGPU objects and the adapter's kind: shared by Dawn in Node (env.mjs) and real Chromium (bench/chrome/page.mjs).
+// The tap on the package's WebGPU objects and the adapter's kind: shared by Dawn in Node (bench/dawn/env.mjs) and real Chromium (bench/chrome/page.mjs).
 // Browser-safe: no Node imports, no `process` required.
 
 /** A fresh record for `tap`. */

@@ -1,6 +1,7 @@
-// What both benchmark pages (page.mjs, pipeline-page.mjs) share: our package and
-// onnxruntime-web's WebGPU execution provider opened in one page on one adapter, timings
-// sampled in alternation, and outputs compared.
+// What the pages that time the package against onnxruntime-web share (versus-ort.mjs,
+// bench/browser/pipeline-page.mjs): our package and onnxruntime-web's WebGPU execution
+// provider opened in one page on one adapter, timings sampled in alternation, and outputs
+// compared.
 import init, { FusedRmsNorm } from "/pkg/webgpu_rmsnorm.js";
 import * as ort from "/ort/ort.webgpu.min.mjs";
 

@@ -1,16 +1,16 @@
-// The in-browser half of `npm run bench`: our kernel, onnxruntime-web's WebGPU
-// SkipSimplifiedLayerNormalization and a plain JS loop, on the same data in the same page.
-// The Node driver (bench/browser.mjs) calls `window.bench.*` through Playwright; the CPU
-// section's half is bench/cpu-page.mjs.
-import { plainLoop } from "../www/lib/plain-loop.js";
-import { reference } from "../www/lib/reference.js";
-import { cpuSetup, cpuShape } from "./cpu-page.mjs";
+// One shape of our kernel against onnxruntime-web's WebGPU SkipSimplifiedLayerNormalization and
+// a plain JS loop, on the same data in the same page: per op (a slope over two chain lengths)
+// and end to end, with the outputs checked against the f64 reference. `npm run bench`'s page
+// (bench/browser/bench-page.mjs) and bench/chrome's ort section run it; the models come from
+// the page's server at /models/ (made with onnx-model.mjs).
+import { plainLoop } from "../../www/lib/plain-loop.js";
+import { reference } from "../../www/lib/reference.js";
 import { EPS, activations, weights } from "./data.mjs";
 import { compare, deviceInfo, elapsed, openBoth, ort, sampleTogether, sessionOptions } from "./side-by-side.mjs";
 
 let norm;
 
-async function setup() {
+export async function setup() {
   const opened = await openBoth();
   norm = opened.norm;
   return opened.env;
@@ -23,7 +23,7 @@ async function fetchModel(name) {
 }
 
 /** One shape: every measurement, plus output checks against the f64 reference. */
-async function shape({ rows, hidden, k1, k2, budgetMs, models }) {
+export async function shape({ rows, hidden, k1, k2, budgetMs, models }) {
   const { gamma, bias } = weights(hidden);
   const { input, residual } = activations(rows, hidden);
   const args = { input, residual, gamma, bias, hidden, eps: EPS };
@@ -116,6 +116,3 @@ async function shape({ rows, hidden, k1, k2, budgetMs, models }) {
   }
   return res;
 }
-
-window.bench = { setup, shape, cpuSetup, cpuShape };
-window.benchReady = true;

@@ -3,7 +3,7 @@
 // folds them; passes are timed with GPU timestamps, and the warm-up brings the GPU to its
 // working clock. Also the seeded inputs and the median that every section uses.
 
-// The same kernels as the native bench's examples/bench/roofline.wgsl and roofline_sum.wgsl,
+// The same kernels as the native bench's bench/native/kernel/roofline.wgsl and roofline_sum.wgsl,
 // alike on purpose (the two benches must measure against the same baselines); here they are
 // built in a scalar form too, for a hidden that is not a multiple of 4.
 

@@ -1,4 +1,5 @@
-// The command line of bench.mjs: the section, its --options, and the shapes they name.
+// The command line of bench/dawn/bench.mjs and of bench/chrome's pages: the section, its
+// --options, and the shapes they name.
 
 export const DEFAULT_SHAPES = "1x896,1x4096,16x4096,128x4096,1000x4099,2048x4096,16384x4096,32768x896,70000x1024";
 

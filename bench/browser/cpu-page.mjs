@@ -1,16 +1,16 @@
-// The in-browser half of the CPU section of `npm run bench` (bench/cpu.mjs drives it): the
+// The in-browser half of the CPU section of `npm run bench` (cpu.mjs drives it): the
 // package's CPU backend against a plain JavaScript loop, both writing into an output array
 // they keep, and against onnxruntime-web's WebAssembly execution provider, both returning a
 // fresh array; the package's WebGPU backend on this page's adapter, reading back into a fresh
 // array and into one it keeps. Each is called as an app calls it: Float32Arrays in, the
 // Promise of the output awaited (the JS loop's result is not a Promise). One thread each.
 import { FusedRmsNorm } from "/pkg/webgpu_rmsnorm.js";
-import { plainLoop } from "../www/lib/plain-loop.js";
-import { compare, reference } from "../www/lib/reference.js";
-import { rng } from "../www/lib/seeded.js";
-import { EPS, activations, weights } from "./data.mjs";
-import { skipSimplifiedLayerNormChain } from "./onnx-model.mjs";
-import { deviceInfo } from "./side-by-side.mjs";
+import { plainLoop } from "../../www/lib/plain-loop.js";
+import { compare, reference } from "../../www/lib/reference.js";
+import { rng } from "../../www/lib/seeded.js";
+import { EPS, activations, weights } from "../shared/data.mjs";
+import { skipSimplifiedLayerNormChain } from "../shared/onnx-model.mjs";
+import { deviceInfo } from "../shared/side-by-side.mjs";
 
 // The package's three ways to open an instance, and what each resolved to.
 const BACKENDS = ["cpu", "webgpu", "auto"];
@@ -19,12 +19,12 @@ let ortWasm;
 
 /**
  * Opens onnxruntime-web's wasm build and one instance per backend. Must follow
- * `window.bench.setup()` (page.mjs), which has run the package's `init()`.
+ * `window.bench.setup()` (bench-page.mjs), which has run the package's `init()`.
  */
 export async function cpuSetup() {
   // The wasm build (its own `env` and wasm module, ort-wasm-simd-threaded.wasm) beside
-  // page.mjs's ort.webgpu.min.mjs, whose CPU EP would run in its asyncify module. Loaded only
-  // when this section runs.
+  // side-by-side.mjs's ort.webgpu.min.mjs, whose CPU EP would run in its asyncify module.
+  // Loaded only when this section runs.
   ortWasm = await import("/ort/ort.wasm.min.mjs");
   ortWasm.env.wasm.wasmPaths = "/ort/";
   // In a cross-origin isolated page ORT defaults to half the cores (up to 4): one thread, as

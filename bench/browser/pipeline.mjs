@@ -4,7 +4,7 @@
 // onnxruntime-web's WebGPU SkipSimplifiedLayerNormalization chain. Prints a table and writes
 // bench-out/pipeline.json.
 //
-//   node bench/pipeline.mjs [--rows 1,128] [--hidden 4096] [--layers 32] [--pkg DIR]
+//   node bench/browser/pipeline.mjs [--rows 1,128] [--hidden 4096] [--layers 32] [--pkg DIR]
 //                           [--min 3] [--max 31] [--max-large 15] [--budget-ms 120000]
 //
 // Every variant runs once per round, in rotating order; each row count takes between --min

@@ -11,11 +11,11 @@
 //   ort     onnxruntime-web WebGPU: one model of L SkipSimplifiedLayerNormalization nodes,
 //           each node's input_skip_bias_sum (output 3) the next node's skip
 //
-// The Node driver (bench/pipeline.mjs) calls `window.bench.*` through Playwright.
-import { chainReference } from "../www/lib/reference.js";
-import { EPS, activations, weights } from "./data.mjs";
-import { Writer, initializer, modelBytes, skipNormNode, valueInfo } from "./onnx-model.mjs";
-import { compare, deviceInfo, elapsed, openBoth, ort, sampleTogether, sessionOptions } from "./side-by-side.mjs";
+// The Node driver (pipeline.mjs) calls `window.bench.*` through Playwright.
+import { chainReference } from "../../www/lib/reference.js";
+import { EPS, activations, weights } from "../shared/data.mjs";
+import { Writer, initializer, modelBytes, skipNormNode, valueInfo } from "../shared/onnx-model.mjs";
+import { compare, deviceInfo, elapsed, openBoth, ort, sampleTogether, sessionOptions } from "../shared/side-by-side.mjs";
 
 let norm;
 

@@ -12,10 +12,10 @@
 // Paired passes: each round times the hand-written pass right before the package's, over the
 // same k calls, and the ratio of the two is taken per round, so a slow stretch of a shared
 // machine falls on both. Only the recording or submitting loop is timed; the GPU's work is
-// awaited (onSubmittedWorkDone) between passes. The Node driver (bench/calls.mjs) calls
+// awaited (onSubmittedWorkDone) between passes. The Node driver (calls.mjs) calls
 // `window.bench.*` through Playwright.
 import init, { FusedRmsNorm } from "/pkg/webgpu_rmsnorm.js";
-import { deviceInfo } from "./side-by-side.mjs";
+import { deviceInfo } from "../shared/side-by-side.mjs";
 
 let norm;
 

@@ -1,8 +1,8 @@
 // `npm run bench:calls`: the package's own CPU cost per call in headless Chromium, beside a
-// hand-written WebGPU recording of the same kernel on the same device (bench/calls-page.mjs).
+// hand-written WebGPU recording of the same kernel on the same device (calls-page.mjs).
 // Prints a table and writes bench-out/calls.json.
 //
-//   node bench/calls.mjs [--hidden 4096] [--calls 100] [--rounds 41] [--pkg DIR]
+//   node bench/browser/calls.mjs [--hidden 4096] [--calls 100] [--rounds 41] [--pkg DIR]
 //
 // On a CPU adapter (SwiftShader) the GPU process runs the kernels on the same cores; only
 // the recording and submitting loops are timed, with the GPU's work awaited between passes.

@@ -1,4 +1,4 @@
-// Printing for the Dawn bench: number formats, markdown tables, progress notes and a section's header.
+// Printing for the Dawn and Chrome benches: number formats, markdown tables, progress notes and a section's header.
 
 export const fmt = (x, d = 1) => (x === undefined || x === null || Number.isNaN(x) ? "—" : x >= 1000 ? x.toFixed(0) : x.toFixed(d));
 export const pct = (x) => (x === undefined || x === null || Number.isNaN(x) ? "—" : `${(x * 100).toFixed(1)} %`);
