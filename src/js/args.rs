@@ -114,7 +114,7 @@ pub fn parse_call(call: &Call, sum: bool) -> Result<(Args, Request, CallerArrays
         _ => {
             return Err(Error::Type(format!(
                 "output: expected \"array\", \"gpu\", a typed array for the result or undefined, got {}",
-                describe(&call.value(CallKey::Output))
+                call.got(CallKey::Output)
             )));
         }
     };
@@ -132,7 +132,7 @@ pub fn parse_call(call: &Call, sum: bool) -> Result<(Args, Request, CallerArrays
         if let Some(why) = refused {
             return Err(Error::Type(format!(
                 "sum: expected undefined {why}, got {}",
-                describe(&call.value(CallKey::Sum))
+                call.got(CallKey::Sum)
             )));
         }
     }
@@ -149,7 +149,7 @@ pub fn parse_call(call: &Call, sum: bool) -> Result<(Args, Request, CallerArrays
         return Err(Error::Type(format!(
             "{}: expected undefined with inPlace: true (the results overwrite input and residual), got {}",
             key.name(),
-            describe(&call.value(key))
+            call.got(key)
         )));
     }
     Ok((x, Request::in_place(), CallerArrays::default()))
@@ -215,7 +215,7 @@ pub fn parse_inputs<A>(
         Status::NotObject => {
             return Err(Error::Type(format!(
                 "args: expected an object {{ input, gamma, hidden, residual?, beta?, bias?, postGamma?, eps?, kind?, gammaOffset?, outputDtype? }}, got {}",
-                describe(call.args())
+                call.got_args()
             )))
         }
     }
@@ -237,7 +237,7 @@ pub fn parse_inputs<A>(
         _ => {
             return Err(Error::Type(format!(
                 "hidden: expected a number (an integer >= 1), got {}",
-                describe(&call.value(CallKey::Hidden))
+                call.got(CallKey::Hidden)
             )))
         }
     };

@@ -19,7 +19,7 @@ use crate::call::dtype::Dtype;
 use crate::js::glue::POINTER_FIELD;
 use crate::js::keys::{CallKey, Kind, CALL_KEYS};
 use crate::js::tensor::{freed_count, tensor_prototype};
-use crate::js::value::object;
+use crate::js::value::{describe, object};
 
 macro_rules! call_js_imports {
     ($js:tt) => {
@@ -347,6 +347,16 @@ impl Call {
     /// The value read for `key`, as a JavaScript value (one crossing).
     pub fn value(&self, key: CallKey) -> JsValue {
         call_value(key as u32)
+    }
+
+    /// How the value of `key` looks in a message: what the call got.
+    pub fn got(&self, key: CallKey) -> String {
+        describe(&self.value(key))
+    }
+
+    /// How the argument object itself looks in a message.
+    pub fn got_args(&self) -> String {
+        describe(&self.args)
     }
 
     /// The slots as bits: what identifies a call of tensors and numbers alone.

@@ -11,7 +11,6 @@ use crate::js::array::JsArray;
 use crate::js::call_record::{Call, What, Word};
 use crate::js::keys::CallKey;
 use crate::js::tensor::tensor_by_handle;
-use crate::js::value::describe;
 
 /// Where a call takes its arrays from, and what it does with the app's `GPUBuffer`s.
 #[derive(Clone, Copy)]
@@ -75,7 +74,7 @@ pub fn array_arg(
     };
     Err(Error::Type(format!(
         "{name}: expected {expected}, got {}",
-        describe(&call.value(key))
+        call.got(key)
     )))
 }
 
@@ -86,17 +85,16 @@ fn host_array(call: &Call, key: CallKey, from: Sources) -> Result<Arg<JsArray>, 
     if call.detached(key) {
         return Err(Error::Type(format!("{name}: expected {DETACHED}")));
     }
-    let v = call.value(key);
     if !from.host {
         return Err(Error::Type(format!(
             "{name}: expected a GPUBuffer or a GpuTensor (encode records GPU work only: \
              upload host data first), got {}",
-            describe(&v)
+            call.got(key)
         )));
     }
-    match JsArray::from_value(&v) {
+    match JsArray::from_value(&call.value(key)) {
         Ok(Some(a)) => Ok(Arg::Host(a)),
-        Ok(None) => Err(Error::Type(format!("{name}: expected a typed array, got {}", describe(&v)))),
+        Ok(None) => Err(Error::Type(format!("{name}: expected a typed array, got {}", call.got(key)))),
         Err(expected) => Err(Error::Type(format!("{name}: expected {expected}"))),
     }
 }
@@ -143,7 +141,7 @@ pub fn optional_number(call: &Call, key: CallKey) -> Result<Option<f64>, Error> 
         _ => Err(Error::Type(format!(
             "{}: expected a number or undefined, got {}",
             key.name(),
-            describe(&call.value(key))
+            call.got(key)
         ))),
     }
 }
@@ -163,7 +161,7 @@ pub fn flag(call: &Call, key: CallKey) -> Result<bool, Error> {
         _ => Err(Error::Type(format!(
             "{}: expected a boolean or undefined, got {}",
             key.name(),
-            describe(&call.value(key))
+            call.got(key)
         ))),
     }
 }
@@ -176,7 +174,7 @@ pub fn kind(call: &Call) -> Result<NormKind, Error> {
         Some(Word::Layer) => Ok(NormKind::Layer),
         _ => Err(Error::Type(format!(
             "kind: expected \"rms\", \"layer\" or undefined, got {}",
-            describe(&call.value(CallKey::Kind))
+            call.got(CallKey::Kind)
         ))),
     }
 }
@@ -190,7 +188,7 @@ pub fn dtype(call: &Call, key: CallKey) -> Result<Option<Dtype>, Error> {
         _ => Err(Error::Type(format!(
             "{}: expected \"f32\" or \"f16\", got {}",
             key.name(),
-            describe(&call.value(key))
+            call.got(key)
         ))),
     }
 }
