@@ -450,7 +450,7 @@ test("kernelSource: an engine's own pipeline from the exported WGSL and binding 
 const ORT_INTEROP = async (how) => {
   const { pkg, ref, seeded } = window.lib;
   const ort = await import("/ort/ort.webgpu.min.mjs");
-  const { Writer, initializer, modelBytes, skipNormNode, valueInfo } = await import("/bench/onnx-model.mjs");
+  const { Writer, initializer, modelBytes, skipNormNode, valueInfo } = await import("/bench/shared/onnx-model.mjs");
   ort.env.wasm.wasmPaths = "/ort/";
   ort.env.wasm.numThreads = 1;
   const norm = await pkg.FusedRmsNorm.create();
