@@ -1,9 +1,15 @@
 #!/usr/bin/env bash
-# Runs every test layer: native (lavapipe), browser (wasm-bindgen-test in headless
-# Chromium), and end-to-end (the packed npm tarball in a consumer page).
+# Builds the package, then runs every test layer: native (lavapipe, and checks of the built
+# package), browser (wasm-bindgen-test in headless Chromium), and end-to-end (the packed npm
+# tarball in a consumer page).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+
+# The package first: the native tests also check what is built into pkg/ (the glue that
+# tests/js_boundary.rs reads, the tarball that tests/packaging.rs lists).
+echo "== build: the package into pkg/ =="
+bash scripts/build.sh
 
 echo "== native: cargo test (Vulkan on lavapipe) =="
 cargo test --release 2>&1 | grep -v XDG_RUNTIME_DIR
@@ -27,5 +33,4 @@ fi
 rm -f "$log"
 
 echo "== end-to-end: packed package in headless Chromium =="
-bash scripts/build.sh
 node --test --test-reporter=spec tests/e2e/

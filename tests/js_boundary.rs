@@ -5,7 +5,8 @@
 //!   declared in the TypeScript types.
 //! - `src/js/glue.rs`, what the package relies on in wasm-bindgen's generated glue: written
 //!   for the wasm-bindgen that `Cargo.lock` pins, the same names in `freed_guard.js`, and
-//!   present in a built `pkg/webgpu_rmsnorm.js` where there is one.
+//!   present in the built `pkg/webgpu_rmsnorm.js` (`npm test` builds `pkg/` before `cargo
+//!   test`; without it the test fails).
 
 #[path = "../src/js/keys.rs"]
 #[allow(dead_code, unused_imports, unused_macros)]
@@ -195,10 +196,12 @@ fn the_freed_guard_uses_the_names_glue_rs_lists() {
 #[test]
 fn a_built_glue_has_what_the_package_relies_on() {
     let built = Path::new(env!("CARGO_MANIFEST_DIR")).join("pkg/webgpu_rmsnorm.js");
-    let Ok(js) = std::fs::read_to_string(&built) else {
-        eprintln!("no pkg/webgpu_rmsnorm.js (bash scripts/build.sh makes one): not checked");
-        return;
-    };
+    let js = std::fs::read_to_string(&built).unwrap_or_else(|e| {
+        panic!(
+            "pkg/webgpu_rmsnorm.js: {e}. This test reads the built package: \
+             `bash scripts/build.sh` builds pkg/ (`npm test` builds it before `cargo test`)"
+        )
+    });
     let relied_on = [
         format!("this.{} = 0;", glue::POINTER_FIELD),
         format!("{}destroy_into_raw()", glue::INTERNAL_PREFIX),

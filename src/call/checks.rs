@@ -10,8 +10,8 @@ use crate::call::error::Error;
 
 /// The most dispatches one timing call records. A repeat count is work recorded
 /// synchronously and run in one submission: unbounded, `timeDispatches(args, -1)` would
-/// record 2³² dispatches and hang the page. 10,000 covers any slope measurement (the demo
-/// and the benchmarks grow theirs to a few thousand).
+/// record 2³² dispatches and hang the page. 10,000 covers any slope measurement, the demo's
+/// and the benchmarks' included.
 pub const MAX_REPEAT: u32 = 10_000;
 
 /// Rows of `hidden` one storage binding of `max_binding` bytes holds.

@@ -190,11 +190,10 @@ pub fn host_vec(data: &CpuData) -> HostVec {
 #[cfg(target_arch = "wasm32")]
 pub fn host_vec(data: &CpuData) -> HostVec {
     use js_sys::{Float32Array, Uint16Array};
-    // `slice()` of a view: `new Float32Array(view)` (js-sys's `From<&[f32]>`) took about
-    // twice `slice()`'s time in Chromium (docs/performance.md, "Host arrays a block at a
-    // time"). The view
-    // lives only for this copy: nothing allocates meanwhile, so wasm memory cannot grow and
-    // detach it.
+    // `slice()` of a view: `new Float32Array(view)` (js-sys's `From<&[f32]>`) was slower in
+    // Chromium; the measurement is in docs/performance.md, "Host arrays a block at a time",
+    // where the next one replaces it. The view lives only for this copy: nothing allocates
+    // meanwhile, so wasm memory cannot grow and detach it.
     match data {
         CpuData::F32(v) => HostVec::F32(unsafe { Float32Array::view(v) }.slice(0, v.len() as u32)),
         CpuData::F16(v) => HostVec::F16(unsafe { Uint16Array::view(v) }.slice(0, v.len() as u32)),

@@ -1,8 +1,8 @@
 //! Room in wasm memory for the CPU backend's arrays, asked for so that running out of it is an
 //! error the caller can act on (free tensors, split the call) and not an abort: wasm32 memory
 //! ends at 4 GiB, and a failed allocation would end the instance (`panic = abort`), its trap
-//! escaping to JavaScript as `RuntimeError: unreachable` (as the sixteenth `upload()` of a
-//! 256 MiB array would).
+//! escaping to JavaScript as `RuntimeError: unreachable` (as an `upload()` that takes memory
+//! past its end would).
 
 use crate::call::error::Error;
 

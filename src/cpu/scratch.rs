@@ -1,6 +1,6 @@
 //! A call computed in one region of scratch memory that the caller keeps across calls: the
 //! browser's fast path for host arrays (`js/cpu_call.rs`) copies a call's per-column arrays
-//! into it once and its rows a block at a time (up to 64 Ki elements, whole rows), the
+//! into it once and its rows a block at a time (up to [`BLOCK`] elements, whole rows), the
 //! kernel normalizes each block there, and the results are copied out from there once all
 //! blocks are done. No allocation per array and no free per call; the region grows to the
 //! largest call's results and blocks, and is reused (wasm memory never shrinks anyway).

@@ -1,16 +1,16 @@
 //! Reuse of GPU buffers across calls.
 //!
-//! An inference app calls with the same few shapes thousands of times; creating and
-//! destroying five to eight buffers per call costs more than the kernel at small shapes and
-//! churns GPU memory. Buffers go back to the pool when a call's results have been read, and
-//! a tensor's when it is freed, and are handed out again by (usage, size): a call whose
+//! An inference app calls with the same few shapes over and over; creating and destroying
+//! every buffer of every call costs more than the kernel at small shapes and churns GPU
+//! memory. Buffers go back to the pool when a call's results have been read, and a
+//! tensor's when it is freed, and are handed out again by (usage, size): a call whose
 //! results stay on the GPU then makes its result tensors from freed ones' buffers, with no
 //! new buffer, bind group or error scope (each a round trip to the GPU process in Chrome).
 //!
 //! Idle buffers are not evicted to meet a byte cap while calls keep coming: on an H200,
-//! buffers of 128 MiB and more allocated after other large ones were freed can land in much
-//! slower memory (docs/performance.md, "The 128 MiB cliff"), so a pool that frees and
-//! reallocates its large buffers as call sizes vary (prefill lengths do) falls off a cliff.
+//! large buffers allocated after other large ones were freed can land in much slower memory
+//! (docs/performance.md, "The 128 MiB cliff"), so a pool that frees and reallocates its
+//! large buffers as call sizes vary (prefill lengths do) falls off a cliff.
 //! Sizes are rounded up to classes (four per octave) so that calls of nearby sizes share
 //! buffers, and a buffer idle for [`IDLE_RELEASE_MS`] is released (`trim_idle`), as are all
 //! idle ones on [`trim`].

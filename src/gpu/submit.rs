@@ -87,8 +87,8 @@ impl GpuContext {
     /// A call that creates nothing (every object cached, every buffer from the pool: in
     /// place, results left on the GPU as tensors whose buffers freed ones had, host arrays
     /// once warm) pushes none and resolves without waiting on them: in a browser, a small call
-    /// that awaits its scopes costs several times one that does not (docs/performance.md,
-    /// "Chrome on a real GPU").
+    /// that awaits its scopes costs much more than one that does not (measured in
+    /// docs/performance.md, "Chrome on a real GPU").
     /// Such a call records the same commands on the same objects as an earlier call that
     /// was checked, and a lost device is caught by the next call.
     pub(super) fn creating(&self) {

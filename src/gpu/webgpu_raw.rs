@@ -118,8 +118,8 @@ export function submitObjects(d) {
 extern "C" {
     /// A dispatch's pass recorded into `encoder` in one crossing into JavaScript; `objects`
     /// is `encode.rs`'s `Dispatch` (`{ pipeline, group, x, y, device, queue }`). Made one by
-    /// one from wasm, the five WebGPU calls and their glue cost several times the calls
-    /// themselves (docs/performance.md, "The call's own cost").
+    /// one from wasm, the WebGPU calls' glue costs more than the calls themselves (measured
+    /// in docs/performance.md, "The call's own cost").
     #[wasm_bindgen(catch, js_name = recordDispatch)]
     pub fn record_dispatch(encoder: &JsValue, objects: &Object) -> Result<(), JsValue>;
     /// As `record_dispatch` where `encoder` is a direct instance of the runtime's

@@ -1,9 +1,9 @@
 //! The hash for the per-call caches (pipelines by variant, bind groups by buffers, uniform
 //! blocks by content). Their keys are the package's own (buffer identities, shapes), never an
 //! attacker's, so the DoS-resistant default (SipHash) buys nothing, and a decode-sized call
-//! hashes a bind group's key of 8 × 33 bytes, where SipHash showed in a profile of the call
-//! (docs/performance.md, "The call's own cost"). This is the multiply-rotate hash of rustc's
-//! FxHasher.
+//! hashes a bind group's key (an identity per binding), where SipHash showed in a profile of
+//! the call (docs/performance.md, "The call's own cost"). This is the multiply-rotate hash of
+//! rustc's FxHasher.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};

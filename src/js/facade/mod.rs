@@ -1,6 +1,6 @@
-//! The JavaScript API: `FusedRmsNorm`, in three files by concern: the calls (`calls.rs`),
-//! what an app reads of an instance and asks of its device (`state.rs`), and the
-//! device-loss handlers (`device_loss.rs`).
+//! The JavaScript API: `FusedRmsNorm`, in files by concern: the calls (`calls.rs`), what an
+//! app reads of an instance and asks of its device (`state.rs`), and the device-loss
+//! handlers (`device_loss.rs`, the properties; `handlers.rs`, what keeps and fires them).
 //!
 //! Every method that does GPU work returns a Promise and reports every failure as a
 //! rejection with a named `Error`; nothing here panics on any input (a panic in wasm aborts
@@ -13,6 +13,7 @@
 mod bind;
 mod calls;
 mod device_loss;
+mod handlers;
 mod state;
 
 use std::rc::Rc;
@@ -23,7 +24,7 @@ use crate::backend::Engine;
 use crate::js::options::settings;
 use crate::js::value::to_js;
 
-use device_loss::Handlers;
+use handlers::Handlers;
 
 #[wasm_bindgen]
 extern "C" {
