@@ -1,5 +1,5 @@
 //! The two packages hold what they need and nothing else: the crate (`cargo package`) its
-//! sources, shaders, manifest, licences and README; the npm tarball (`npm pack`) the files
+//! sources, shaders, build script, manifest, licences and README; the npm tarball (`npm pack`) the files
 //! that `package.json`'s `files` names, built into `pkg/` by `bash scripts/build.sh`.
 //! Neither may carry `node_modules/`, the tests, the benchmarks or anything else of the
 //! repository that happens to sit beside them.
@@ -12,6 +12,7 @@ use std::process::Command;
 const CRATE_ROOTS: &[&str] = &[
     "src/",
     "shaders/",
+    "build.rs",
     "Cargo.toml",
     "README.md",
     "LICENSE-MIT",
@@ -111,7 +112,7 @@ fn the_crate_holds_its_sources_shaders_licences_and_readme_only() {
     let mut wanted = BTreeSet::new();
     files_under(&root().join("src"), &mut wanted);
     files_under(&root().join("shaders"), &mut wanted);
-    wanted.extend(["README.md", "LICENSE-MIT", "LICENSE-APACHE"].map(String::from));
+    wanted.extend(["build.rs", "README.md", "LICENSE-MIT", "LICENSE-APACHE"].map(String::from));
     assert!(wanted.contains("src/lib.rs") && wanted.iter().any(|f| f.ends_with(".wgsl")));
     let missing: Vec<&String> = wanted.difference(&listed).collect();
     assert!(missing.is_empty(), "the crate lacks:\n{missing:#?}");
