@@ -10,10 +10,11 @@ use webgpu_rmsnorm::call::host::Arg;
 use webgpu_rmsnorm::call::options::Options;
 use webgpu_rmsnorm::call::plan::Kernel;
 use webgpu_rmsnorm::call::tensor::Tensor;
+use webgpu_rmsnorm::gpu::kernel::tiling::fused::FusedTiling;
+use webgpu_rmsnorm::gpu::kernel::tiling::{max_slots, FEW_ROWS, MANY_ROWS};
 use webgpu_rmsnorm::gpu::kernel::{Storage, Tiling, Variant};
 use webgpu_rmsnorm::gpu::params::Params;
 use webgpu_rmsnorm::gpu::tensor_buffer::TensorBuffer;
-use webgpu_rmsnorm::gpu::tiling::{max_slots, FusedTiling, FEW_ROWS, MANY_ROWS};
 use webgpu_rmsnorm::reference::{
     chain, norm_family, same_sum, worst_error, worst_error_at, worst_relative, Inputs,
 };

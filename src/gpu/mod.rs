@@ -10,7 +10,6 @@ pub mod app_buffer;
 pub mod bindings;
 pub mod context;
 pub mod device;
-pub mod family_tiling;
 pub mod kernel;
 pub mod params;
 pub mod pending;
@@ -22,7 +21,6 @@ mod stage;
 mod submit;
 pub mod tensor_buffer;
 mod test_hooks;
-pub mod tiling;
 pub mod transfer;
 
 #[cfg(target_arch = "wasm32")]

@@ -12,6 +12,7 @@ use crate::call::plan::{Destination, Plan, Request};
 use crate::call::results::{Given, GpuOutput, Output};
 use crate::call::shape::{Inputs, Shape};
 use crate::gpu::bindings::{slot, Bound, BINDINGS};
+use crate::gpu::kernel::tiling::lanes;
 use crate::gpu::kernel::Variant;
 use crate::gpu::params::Params;
 use crate::gpu::pending::{Pending, Staged};
@@ -19,7 +20,6 @@ use crate::gpu::pending::{Pending, Staged};
 use crate::gpu::recording::BrowserRecording;
 use crate::gpu::recording::{ChunkWork, Recording, Rows, WgpuRecording};
 use crate::gpu::stage::{Columns, RowData, Staging};
-use crate::gpu::tiling::lanes;
 
 use super::GpuContext;
 
