@@ -15,10 +15,10 @@ use crate::call::device::{Caps, ContextId};
 use crate::call::error::Error;
 use crate::call::plan::Kernel;
 use crate::call::plan::Plan;
-use crate::gpu::bindings::Bound;
 use crate::gpu::device::{AdapterSummary, Device};
+use crate::gpu::kernel::bindings::Bound;
+use crate::gpu::kernel::params::Params;
 use crate::gpu::kernel::Variant;
-use crate::gpu::params::Params;
 use crate::gpu::pipelines::Pipelines;
 use crate::gpu::pool::BufferPool;
 use crate::support::clock::now_ms;
@@ -136,11 +136,15 @@ impl GpuContext {
 
     /// Bound in place of an absent optional binding `b` (by `encode.rs`, wasm only).
     #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
-    pub(crate) fn stub(&self, b: &crate::gpu::bindings::Binding, in_place: bool) -> &wgpu::Buffer {
+    pub(crate) fn stub(
+        &self,
+        b: &crate::gpu::kernel::bindings::Binding,
+        in_place: bool,
+    ) -> &wgpu::Buffer {
         self.pipelines.stub(b, in_place)
     }
 
-    /// Binds one dispatch's buffers (see [`BINDINGS`](crate::gpu::bindings::BINDINGS)).
+    /// Binds one dispatch's buffers (see [`BINDINGS`](crate::gpu::kernel::bindings::BINDINGS)).
     pub fn bind_group(&self, in_place: bool, bound: &Bound) -> wgpu::BindGroup {
         self.pipelines
             .bind(&self.dev.device, in_place, bound, &|| self.creating())

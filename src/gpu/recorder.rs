@@ -10,7 +10,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
 use crate::call::error::Error;
-use crate::gpu::bindings::{Bound, BINDINGS};
+use crate::gpu::kernel::bindings::{Bound, BINDINGS};
 use crate::gpu::kernel::Variant;
 use crate::gpu::pipelines::GroupKey as OwnGroupKey;
 use crate::gpu::webgpu_raw::{self as raw, descriptor, RawDevice, RawQueue};

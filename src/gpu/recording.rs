@@ -9,7 +9,7 @@
 use crate::call::dtype::Dtype;
 use crate::call::error::Error;
 use crate::call::plan::{Destination, Plan};
-use crate::gpu::bindings::{slot, Bound};
+use crate::gpu::kernel::bindings::{slot, Bound};
 use crate::gpu::kernel::Variant;
 use crate::gpu::pending::{Chunk, Pending};
 use crate::gpu::pool::Pooled;

@@ -11,10 +11,10 @@ use crate::call::host::HostArray;
 use crate::call::plan::{Destination, Plan, Request};
 use crate::call::results::{Given, GpuOutput, Output};
 use crate::call::shape::{Inputs, Shape};
-use crate::gpu::bindings::{slot, Bound, BINDINGS};
+use crate::gpu::kernel::bindings::{slot, Bound, BINDINGS};
+use crate::gpu::kernel::params::Params;
 use crate::gpu::kernel::tiling::lanes;
 use crate::gpu::kernel::Variant;
-use crate::gpu::params::Params;
 use crate::gpu::pending::{Pending, Staged};
 #[cfg(target_arch = "wasm32")]
 use crate::gpu::recording::BrowserRecording;

@@ -1,5 +1,6 @@
-//! The kernels' variants and the WGSL each compiles from; which tiling a call gets is in
-//! [`tiling`] (the fused RMSNorm kernel's and the family kernel's).
+//! The kernels: their variants and the WGSL each compiles from, what every variant shares
+//! (the one binding table, [`bindings`], and the uniform block, [`params`]), and which tiling
+//! a call gets ([`tiling`]: the fused RMSNorm kernel's and the family kernel's).
 //!
 //! Options (bias, beta, the `sum` output) and the tiling (workgroup size, registers per
 //! thread) are compile-time constants of a pipeline rather than runtime flags, so the hot
@@ -14,7 +15,9 @@ use tiling::fan_in;
 use tiling::fused::FusedTiling;
 use wgsl::{assemble, Constant, Value};
 
+pub mod bindings;
 mod choose;
+pub mod params;
 pub mod tiling;
 pub mod wgsl;
 
