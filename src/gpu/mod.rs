@@ -22,9 +22,9 @@ mod test_hooks;
 pub mod transfer;
 
 #[cfg(target_arch = "wasm32")]
-pub(crate) mod encode;
+mod browser_pipelines;
 #[cfg(target_arch = "wasm32")]
-mod recorder;
+pub(crate) mod encode;
 #[cfg(target_arch = "wasm32")]
 pub(crate) mod webgpu_raw;
 

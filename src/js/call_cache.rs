@@ -109,7 +109,7 @@ fn found(ctx: &GpuContext, call: &TensorCall) -> Option<Rc<Dispatch>> {
 fn made(ctx: &GpuContext, call: &TensorCall) -> Option<Rc<Dispatch>> {
     let (x, _) = parse_read(call, false)?.ok()?;
     let d: Result<_, Error> = ctx
-        .recorder()
+        .browser_pipelines()
         .and_then(|mut r| dispatch(&mut r, ctx, &x, &Outputs::InPlace));
     let d = Rc::new(d.ok()??);
     DISPATCHES.with(|all| {
