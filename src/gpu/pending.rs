@@ -21,18 +21,18 @@ use crate::gpu::transfer::read_mapped;
 use crate::support::clock::now_ms;
 
 /// A buffer bound by a call: pooled for the call, or a tensor that outlives it.
-pub enum Staged {
+pub enum StagedBuffer {
     Pooled(Pooled),
     Resident(Rc<Tensor>),
 }
 
-impl std::ops::Deref for Staged {
+impl std::ops::Deref for StagedBuffer {
     type Target = wgpu::Buffer;
     fn deref(&self) -> &wgpu::Buffer {
         match self {
-            Staged::Pooled(p) => p,
+            StagedBuffer::Pooled(p) => p,
             // The plan checked that every tensor it binds is placed.
-            Staged::Resident(t) => t.buffer().expect("a bound tensor is placed"),
+            StagedBuffer::Resident(t) => t.buffer().expect("a bound tensor is placed"),
         }
     }
 }
@@ -72,7 +72,7 @@ pub struct Pending {
     /// Each buffer asked to be mapped, and where its callback's result arrives.
     pub(crate) mapped: Vec<(wgpu::Buffer, oneshot::Receiver<MapResult>)>,
     /// The call's other buffers, returned to the pool once the GPU is done with them.
-    pub(crate) kept: Vec<Staged>,
+    pub(crate) kept: Vec<StagedBuffer>,
     /// Tensors the call reads, kept alive until it is done (their JavaScript owner may
     /// free them meanwhile).
     pub(crate) holds: Vec<Rc<Tensor>>,
@@ -295,7 +295,7 @@ impl Pending {
     /// Returns the call's own buffers (not its tensors) to the pool.
     fn pool_kept(&mut self, now: f64) {
         for b in std::mem::take(&mut self.kept) {
-            if let Staged::Pooled(p) = b {
+            if let StagedBuffer::Pooled(p) = b {
                 self.pool.give_back(p, now);
             }
         }

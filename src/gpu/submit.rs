@@ -15,7 +15,7 @@ use crate::gpu::kernel::bindings::{slot, Bound, BINDINGS};
 use crate::gpu::kernel::params::Params;
 use crate::gpu::kernel::tiling::lanes;
 use crate::gpu::kernel::Variant;
-use crate::gpu::pending::{Pending, Staged};
+use crate::gpu::pending::{Pending, StagedBuffer};
 #[cfg(target_arch = "wasm32")]
 use crate::gpu::recording::BrowserRecording;
 use crate::gpu::recording::{ChunkWork, Recording, Rows, WgpuRecording};
@@ -172,17 +172,21 @@ impl GpuContext {
         plan: &Plan,
         rows: Rows,
         pending: &Pending,
-    ) -> (Option<Staged>, Option<Staged>) {
+    ) -> (Option<StagedBuffer>, Option<StagedBuffer>) {
         match (plan.request.to, &pending.gpu) {
             (Destination::InPlace, _) => (None, None),
             (_, Some(out)) => (
-                Some(Staged::Resident(out.y.clone())),
-                out.sum.clone().map(Staged::Resident),
+                Some(StagedBuffer::Resident(out.y.clone())),
+                out.sum.clone().map(StagedBuffer::Resident),
             ),
             (_, None) => {
                 let n = rows.count * plan.shape().hidden;
                 let out = |dtype| {
-                    Staged::Pooled(self.pooled_storage(n, dtype, wgpu::BufferUsages::COPY_SRC))
+                    StagedBuffer::Pooled(self.pooled_storage(
+                        n,
+                        dtype,
+                        wgpu::BufferUsages::COPY_SRC,
+                    ))
                 };
                 (
                     Some(out(plan.kernel.out_dtype)),
@@ -252,7 +256,7 @@ fn chunks(plan: &Plan) -> impl Iterator<Item = Rows> {
 fn bind<'a>(
     columns: &'a Columns,
     data: &'a RowData,
-    (output, sum): (&'a Option<Staged>, &'a Option<Staged>),
+    (output, sum): (&'a Option<StagedBuffer>, &'a Option<StagedBuffer>),
     params: &'a wgpu::Buffer,
 ) -> Bound<'a> {
     let mut bound: Bound = [None; BINDINGS.len()];

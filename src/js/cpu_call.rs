@@ -24,7 +24,7 @@ use crate::call::plan::check_written;
 use crate::call::shape::{Inputs, Norm, NormKind, DEFAULT_EPS};
 use crate::cpu::driver::CpuContext;
 use crate::cpu::memory::reserve;
-use crate::cpu::scratch::{lay_out, Span, Staged};
+use crate::cpu::scratch::{lay_out, Layout, Span};
 use crate::js::cpu_call_js::{cpu_copy, cpu_copy_out, cpu_finish, cpu_init, cpu_read, cpu_release};
 use crate::js::keys::{keys_of, Readers, CALL_KEYS};
 use crate::js::value::to_js;
@@ -87,7 +87,7 @@ pub fn run(ctx: &CpuContext, args: &JsValue, sum: bool) -> Option<Promise> {
 }
 
 /// The call laid out as `staged`, computed in the scratch block by block.
-fn in_scratch(ctx: &CpuContext, at: u32, x: &Inputs<Span>, staged: &Staged) -> Option<Promise> {
+fn in_scratch(ctx: &CpuContext, at: u32, x: &Inputs<Span>, staged: &Layout) -> Option<Promise> {
     SCRATCH.with(|s| {
         let Ok(mut scratch) = s.try_borrow_mut() else {
             cpu_release();
@@ -144,7 +144,7 @@ fn in_scratch(ctx: &CpuContext, at: u32, x: &Inputs<Span>, staged: &Staged) -> O
 }
 
 /// A block's results, laid out as `at` says, into the caller's arrays from element `from`.
-fn copy_out(at: &Staged, from: usize, len: usize, address: impl Fn(&Span) -> u32) -> bool {
+fn copy_out(at: &Layout, from: usize, len: usize, address: impl Fn(&Span) -> u32) -> bool {
     let f16 = |s: &Span| s.dtype == Dtype::F16;
     let v = at.sum;
     let v_at = v.map_or(-1.0, |v| f64::from(address(&v)));
