@@ -233,7 +233,7 @@ fn fits(x: &Inputs<Span>, block: usize, sum: bool) -> Result<(), Error> {
     if need <= most && bytes(total, Dtype::F32) <= most {
         return Ok(());
     }
-    Err(Error::Memory(format!(
+    Err(Error::Range(format!(
         "input: the call needs {} MiB of the CPU backend's wasm memory in one piece, more than \
          it can hold ({} MiB at most); split the call",
         need >> 20,

@@ -78,7 +78,7 @@ pub fn run(ctx: &CpuContext, args: &JsValue, sum: bool) -> Option<Promise> {
         Ok((x, staged)) => in_scratch(ctx, at, &x, &staged),
         // Too big for wasm memory is said at once: the field-by-field path would copy the
         // arrays before finding out.
-        Err(e @ Error::Memory(_)) => Some(rejected(e)),
+        Err(e @ Error::Range(_)) => Some(rejected(e)),
         Err(_) => {
             cpu_release();
             None

@@ -134,7 +134,7 @@ pub fn to_js(e: Error) -> JsValue {
         return js_sys::TypeError::new(message).into();
     }
     // Likewise a failed allocation is JavaScript's RangeError.
-    if let Error::Memory(message) = &e {
+    if let Error::Range(message) = &e {
         return js_sys::RangeError::new(message).into();
     }
     let err = js_sys::Error::new(e.message());
