@@ -1083,7 +1083,7 @@ fn web_tiling_and_preload_variants_match_the_reference() {
 /// and the staging buffers are reused, not made anew per upload.
 #[test]
 fn large_uploads_are_staged_through_reused_buffers() {
-    use webgpu_rmsnorm::gpu::transfer::STAGED_UPLOAD_BYTES;
+    use webgpu_rmsnorm::gpu::transfer::native::STAGED_UPLOAD_BYTES;
     let ctx = context();
     let hidden = 1024;
     let rows = STAGED_UPLOAD_BYTES / (4 * hidden) + 3;

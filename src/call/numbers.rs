@@ -36,7 +36,7 @@ pub enum Numbers<'a> {
 }
 
 /// Where an upload goes: elements [`range`](Upload::range) of an array, to the beginning of
-/// a buffer of the backend's. The GPU driver implements it (`gpu/transfer.rs`); a host
+/// a buffer of the backend's. The GPU driver implements it (`gpu/transfer/`); a host
 /// array writes its own numbers through it (`HostArray::upload`), which natively are Rust
 /// slices and in the browser JavaScript typed arrays, uploaded straight from JavaScript.
 pub trait Upload {

@@ -3,7 +3,7 @@
 //! Natively a result is a Rust vector. In the browser it is a fresh typed array owned by
 //! JavaScript, never a view into wasm memory (which a `memory.grow` detaches), or the
 //! caller's own array ([`Given`]): the GPU driver copies each mapped chunk into it once
-//! (`gpu/transfer.rs`), the CPU backend its numbers from wasm memory.
+//! (`gpu/transfer/`), the CPU backend its numbers from wasm memory.
 
 use std::rc::Rc;
 

@@ -17,7 +17,10 @@ use crate::call::tensor::Tensor;
 use crate::gpu::device::{lost_error, LostSlot};
 use crate::gpu::pool::{BufferPool, Pooled};
 use crate::gpu::tensor_buffer::TensorBuffer;
-use crate::gpu::transfer::read_mapped;
+#[cfg(not(target_arch = "wasm32"))]
+use crate::gpu::transfer::native::read_mapped;
+#[cfg(target_arch = "wasm32")]
+use crate::gpu::transfer::web::read_mapped;
 use crate::support::clock::now_ms;
 
 /// A buffer bound by a call: pooled for the call, or a tensor that outlives it.
