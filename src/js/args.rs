@@ -9,7 +9,7 @@
 use js_sys::Reflect;
 use wasm_bindgen::prelude::*;
 
-use crate::call::checks::{eps_from_number, hidden_from_number, number_text, repeat_from_number};
+use crate::call::checks::{eps_from_number, hidden_from_number, repeat_from_number};
 use crate::call::dtype::Dtype;
 use crate::call::error::Error;
 use crate::call::host::{AppBuffer, Arg};
@@ -25,6 +25,7 @@ use crate::js::value::{
     check_keys, describe, dtype_field, flag, gamma_offset_field, get, is_array, is_view,
     kind_field, rows_field,
 };
+use crate::support::number_text::number_text;
 
 static RUN_KEYS: &[&str] = keys_of!(CALL_KEYS, Readers::RUN);
 static ENCODE_KEYS: &[&str] = keys_of!(CALL_KEYS, Readers::ENCODE);
