@@ -2,6 +2,7 @@
 //! directly, never through wasm memory: `writeBuffer` from the typed array, and one copy from
 //! a mapped range into the result's typed array.
 
+use std::any::Any;
 use std::ops::Range;
 
 use js_sys::{ArrayBuffer, Float32Array, Reflect, Uint16Array};
@@ -38,7 +39,10 @@ impl Upload for BufferUpload<'_> {
         self.start..self.start + self.count
     }
 
-    fn write_typed_array(&self, array: &JsValue, elements: Range<usize>) -> Result<(), String> {
+    fn write_typed_array(&self, array: &dyn Any, elements: Range<usize>) -> Result<(), String> {
+        let Some(array) = array.downcast_ref::<JsValue>() else {
+            return Err("writeBuffer: expected a typed array's JsValue".into());
+        };
         let (Some(q), Some(b)) = (self.queue.as_webgpu(), self.buffer.as_webgpu()) else {
             return Err("WebGPU objects expected in a wasm build".into());
         };
