@@ -5,7 +5,7 @@ use std::ops::Range;
 
 use crate::call::dtype::Dtype;
 use crate::call::numbers::{Numbers, Upload};
-use crate::call::results::HostVec;
+use crate::call::results::ResultArray;
 
 use super::BufferUpload;
 
@@ -116,11 +116,16 @@ fn fill_staging<E: LeBytes>(
     Ok(())
 }
 
+/// An empty result of `len` elements to fill, one chunk after another.
+pub fn new_result(len: usize, _dtype: Dtype) -> ResultArray {
+    Vec::with_capacity(len)
+}
+
 /// Appends `count` numbers read from the mapped `buffer` to `dst` (natively chunks arrive in
 /// order, so `_start` is where `dst` ends).
 pub fn read_mapped(
     buffer: &wgpu::Buffer,
-    dst: &mut HostVec,
+    dst: &mut ResultArray,
     _start: usize,
     count: usize,
     dtype: Dtype,
@@ -141,4 +146,15 @@ pub fn read_mapped(
                 .map(|b| crate::call::dtype::f16_value(u16::from_le_bytes([b[0], b[1]]))),
         ),
     }
+}
+
+/// The first `count` 32-bit words of the mapped `buffer`.
+pub fn read_words(buffer: &wgpu::Buffer, count: usize) -> Vec<u32> {
+    let view = buffer
+        .slice(..(count * 4) as u64)
+        .get_mapped_range()
+        .expect("buffer was mapped");
+    view.chunks_exact(4)
+        .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect()
 }

@@ -5,13 +5,13 @@
 use std::any::Any;
 use std::ops::Range;
 
-use js_sys::{ArrayBuffer, Float32Array, Reflect, Uint16Array};
+use js_sys::{ArrayBuffer, Float32Array, Reflect, Uint16Array, Uint32Array};
 use wasm_bindgen::prelude::wasm_bindgen;
 use wasm_bindgen::{JsCast, JsValue};
 
 use crate::call::dtype::Dtype;
 use crate::call::numbers::Upload;
-use crate::call::results::HostVec;
+use crate::support::typed_result::TypedResult;
 
 use super::BufferUpload;
 
@@ -58,25 +58,44 @@ impl Upload for BufferUpload<'_> {
     }
 }
 
+/// An empty result of `len` elements of `dtype` to fill: a fresh typed array.
+pub fn new_result(len: usize, dtype: Dtype) -> TypedResult {
+    match dtype {
+        Dtype::F32 => TypedResult::F32(Float32Array::new_with_length(len as u32)),
+        Dtype::F16 => TypedResult::F16(Uint16Array::new_with_length(len as u32)),
+    }
+}
+
 /// Copies `count` numbers from the mapped `buffer` into `dst` from element `start`: one copy
 /// from the mapped range into the typed array, never through wasm memory.
 pub fn read_mapped(
     buffer: &wgpu::Buffer,
-    dst: &mut HostVec,
+    dst: &mut TypedResult,
     start: usize,
     count: usize,
     dtype: Dtype,
 ) {
-    let Some(b) = buffer.as_webgpu() else {
-        unreachable!("webgpu backend")
-    };
-    let b: &JsBuffer = b.unchecked_ref();
-    let range = b.get_mapped_range(0.0, (count * dtype.bytes()).next_multiple_of(4) as f64);
+    let range = mapped_range(buffer, count * dtype.bytes());
     match dst {
-        HostVec::F32(d) => d.set(&Float32Array::new(&range), start as u32),
-        HostVec::F16(d) => d.set(
+        TypedResult::F32(d) => d.set(&Float32Array::new(&range), start as u32),
+        TypedResult::F16(d) => d.set(
             &Uint16Array::new_with_byte_offset_and_length(&range, 0, count as u32),
             start as u32,
         ),
     }
+}
+
+/// The first `count` 32-bit words of the mapped `buffer`, copied into wasm memory.
+pub fn read_words(buffer: &wgpu::Buffer, count: usize) -> Vec<u32> {
+    let range = mapped_range(buffer, count * 4);
+    Uint32Array::new_with_byte_offset_and_length(&range, 0, count as u32).to_vec()
+}
+
+/// The mapped range of `buffer`'s first `bytes`, in whole words.
+fn mapped_range(buffer: &wgpu::Buffer, bytes: usize) -> ArrayBuffer {
+    let Some(b) = buffer.as_webgpu() else {
+        unreachable!("webgpu backend")
+    };
+    let b: &JsBuffer = b.unchecked_ref();
+    b.get_mapped_range(0.0, bytes.next_multiple_of(4) as f64)
 }
