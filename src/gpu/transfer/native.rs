@@ -148,7 +148,7 @@ pub fn read_mapped(
     }
 }
 
-/// The first `count` 32-bit words of the mapped `buffer`.
+/// The first `count` words (`u32`) of the mapped `buffer`.
 pub fn read_words(buffer: &wgpu::Buffer, count: usize) -> Vec<u32> {
     let view = buffer
         .slice(..(count * 4) as u64)

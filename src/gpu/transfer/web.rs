@@ -85,7 +85,7 @@ pub fn read_mapped(
     }
 }
 
-/// The first `count` 32-bit words of the mapped `buffer`, copied into wasm memory.
+/// The first `count` words (`u32`) of the mapped `buffer`, copied into wasm memory.
 pub fn read_words(buffer: &wgpu::Buffer, count: usize) -> Vec<u32> {
     let range = mapped_range(buffer, count * 4);
     Uint32Array::new_with_byte_offset_and_length(&range, 0, count as u32).to_vec()
