@@ -17,7 +17,7 @@ enable f16;
 #endif
 #constants
 
-// Mirrors `Params` in src/gpu/params.rs (a test checks the layout).
+// Mirrors `Params` in src/gpu/kernel/params.rs (a test checks the layout).
 struct Params {
     rows: u32,      // rows in this dispatch
     width: u32,     // row length in V (hidden / lanes)
@@ -72,7 +72,7 @@ fn st_out(v: V) -> SO { return v; }
 #endif
 #endif
 
-// The bindings, as the binding table (`BINDINGS` in src/gpu/bindings.rs) lays them out; a
+// The bindings, as the binding table (`BINDINGS` in src/gpu/kernel/bindings.rs) lays them out; a
 // test checks the two agree. Shapes: input, residual, output, sum are rows x width; gamma,
 // beta, bias, post_gamma are width. Read-only where possible: some drivers route read-only
 // storage through a non-coherent cache.

@@ -10,7 +10,7 @@
 // are vec4 when hidden % 4 == 0 and scalar otherwise; `V` says which.
 //
 // A pipeline's choices are constants (src/gpu/kernel/mod.rs writes them at `#constants`, from the
-// variant's tiling in src/gpu/tiling.rs), beside those of `common.wgsl`:
+// variant's tiling in src/gpu/kernel/tiling/fused.rs), beside those of `common.wgsl`:
 //   WG         workgroup size
 //   SLOTS      how many columns per thread are kept in registers between the two phases
 //              (`row_cache.wgsl`); the rest of a long row is read from memory again

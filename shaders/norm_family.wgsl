@@ -45,7 +45,7 @@
 // wait once more before their stores (see `main`).
 //
 // A pipeline's choices are constants (src/gpu/kernel/mod.rs writes them at `#constants`, from the
-// variant's tiling in src/gpu/family_tiling.rs), beside those of `common.wgsl`:
+// variant's tiling in src/gpu/kernel/tiling/family.rs), beside those of `common.wgsl`:
 //   WG, ROW_T       workgroup size, and threads a row (WG / ROW_T rows a workgroup)
 //   SLOTS           columns of its row a thread keeps in registers
 //   FAN             0: the pairwise tree; else the two-step fan-in (see `reduce`)

@@ -5,7 +5,7 @@
 // A struct of named fields rather than an array walked by a loop: no access has an index to
 // compute, so the cache stays in registers whatever the driver's loop unroller does (the
 // array measured far slower: docs/performance.md, "Tiling of the RMSNorm kernel"). It lists the
-// most slots a variant has (MAX_CACHED_SCALARS in src/gpu/tiling.rs: 64 of f32), each behind
+// most slots a variant has (MAX_CACHED_SCALARS in src/gpu/kernel/tiling/: 64 of f32), each behind
 // `SLOTS > k`, a constant every compiler folds, so that a variant's code touches its SLOTS
 // fields and no other. The slots past the next power of two at least SLOTS are left out
 // (SLOTS_OVER_4 .. SLOTS_OVER_32), so that a compiler that inlines before it folds has little

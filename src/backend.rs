@@ -105,7 +105,7 @@ impl Engine {
     }
 
     /// The GPU instance of an `"auto"` engine whose device is gone: its next call reopens
-    /// one or falls back (`through_new_device`).
+    /// one or falls back (`reopen_or_fall_back`).
     fn lost_gpu(&self) -> Option<Rc<Instance>> {
         self.gpu()
             .filter(|g| self.0.falls_back && g.live().is_none())

@@ -18,7 +18,8 @@
 //!
 //! The layers, bottom up, by the rank `tests/layout.rs` gives each (`RANKS`). A module
 //! imports only from its own top module and from lower ranks, never in a circle:
-//! - [`support`] (0) — a clock and a hash.
+//! - [`support`] (0) — a clock, a hash, a number as JavaScript writes it, and the typed array a
+//!   result reaches the browser in.
 //! - [`call`] (1) — a call described without a backend: its arguments and where their numbers
 //!   live, the checks that turn them into a shape and a plan, the kernel a plan needs, the
 //!   device's limits and features ([`call::device`]), the kernel's options, tensors, results,

@@ -3,6 +3,8 @@
 //! the file, or by a `#` anchor) is a heading of that file, and no page of `docs/` grows
 //! past a reader's sitting.
 
+#![cfg(not(target_arch = "wasm32"))]
+
 use std::path::{Path, PathBuf};
 
 const MAX_LINES: usize = 400;

@@ -18,7 +18,7 @@ mod glue;
 use std::path::Path;
 
 use keys::{count, names, Key, Kind, Readers, CALL_KEYS, KERNEL_KEYS};
-use webgpu_rmsnorm::gpu::bindings::{Role, BINDINGS};
+use webgpu_rmsnorm::gpu::kernel::bindings::{Role, BINDINGS};
 
 fn accepted(table: &[Key], reader: Readers) -> Vec<&'static str> {
     table

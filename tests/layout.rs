@@ -5,6 +5,8 @@
 //! parser (`layout/imports.rs`), and `layout/injected.rs` shows that each way of writing
 //! one is seen.
 
+#![cfg(not(target_arch = "wasm32"))]
+
 #[path = "layout/imports.rs"]
 mod imports;
 #[path = "layout/injected.rs"]
@@ -209,6 +211,32 @@ fn files_and_functions_stay_short() {
         }
     }
     assert!(long.is_empty(), "too long:\n{}", long.join("\n"));
+}
+
+/// `call/` describes a call without a backend: no file of it names JavaScript's bindings
+/// (`js_sys`, `wasm_bindgen`), which only the drivers, `support/` and `js/` use.
+#[test]
+fn call_names_no_javascript_binding() {
+    let texts = sources();
+    let call: Vec<_> = texts
+        .iter()
+        .filter(|(m, _)| *m == "call" || m.starts_with("call::"))
+        .collect();
+    assert!(!call.is_empty(), "no module of call/ found");
+    let named: Vec<String> = call
+        .iter()
+        .flat_map(|(m, text)| {
+            ["js_sys", "wasm_bindgen"]
+                .into_iter()
+                .filter(|binding| text.contains(binding))
+                .map(move |binding| format!("{m} names {binding}"))
+        })
+        .collect();
+    assert!(
+        named.is_empty(),
+        "call/ names JavaScript's bindings:\n{}",
+        named.join("\n")
+    );
 }
 
 /// Each import of `graph` that goes up or sideways (RANKS), and a circle of imports if any.

@@ -10,10 +10,11 @@ use webgpu_rmsnorm::call::host::Arg;
 use webgpu_rmsnorm::call::options::Options;
 use webgpu_rmsnorm::call::plan::Kernel;
 use webgpu_rmsnorm::call::tensor::Tensor;
+use webgpu_rmsnorm::gpu::kernel::params::Params;
+use webgpu_rmsnorm::gpu::kernel::tiling::fused::FusedTiling;
+use webgpu_rmsnorm::gpu::kernel::tiling::{max_slots, FEW_ROWS, MANY_ROWS};
 use webgpu_rmsnorm::gpu::kernel::{Storage, Tiling, Variant};
-use webgpu_rmsnorm::gpu::params::Params;
 use webgpu_rmsnorm::gpu::tensor_buffer::TensorBuffer;
-use webgpu_rmsnorm::gpu::tiling::{max_slots, FusedTiling, FEW_ROWS, MANY_ROWS};
 use webgpu_rmsnorm::reference::{
     chain, norm_family, same_sum, worst_error, worst_error_at, worst_relative, Inputs,
 };
@@ -916,7 +917,7 @@ where
 /// Runs `variant` on `case` through the
 /// context's pipelines, and returns `y` and `v`.
 fn run_variant(ctx: &GpuContext, variant: Variant, case: &Case) -> (Vec<f32>, Vec<f32>) {
-    use webgpu_rmsnorm::gpu::bindings::{slot, Bound, BINDINGS};
+    use webgpu_rmsnorm::gpu::kernel::bindings::{slot, Bound, BINDINGS};
     let x = case.inputs();
     let n = x.input.len();
     let up = |d: &[f32]| ctx.upload(&d).expect("upload");
@@ -1082,7 +1083,7 @@ fn web_tiling_and_preload_variants_match_the_reference() {
 /// and the staging buffers are reused, not made anew per upload.
 #[test]
 fn large_uploads_are_staged_through_reused_buffers() {
-    use webgpu_rmsnorm::gpu::transfer::STAGED_UPLOAD_BYTES;
+    use webgpu_rmsnorm::gpu::transfer::native::STAGED_UPLOAD_BYTES;
     let ctx = context();
     let hidden = 1024;
     let rows = STAGED_UPLOAD_BYTES / (4 * hidden) + 3;

@@ -1,8 +1,11 @@
 //! The two packages hold what they need and nothing else: the crate (`cargo package`) its
-//! sources, shaders, build script, manifest, licences and README; the npm tarball (`npm pack`) the files
-//! that `package.json`'s `files` names, built into `pkg/` by `bash scripts/build.sh`.
+//! sources, shaders, build script, manifest, licences and README; the npm tarball (`npm
+//! pack`) the files that `package.json`'s `files` names, built into `pkg/` by
+//! `bash scripts/build.sh`.
 //! Neither may carry `node_modules/`, the tests, the benchmarks or anything else of the
 //! repository that happens to sit beside them.
+
+#![cfg(not(target_arch = "wasm32"))]
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};

@@ -14,6 +14,7 @@ use webgpu_rmsnorm::js::facade::FusedRmsNorm;
 use webgpu_rmsnorm::reference::{
     chain, from_sum, norm_family, same_sum, worst_relative, Inputs as RefInputs,
 };
+use webgpu_rmsnorm::support::typed_result::TypedResult;
 
 wasm_bindgen_test_configure!(run_in_browser);
 
@@ -624,12 +625,14 @@ fn array(v: &[f32]) -> webgpu_rmsnorm::js::array::JsArray {
         .unwrap()
 }
 
-/// A result the context read back, as f32s.
-fn floats(v: webgpu_rmsnorm::call::results::HostVec) -> Vec<f32> {
-    webgpu_rmsnorm::call::results::host_f32_bits(v)
-        .into_iter()
-        .map(f32::from_bits)
-        .collect()
+/// A result the context read back, as f32s: its bits, so that no NaN pattern is
+/// canonicalized on the way.
+fn floats(v: TypedResult) -> Vec<f32> {
+    let bits: Vec<u32> = match v {
+        TypedResult::F32(a) => js_sys::Uint32Array::new(&a.buffer()).to_vec(),
+        TypedResult::F16(a) => a.to_vec().into_iter().map(u32::from).collect(),
+    };
+    bits.into_iter().map(f32::from_bits).collect()
 }
 
 /// The tilings a browser on a real GPU runs (rows spread over two workgroups for a call of a

@@ -33,11 +33,11 @@ mod native {
     use webgpu_rmsnorm::call::options::Options;
     use webgpu_rmsnorm::call::plan::{Destination, Kernel};
     use webgpu_rmsnorm::call::tensor::Tensor;
-    use webgpu_rmsnorm::gpu::bindings::{slot, Bound, BINDINGS};
+    use webgpu_rmsnorm::gpu::kernel::bindings::{slot, Bound, BINDINGS};
+    use webgpu_rmsnorm::gpu::kernel::params::Params;
+    use webgpu_rmsnorm::gpu::kernel::tiling::MANY_ROWS;
     use webgpu_rmsnorm::gpu::kernel::Variant;
-    use webgpu_rmsnorm::gpu::params::Params;
     use webgpu_rmsnorm::gpu::tensor_buffer::TensorBuffer;
-    use webgpu_rmsnorm::gpu::tiling::MANY_ROWS;
     use webgpu_rmsnorm::{GpuContext, Inputs, Request};
 
     const HIDDEN: usize = 4096;

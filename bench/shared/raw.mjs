@@ -157,7 +157,7 @@ export class Raw {
 
   /** The package's Params block: rows, width (hidden / lanes), hidden as f32, eps. */
   params(rows, hidden, lanes, eps = 1e-6) {
-    // The kernels' 32-byte block (src/gpu/params.rs): gammaOffset (0 here) and padding after eps.
+    // The kernels' 32-byte block (src/gpu/kernel/params.rs): gammaOffset (0 here) and padding after eps.
     const buf = new ArrayBuffer(32);
     const u = new Uint32Array(buf);
     const f = new Float32Array(buf);

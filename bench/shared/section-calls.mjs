@@ -75,7 +75,7 @@ export async function sectionCalls(ctx, out, { num }) {
     }
   });
   await raw.warm(200);
-  // The kernels' 32-byte Params block (src/gpu/params.rs); gammaOffset 0.
+  // The kernels' 32-byte Params block (src/gpu/kernel/params.rs); gammaOffset 0.
   const paramsBytes = new ArrayBuffer(32);
   new Uint32Array(paramsBytes).set([rows, hidden / kern.lanes]);
   new Float32Array(paramsBytes).set([hidden, 1e-6], 2);

@@ -7,6 +7,7 @@
 use crate::call::device::Caps;
 use crate::call::dtype::Dtype;
 use crate::call::error::Error;
+use crate::support::number_text::number_text;
 
 /// The most dispatches one timing call records. A repeat count is work recorded
 /// synchronously and run in one submission: unbounded, `timeDispatches(args, -1)` would
@@ -43,23 +44,6 @@ pub fn check_upload(len: usize, dtype: Dtype, caps: &Caps) -> Result<(), Error> 
 /// A repeat count from Rust; the same check as JavaScript's.
 pub(crate) fn check_repeat(repeat: u32) -> Result<(), Error> {
     repeat_from_number(repeat.into()).map(drop)
-}
-
-/// A JavaScript number as an error message shows it. In the browser JavaScript writes it
-/// (`String(x)`: `Infinity`, `1e+21`, as the caller would), which also keeps Rust's float
-/// formatting, a large share of the module, out of the wasm; natively Rust's `Display`.
-pub fn number_text(x: f64) -> String {
-    #[cfg(target_arch = "wasm32")]
-    {
-        js_sys::Number::from(x)
-            .to_string_with_radix(10)
-            .map(String::from)
-            .unwrap_or_default()
-    }
-    #[cfg(not(target_arch = "wasm32"))]
-    {
-        x.to_string()
-    }
 }
 
 /// `hidden` as JavaScript passes it: any number. Non-numbers are the caller's `TypeError`.

@@ -16,9 +16,10 @@ pub enum Error {
     Shape(String),
     /// An argument of the wrong type.
     Type(String),
-    /// The CPU backend's wasm memory cannot hold a call's or a tensor's arrays: JavaScript's
-    /// own name for a failed allocation, and worth a retry once tensors are freed.
-    Memory(String),
+    /// JavaScript's `RangeError`, its own name for a failed allocation: the CPU backend's
+    /// wasm memory cannot hold a call's or a tensor's arrays. Worth a retry once tensors are
+    /// freed.
+    Range(String),
 }
 
 impl Error {
@@ -29,7 +30,7 @@ impl Error {
             Error::InvalidState(_) => "InvalidStateError",
             Error::Shape(_) => "ShapeError",
             Error::Type(_) => "TypeError",
-            Error::Memory(_) => "RangeError",
+            Error::Range(_) => "RangeError",
         }
     }
 
@@ -40,7 +41,7 @@ impl Error {
             | Error::InvalidState(m)
             | Error::Shape(m)
             | Error::Type(m)
-            | Error::Memory(m) => m,
+            | Error::Range(m) => m,
         }
     }
 }

@@ -1,6 +1,8 @@
 //! What every layer knows of a call's numbers: their length, the CPU backend's own copies of
 //! them, and where an upload of them goes.
 
+#[cfg(target_arch = "wasm32")]
+use std::any::Any;
 use std::ops::Range;
 
 /// Anything with a length in elements of its dtype (f32 numbers, or f16 halves).
@@ -36,7 +38,7 @@ pub enum Numbers<'a> {
 }
 
 /// Where an upload goes: elements [`range`](Upload::range) of an array, to the beginning of
-/// a buffer of the backend's. The GPU driver implements it (`gpu/transfer.rs`); a host
+/// a buffer of the backend's. The GPU driver implements it (`gpu/transfer/`); a host
 /// array writes its own numbers through it (`HostArray::upload`), which natively are Rust
 /// slices and in the browser JavaScript typed arrays, uploaded straight from JavaScript.
 pub trait Upload {
@@ -49,13 +51,11 @@ pub trait Upload {
 
     /// Writes the elements `elements` of the typed array `array` to the buffer (WebGPU's
     /// `writeBuffer`, which moves whole 4-byte words); the error says why the browser
-    /// refused it.
+    /// refused it. `array` is the typed array's JavaScript value (a `JsValue`), which only
+    /// the driver reads: `call/` passes it along as it passes an app's buffer
+    /// (`host::BufferHandle`).
     #[cfg(target_arch = "wasm32")]
-    fn write_typed_array(
-        &self,
-        array: &wasm_bindgen::JsValue,
-        elements: Range<usize>,
-    ) -> Result<(), String>;
+    fn write_typed_array(&self, array: &dyn Any, elements: Range<usize>) -> Result<(), String>;
 }
 
 /// An upload a tensor made while no device was live keeps until one is (see `instance.rs`).

@@ -2,7 +2,7 @@
 //! `encode` writes ([`Outputs`]), which kernel it needs ([`Kernel`]: its row length, options
 //! and dtypes, what `prepare` compiles), and the [`Plan`] a driver carries out (the request,
 //! the kernel, the rows and how many one dispatch takes). A driver derives its own form of
-//! the kernel from the plan's (the GPU's tiled variant: `gpu/tiling.rs`).
+//! the kernel from the plan's (the GPU's tiled variant: `gpu/kernel/tiling/`).
 //!
 //! With [`crate::call::shape`] (the inputs and their shape) and [`crate::call::checks`]
 //! (single values), every check of every entry point lives here, not in the JavaScript

@@ -3,13 +3,12 @@
 //! buffers sized to the call ([`fit_buffers`]).
 //! [`crate::call::plan`] turns a checked call into what a driver records.
 
-use crate::call::checks::{
-    eps_from_number, gamma_offset_from_number, hidden_from_number, number_text,
-};
+use crate::call::checks::{eps_from_number, gamma_offset_from_number, hidden_from_number};
 use crate::call::dtype::Dtype;
 use crate::call::error::Error;
 use crate::call::host::Arg;
 use crate::call::numbers::Len;
+use crate::support::number_text::number_text;
 
 /// The arguments of one call. `A` is where the numbers live: a Rust slice natively, a JS
 /// `Float32Array` in the browser (uploaded straight from JS, never copied through wasm).

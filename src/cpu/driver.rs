@@ -13,11 +13,12 @@ use crate::call::error::Error;
 use crate::call::host::{Arg, HostArray};
 use crate::call::numbers::CpuData;
 use crate::call::plan::{Destination, Plan, Request};
-use crate::call::results::{host_vec, host_vec_into, Finished, Given, GpuOutput, Output};
+use crate::call::results::{Finished, Given, GpuOutput, Output};
 use crate::call::shape::{Inputs, Outputs};
 use crate::call::tensor::Tensor;
 use crate::cpu;
 use crate::cpu::memory::room;
+use crate::cpu::results::{host_result, host_result_into};
 
 /// No device limits: a call is one pass over wasm memory, whatever its size.
 pub(crate) const CAPS: Caps = Caps {
@@ -254,10 +255,12 @@ impl CpuContext {
             });
         }
         given.check_intact(plan.shape().len())?;
-        let sum = v.map(|v| host_vec_into(&v, given.sum.take())).transpose()?;
+        let sum = v
+            .map(|v| host_result_into(&v, given.sum.take()))
+            .transpose()?;
         Ok(Finished {
             host: Some(Output {
-                y: host_vec_into(&y, given.y.take())?,
+                y: host_result_into(&y, given.y.take())?,
                 sum,
             }),
             ..Finished::default()
@@ -278,7 +281,7 @@ impl CpuContext {
         let data = data.try_borrow().map_err(|_| busy("tensor"))?;
         Ok(Finished {
             host: Some(Output {
-                y: host_vec(&data),
+                y: host_result(&data),
                 sum: None,
             }),
             ..Finished::default()

@@ -18,10 +18,10 @@ pub fn reserve<T>(v: &mut Vec<T>, len: usize, what: &str) -> Result<(), Error> {
     let more = len.saturating_sub(v.len());
     v.try_reserve_exact(more).map_err(|_| {
         // In f64: in wasm32's usize a request of 4 GiB, or memory grown to all of it, wraps.
-        // Whole MiB as an integer: no float formatting in the wasm (`checks::number_text`).
+        // Whole MiB as an integer: no float formatting in the wasm (`support::number_text`).
         let mib = |bytes: f64| (bytes / f64::from(1u32 << 20)).round() as u64;
         let asked = mib(more as f64 * std::mem::size_of::<T>() as f64);
-        Error::Memory(format!(
+        Error::Range(format!(
             "{what}: {asked} MiB more than the CPU backend's wasm memory can hold now \
              ({} MiB of it in use, 4096 at most); free tensors, or split the call",
             mib(in_use())

@@ -7,6 +7,7 @@ mod element;
 pub mod half;
 mod kernel;
 pub mod memory;
+pub mod results;
 mod row;
 pub mod scratch;
 

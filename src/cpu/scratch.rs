@@ -6,7 +6,7 @@
 //! largest call's results and blocks, and is reused (wasm memory never shrinks anyway).
 //!
 //! Where each array lies is decided here ([`lay_out`]); the caller only copies the arrays to
-//! where their [`Span`]s say and reads the results from where [`Staged`] says.
+//! where their [`Span`]s say and reads the results from where [`Layout`] says.
 
 use std::rc::Rc;
 
@@ -92,7 +92,7 @@ pub const BLOCK: usize = 64 * 1024;
 /// dtype (and `v` over the residual's); else in regions of their own after the inputs, the
 /// call's length (a block's where copied out after each).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Staged {
+pub struct Layout {
     pub y: Span,
     pub sum: Option<Span>,
     /// Words of scratch the call needs.
@@ -105,7 +105,7 @@ pub struct Staged {
     pub per_block: bool,
 }
 
-impl Staged {
+impl Layout {
     fn in_place(&self, x: &Inputs<Span>) -> bool {
         self.y == x.input
     }
@@ -121,7 +121,7 @@ impl Staged {
     /// `x` laid out by [`lay_out`], and this layout, for the block of `len` elements from
     /// element `from`: its input and residual where a block's lie, its results where they lie
     /// in the call's.
-    pub fn cut(&self, x: &Inputs<Span>, from: usize, len: usize) -> (Inputs<Span>, Staged) {
+    pub fn cut(&self, x: &Inputs<Span>, from: usize, len: usize) -> (Inputs<Span>, Layout) {
         let block = |s: Span| Span { len, ..s };
         // Whole words: f16 rows are whole groups of 4 (`Kernel::check`), so `from` is even.
         let result = |s: Span| Span {
@@ -138,7 +138,7 @@ impl Staged {
             residual: x.residual.map(block),
             ..*x
         };
-        let staged = Staged {
+        let staged = Layout {
             y: result(self.y),
             sum: self.sum.map(result),
             ..*self
@@ -148,14 +148,14 @@ impl Staged {
 }
 
 /// Places a block of the input and of the residual, then the arrays of `x` one after another
-/// in the order [`Inputs::named`] lists them, and the results where [`Staged`] says;
+/// in the order [`Inputs::named`] lists them, and the results where [`Layout`] says;
 /// `x`'s input and residual are left a block long. `x.input`'s dtype is the data's (a call
 /// whose arrays disagree is refused by [`CpuContext::check_staged`] before anything is
 /// computed, and [`Plan::new`]'s checks are of the whole call: made before this).
 ///
 /// `out_per_block`: the results go into the caller's arrays, so each block's can be copied
 /// out while in cache, where a fresh array's whole call is copied out in one `slice()`.
-pub fn lay_out(x: &mut Inputs<Span>, sum: bool, out_per_block: bool) -> Result<Staged, Error> {
+pub fn lay_out(x: &mut Inputs<Span>, sum: bool, out_per_block: bool) -> Result<Layout, Error> {
     let total = x.input.len;
     let block = ((BLOCK / x.hidden.max(1)).max(1) * x.hidden).min(total);
     fits(x, block, sum)?;
@@ -186,7 +186,7 @@ pub fn lay_out(x: &mut Inputs<Span>, sum: bool, out_per_block: bool) -> Result<S
     let out_dtype = x.norm.output_dtype.unwrap_or(dtype);
     // In place needs the residual's copy to take v; without a residual, v needs a region.
     if (block == total || per_block) && out_dtype == dtype && (x.residual.is_some() || !sum) {
-        return Ok(Staged {
+        return Ok(Layout {
             y: x.input,
             sum: x.residual.filter(|_| sum),
             words: end,
@@ -202,7 +202,7 @@ pub fn lay_out(x: &mut Inputs<Span>, sum: bool, out_per_block: bool) -> Result<S
     if let Some(v) = v.as_mut() {
         place(v);
     }
-    Ok(Staged {
+    Ok(Layout {
         y,
         sum: v,
         words: end,
@@ -233,7 +233,7 @@ fn fits(x: &Inputs<Span>, block: usize, sum: bool) -> Result<(), Error> {
     if need <= most && bytes(total, Dtype::F32) <= most {
         return Ok(());
     }
-    Err(Error::Memory(format!(
+    Err(Error::Range(format!(
         "input: the call needs {} MiB of the CPU backend's wasm memory in one piece, more than \
          it can hold ({} MiB at most); split the call",
         need >> 20,
@@ -286,7 +286,7 @@ impl CpuContext {
     pub fn compute_staged(
         &self,
         x: &Inputs<Span>,
-        at: &Staged,
+        at: &Layout,
         scratch: &mut [u32],
     ) -> Result<(), Error> {
         assert!(
@@ -310,7 +310,7 @@ fn column<T: Word>(words: Option<&mut [u32]>, s: Option<Span>) -> Option<&[T]> {
 
 fn staged<T: Word, O: Word>(
     x: &Inputs<Span>,
-    at: &Staged,
+    at: &Layout,
     scratch: &mut [u32],
 ) -> Result<(), Error> {
     let in_place = at.in_place(x);

@@ -15,10 +15,12 @@ use crate::call::device::{Caps, ContextId};
 use crate::call::error::Error;
 use crate::call::plan::Kernel;
 use crate::call::plan::Plan;
-use crate::gpu::bindings::Bound;
+#[cfg(target_arch = "wasm32")]
+use crate::gpu::browser_pipelines::BrowserPipelines;
 use crate::gpu::device::{AdapterSummary, Device};
+use crate::gpu::kernel::bindings::Bound;
+use crate::gpu::kernel::params::Params;
 use crate::gpu::kernel::Variant;
-use crate::gpu::params::Params;
 use crate::gpu::pipelines::Pipelines;
 use crate::gpu::pool::BufferPool;
 use crate::support::clock::now_ms;
@@ -38,7 +40,7 @@ pub struct GpuContext {
     /// (`encode.rs`), and for this context's calls whose results stay on the GPU
     /// (`BrowserRecording` in `recording.rs`).
     #[cfg(target_arch = "wasm32")]
-    pub(super) recorder: RefCell<Option<crate::gpu::recorder::Recorder>>,
+    pub(super) browser_pipelines: RefCell<Option<BrowserPipelines>>,
 }
 
 /// Buffer counts for leak checks: `live` must stay flat over a long run.
@@ -72,27 +74,24 @@ impl GpuContext {
             scopes: RefCell::new(None),
             in_call: Cell::new(false),
             #[cfg(target_arch = "wasm32")]
-            recorder: RefCell::new(None),
+            browser_pipelines: RefCell::new(None),
             dev,
         }
     }
 
-    /// This context's [`Recorder`](crate::gpu::recorder::Recorder), made on first use; `Err` if an
+    /// This context's [`BrowserPipelines`], made on first use; `Err` if an
     /// argument's getter calls back into the package from inside a call that holds it.
     #[cfg(target_arch = "wasm32")]
-    pub(crate) fn recorder(
+    pub(crate) fn browser_pipelines(
         &self,
-    ) -> Result<std::cell::RefMut<'_, crate::gpu::recorder::Recorder>, Error> {
-        let mut slot = self.recorder.try_borrow_mut().map_err(|_| {
+    ) -> Result<std::cell::RefMut<'_, BrowserPipelines>, Error> {
+        let mut slot = self.browser_pipelines.try_borrow_mut().map_err(|_| {
             Error::InvalidState(
                 "encode: expected no call of encode from inside an argument of encode".into(),
             )
         })?;
         if slot.is_none() {
-            *slot = Some(crate::gpu::recorder::Recorder::new(
-                &self.dev.device,
-                &self.dev.queue,
-            )?);
+            *slot = Some(BrowserPipelines::new(&self.dev.device, &self.dev.queue)?);
         }
         std::cell::RefMut::filter_map(slot, Option::as_mut)
             .map_err(|_| Error::InvalidState("encode: no recorder".into()))
@@ -136,11 +135,15 @@ impl GpuContext {
 
     /// Bound in place of an absent optional binding `b` (by `encode.rs`, wasm only).
     #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
-    pub(crate) fn stub(&self, b: &crate::gpu::bindings::Binding, in_place: bool) -> &wgpu::Buffer {
+    pub(crate) fn stub(
+        &self,
+        b: &crate::gpu::kernel::bindings::Binding,
+        in_place: bool,
+    ) -> &wgpu::Buffer {
         self.pipelines.stub(b, in_place)
     }
 
-    /// Binds one dispatch's buffers (see [`BINDINGS`](crate::gpu::bindings::BINDINGS)).
+    /// Binds one dispatch's buffers (see [`BINDINGS`](crate::gpu::kernel::bindings::BINDINGS)).
     pub fn bind_group(&self, in_place: bool, bound: &Bound) -> wgpu::BindGroup {
         self.pipelines
             .bind(&self.dev.device, in_place, bound, &|| self.creating())
@@ -189,13 +192,13 @@ impl GpuContext {
             k.check()?;
             for variant in k.variants(&self.dev.caps) {
                 // On the web, calls whose results stay on the GPU dispatch the browser's own
-                // pipeline (`recorder.rs`), and in place is always such a call: its kernel
+                // pipeline (`browser_pipelines.rs`), and in place is always such a call: its kernel
                 // needs no wgpu pipeline there.
                 if !(cfg!(target_arch = "wasm32") && variant.in_place) {
                     self.pipeline(variant);
                 }
                 #[cfg(target_arch = "wasm32")]
-                self.recorder()?.prepare(variant)?;
+                self.browser_pipelines()?.prepare(variant)?;
             }
         }
         // The browser compiles in the GPU process, in order with the queue's work: once an
@@ -220,7 +223,7 @@ impl GpuContext {
         let mut variants: std::collections::HashSet<_> =
             self.pipelines.variants().into_iter().collect();
         #[cfg(target_arch = "wasm32")]
-        if let Ok(r) = self.recorder.try_borrow() {
+        if let Ok(r) = self.browser_pipelines.try_borrow() {
             variants.extend(r.iter().flat_map(|r| r.variants()));
         }
         variants.len()

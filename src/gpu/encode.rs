@@ -10,7 +10,7 @@
 //! GPU's verdict on the recorded work reaches the app through its own error scopes.
 //!
 //! The package's own calls whose results stay on the GPU (in place, `output: "gpu"`) are
-//! dispatched through the same objects (`recorder.rs`).
+//! dispatched through the same objects (`browser_pipelines.rs`).
 
 use js_sys::{Array, Object, Reflect};
 use wasm_bindgen::prelude::*;
@@ -21,9 +21,9 @@ use crate::call::host::{Arg, HostArray};
 use crate::call::plan::{Kernel, Plan};
 use crate::call::shape::Inputs;
 use crate::call::shape::Outputs;
-use crate::gpu::bindings::{slot, BINDINGS};
-use crate::gpu::params::Params;
-use crate::gpu::recorder::{RawBound, Recorder};
+use crate::gpu::browser_pipelines::{BrowserPipelines, RawBound};
+use crate::gpu::kernel::bindings::{slot, BINDINGS};
+use crate::gpu::kernel::params::Params;
 use crate::gpu::submit::call_params;
 use crate::gpu::tensor_buffer::TensorBuffer;
 use crate::gpu::webgpu_raw::{self as raw, descriptor, RawDevice, RawEncoder};
@@ -32,13 +32,13 @@ use crate::gpu::GpuContext;
 /// Records the call `x → outputs` into `encoder` (an app's, its brand checked where the
 /// arguments are read) as one compute pass.
 pub fn record<H: HostArray>(
-    recorder: &mut Recorder,
+    pipelines: &mut BrowserPipelines,
     ctx: &GpuContext,
     encoder: &RawEncoder,
     x: &Inputs<Arg<H>>,
     outputs: &Outputs<Arg<H>>,
 ) -> Result<(), Error> {
-    match dispatch(recorder, ctx, x, outputs)? {
+    match dispatch(pipelines, ctx, x, outputs)? {
         Some(d) => d.record(encoder.as_ref()),
         None => Ok(()),
     }
@@ -48,7 +48,7 @@ pub fn record<H: HostArray>(
 /// (made on first use of its buffers, then cached) and its grid; `None` for a call without
 /// rows, which records nothing.
 pub fn dispatch<H: HostArray>(
-    recorder: &mut Recorder,
+    pipelines: &mut BrowserPipelines,
     ctx: &GpuContext,
     x: &Inputs<Arg<H>>,
     outputs: &Outputs<Arg<H>>,
@@ -61,16 +61,16 @@ pub fn dispatch<H: HostArray>(
     let in_place = matches!(outputs, Outputs::InPlace);
     let (bound, params) = bind(ctx, &plan, x, outputs, in_place);
     let variant = ctx.variant(&plan);
-    let pipeline = recorder.pipeline(variant)?;
-    let group = recorder.group(in_place, &bound)?;
+    let pipeline = pipelines.pipeline(variant)?;
+    let group = pipelines.group(in_place, &bound)?;
     let (gx, gy) = variant.grid(plan.shape().rows as u32, ctx.caps().max_groups_per_dim);
     let objects = descriptor(&[
         ("pipeline", pipeline),
         ("group", group),
         ("x", gx.into()),
         ("y", gy.into()),
-        ("device", JsValue::from(recorder.device())),
-        ("queue", JsValue::from(recorder.queue())),
+        ("device", JsValue::from(pipelines.device())),
+        ("queue", JsValue::from(pipelines.queue())),
     ]);
     Ok(Some(Dispatch {
         objects,

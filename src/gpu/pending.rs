@@ -11,28 +11,31 @@ use futures_channel::oneshot;
 
 use crate::call::dtype::Dtype;
 use crate::call::error::Error;
-use crate::call::results::{host_f32_bits, new_host_vec, Finished, Given, GpuOutput, Output};
+use crate::call::results::{Finished, Given, GpuOutput, Output, ResultArray};
 use crate::call::shape::Shape;
 use crate::call::tensor::Tensor;
 use crate::gpu::device::{lost_error, LostSlot};
 use crate::gpu::pool::{BufferPool, Pooled};
 use crate::gpu::tensor_buffer::TensorBuffer;
-use crate::gpu::transfer::read_mapped;
+#[cfg(not(target_arch = "wasm32"))]
+use crate::gpu::transfer::native::{new_result, read_mapped, read_words};
+#[cfg(target_arch = "wasm32")]
+use crate::gpu::transfer::web::{new_result, read_mapped, read_words};
 use crate::support::clock::now_ms;
 
 /// A buffer bound by a call: pooled for the call, or a tensor that outlives it.
-pub enum Staged {
+pub enum StagedBuffer {
     Pooled(Pooled),
     Resident(Rc<Tensor>),
 }
 
-impl std::ops::Deref for Staged {
+impl std::ops::Deref for StagedBuffer {
     type Target = wgpu::Buffer;
     fn deref(&self) -> &wgpu::Buffer {
         match self {
-            Staged::Pooled(p) => p,
+            StagedBuffer::Pooled(p) => p,
             // The plan checked that every tensor it binds is placed.
-            Staged::Resident(t) => t.buffer().expect("a bound tensor is placed"),
+            StagedBuffer::Resident(t) => t.buffer().expect("a bound tensor is placed"),
         }
     }
 }
@@ -72,7 +75,7 @@ pub struct Pending {
     /// Each buffer asked to be mapped, and where its callback's result arrives.
     pub(crate) mapped: Vec<(wgpu::Buffer, oneshot::Receiver<MapResult>)>,
     /// The call's other buffers, returned to the pool once the GPU is done with them.
-    pub(crate) kept: Vec<Staged>,
+    pub(crate) kept: Vec<StagedBuffer>,
     /// Tensors the call reads, kept alive until it is done (their JavaScript owner may
     /// free them meanwhile).
     pub(crate) holds: Vec<Rc<Tensor>>,
@@ -274,10 +277,10 @@ impl Pending {
         if intact.is_err() {
             self.given = Given::default();
         }
-        let mut y = Given::take(&mut self.given.y, total, self.out_dtype);
+        let mut y = given_or_new(self.given.y.take(), total, self.out_dtype);
         let mut sum = self
             .want_sum
-            .then(|| Given::take(&mut self.given.sum, total, self.dtype));
+            .then(|| given_or_new(self.given.sum.take(), total, self.dtype));
         for chunk in std::mem::take(&mut self.chunks) {
             read_mapped(&chunk.y, &mut y, chunk.start, chunk.len, self.out_dtype);
             chunk.y.unmap();
@@ -295,7 +298,7 @@ impl Pending {
     /// Returns the call's own buffers (not its tensors) to the pool.
     fn pool_kept(&mut self, now: f64) {
         for b in std::mem::take(&mut self.kept) {
-            if let Staged::Pooled(p) = b {
+            if let StagedBuffer::Pooled(p) = b {
                 self.pool.give_back(p, now);
             }
         }
@@ -303,11 +306,15 @@ impl Pending {
     }
 }
 
+/// The array a result goes into: the one given, else a fresh one of `len` elements of
+/// `dtype`.
+fn given_or_new(given: Option<ResultArray>, len: usize, dtype: Dtype) -> ResultArray {
+    given.unwrap_or_else(|| new_result(len, dtype))
+}
+
 /// The two u64 timestamps at the start of a mapped buffer.
 fn read_u64_pair(buffer: &wgpu::Buffer) -> (u64, u64) {
-    let mut words = new_host_vec(4, Dtype::F32);
-    read_mapped(buffer, &mut words, 0, 4, Dtype::F32);
-    let bits: Vec<u32> = host_f32_bits(words);
+    let bits = read_words(buffer, 4);
     let at = |i: usize| bits[i] as u64 | (bits[i + 1] as u64) << 32;
     (at(0), at(2))
 }

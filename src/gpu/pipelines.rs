@@ -3,7 +3,7 @@
 
 use std::cell::RefCell;
 
-use crate::gpu::bindings::{Binding, Bound, Kind, BINDINGS};
+use crate::gpu::kernel::bindings::{Binding, Bound, Kind, BINDINGS};
 use crate::gpu::kernel::Variant;
 use crate::support::fast_hash::FastMap;
 

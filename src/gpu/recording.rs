@@ -1,15 +1,15 @@
 //! Where a call's commands are recorded, behind one interface ([`Recording`]) with two
 //! implementations. [`WgpuRecording`] records into a wgpu command encoder: every call
 //! natively, and on the web every call that is read back or timed. [`BrowserRecording`]
-//! (wasm only) dispatches through the browser's WebGPU objects directly (`recorder.rs`): on
-//! the web, a call whose results stay on the GPU, the decode step, where the call's own cost
-//! is what an app waits for and wgpu's path costs it more (docs/performance.md, "Dawn in
-//! Node").
+//! (wasm only) dispatches through the browser's WebGPU objects directly
+//! (`browser_pipelines.rs`): on the web, a call whose results stay on the GPU, the decode
+//! step, where the call's own cost is what an app waits for and wgpu's path costs it more
+//! (docs/performance.md, "Dawn in Node").
 
 use crate::call::dtype::Dtype;
 use crate::call::error::Error;
 use crate::call::plan::{Destination, Plan};
-use crate::gpu::bindings::{slot, Bound};
+use crate::gpu::kernel::bindings::{slot, Bound};
 use crate::gpu::kernel::Variant;
 use crate::gpu::pending::{Chunk, Pending};
 use crate::gpu::pool::Pooled;
@@ -183,7 +183,7 @@ impl BrowserRecording {
 impl Recording for BrowserRecording {
     fn record(&mut self, chunk: &ChunkWork<'_>, _: &mut Pending) -> Result<(), Error> {
         let ctx = chunk.ctx;
-        ctx.recorder()?.submit(
+        ctx.browser_pipelines()?.submit(
             chunk.variant,
             ctx.pipelines.binding(chunk.in_place(), &chunk.bound),
             chunk.rows.count as u32,

@@ -8,7 +8,7 @@ use crate::call::host::HostArray;
 use crate::call::plan::Plan;
 use crate::call::shape::Inputs;
 use crate::gpu::app_buffer::Check;
-use crate::gpu::pending::Staged;
+use crate::gpu::pending::StagedBuffer;
 use crate::gpu::pool::Pooled;
 use crate::gpu::recording::Rows;
 
@@ -16,15 +16,15 @@ use super::GpuContext;
 
 /// A call's per-column arrays, staged once for all its chunks.
 pub(super) struct Columns {
-    pub gamma: Staged,
-    pub beta: Option<Staged>,
-    pub bias: Option<Staged>,
-    pub post_gamma: Option<Staged>,
+    pub gamma: StagedBuffer,
+    pub beta: Option<StagedBuffer>,
+    pub bias: Option<StagedBuffer>,
+    pub post_gamma: Option<StagedBuffer>,
 }
 
 impl Columns {
     /// In the order the call keeps them until the GPU is done.
-    pub fn into_kept(self) -> impl Iterator<Item = Staged> {
+    pub fn into_kept(self) -> impl Iterator<Item = StagedBuffer> {
         std::iter::once(self.gamma)
             .chain(self.beta)
             .chain(self.bias)
@@ -34,12 +34,12 @@ impl Columns {
 
 /// A chunk's rows of `input` and `residual`.
 pub(super) struct RowData {
-    pub input: Staged,
-    pub residual: Option<Staged>,
+    pub input: StagedBuffer,
+    pub residual: Option<StagedBuffer>,
 }
 
 impl RowData {
-    pub fn into_kept(self) -> impl Iterator<Item = Staged> {
+    pub fn into_kept(self) -> impl Iterator<Item = StagedBuffer> {
         std::iter::once(self.input).chain(self.residual)
     }
 }
@@ -93,7 +93,7 @@ impl<'a> Staging<'a> {
         a: Option<&A>,
         start: usize,
         count: usize,
-    ) -> Result<Option<Staged>, Error> {
+    ) -> Result<Option<StagedBuffer>, Error> {
         a.map(|a| self.stage(name, a, start, count)).transpose()
     }
 
@@ -104,9 +104,9 @@ impl<'a> Staging<'a> {
         a: &A,
         start: usize,
         count: usize,
-    ) -> Result<Staged, Error> {
+    ) -> Result<StagedBuffer, Error> {
         if let Some(t) = a.resident() {
-            return Ok(Staged::Resident(t.clone()));
+            return Ok(StagedBuffer::Resident(t.clone()));
         }
         let ctx = self.ctx;
         let b = ctx.pooled_storage(count, self.dtype, wgpu::BufferUsages::COPY_DST);
@@ -123,7 +123,7 @@ impl<'a> Staging<'a> {
                 .upload(&ctx.upload_to(&b, start, count))
                 .map_err(|e| Error::Type(format!("{name}: the browser refused the array ({e})")))?,
         }
-        Ok(Staged::Pooled(b))
+        Ok(StagedBuffer::Pooled(b))
     }
 }
 

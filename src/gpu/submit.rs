@@ -11,15 +11,15 @@ use crate::call::host::HostArray;
 use crate::call::plan::{Destination, Plan, Request};
 use crate::call::results::{Given, GpuOutput, Output};
 use crate::call::shape::{Inputs, Shape};
-use crate::gpu::bindings::{slot, Bound, BINDINGS};
+use crate::gpu::kernel::bindings::{slot, Bound, BINDINGS};
+use crate::gpu::kernel::params::Params;
+use crate::gpu::kernel::tiling::lanes;
 use crate::gpu::kernel::Variant;
-use crate::gpu::params::Params;
-use crate::gpu::pending::{Pending, Staged};
+use crate::gpu::pending::{Pending, StagedBuffer};
 #[cfg(target_arch = "wasm32")]
 use crate::gpu::recording::BrowserRecording;
 use crate::gpu::recording::{ChunkWork, Recording, Rows, WgpuRecording};
 use crate::gpu::stage::{Columns, RowData, Staging};
-use crate::gpu::tiling::lanes;
 
 use super::GpuContext;
 
@@ -172,17 +172,21 @@ impl GpuContext {
         plan: &Plan,
         rows: Rows,
         pending: &Pending,
-    ) -> (Option<Staged>, Option<Staged>) {
+    ) -> (Option<StagedBuffer>, Option<StagedBuffer>) {
         match (plan.request.to, &pending.gpu) {
             (Destination::InPlace, _) => (None, None),
             (_, Some(out)) => (
-                Some(Staged::Resident(out.y.clone())),
-                out.sum.clone().map(Staged::Resident),
+                Some(StagedBuffer::Resident(out.y.clone())),
+                out.sum.clone().map(StagedBuffer::Resident),
             ),
             (_, None) => {
                 let n = rows.count * plan.shape().hidden;
                 let out = |dtype| {
-                    Staged::Pooled(self.pooled_storage(n, dtype, wgpu::BufferUsages::COPY_SRC))
+                    StagedBuffer::Pooled(self.pooled_storage(
+                        n,
+                        dtype,
+                        wgpu::BufferUsages::COPY_SRC,
+                    ))
                 };
                 (
                     Some(out(plan.kernel.out_dtype)),
@@ -252,7 +256,7 @@ fn chunks(plan: &Plan) -> impl Iterator<Item = Rows> {
 fn bind<'a>(
     columns: &'a Columns,
     data: &'a RowData,
-    (output, sum): (&'a Option<Staged>, &'a Option<Staged>),
+    (output, sum): (&'a Option<StagedBuffer>, &'a Option<StagedBuffer>),
     params: &'a wgpu::Buffer,
 ) -> Bound<'a> {
     let mut bound: Bound = [None; BINDINGS.len()];

@@ -200,7 +200,7 @@ impl HostArray for JsArray {
         })?;
         let padded = Uint16Array::new_with_length(count as u32 + 1);
         padded.set(&bits.subarray(start as u32, end as u32), 0);
-        to.write_typed_array(&padded, 0..count + 1)
+        to.write_typed_array(&JsValue::from(padded), 0..count + 1)
     }
 
     fn dtype(&self) -> Dtype {

@@ -85,7 +85,7 @@ impl BoundNorm {
         }
         let on = match (ctx, engine.active()) {
             (Some(ctx), _) => {
-                let d = dispatch(&mut *ctx.recorder()?, &ctx, &x, &outputs)?;
+                let d = dispatch(&mut *ctx.browser_pipelines()?, &ctx, &x, &outputs)?;
                 On::Gpu(ctx, d)
             }
             (None, crate::backend::Active::Cpu(cpu)) => {

@@ -119,7 +119,7 @@ fn found(ctx: &GpuContext, call: &Call) -> Option<Rc<Dispatch>> {
 fn made(ctx: &GpuContext, call: &Call) -> Option<Rc<Dispatch>> {
     let (x, _) = parse_encode(call).ok()?;
     let d: Result<_, Error> = ctx
-        .recorder()
+        .browser_pipelines()
         .and_then(|mut r| dispatch(&mut r, ctx, &x, &Outputs::InPlace));
     let d = Rc::new(d.ok()??);
     DISPATCHES.with(|all| {

@@ -15,11 +15,12 @@ use crate::call::dtype::Dtype;
 use crate::call::error::Error;
 use crate::call::host::Arg;
 use crate::call::plan::check_written;
-use crate::call::results::{Given, HostVec, Output};
+use crate::call::results::{Given, Output};
 use crate::js::array::{Args, JsArray, Memory};
 use crate::js::call_record::Call;
 use crate::js::keys::CallKey;
 use crate::js::value::object;
+use crate::support::typed_result::TypedResult;
 
 /// One array given for a result.
 struct CallerArray {
@@ -112,10 +113,10 @@ impl CallerArrays {
             let a = a.as_ref()?;
             let (buffer, start, len) = (&a.memory.buffer, a.memory.start as u32, a.len as u32);
             Some(match a.dtype {
-                Dtype::F32 => HostVec::F32(Float32Array::new_with_byte_offset_and_length(
+                Dtype::F32 => TypedResult::F32(Float32Array::new_with_byte_offset_and_length(
                     buffer, start, len,
                 )),
-                Dtype::F16 => HostVec::F16(Uint16Array::new_with_byte_offset_and_length(
+                Dtype::F16 => TypedResult::F16(Uint16Array::new_with_byte_offset_and_length(
                     buffer, start, len,
                 )),
             })
@@ -129,7 +130,7 @@ impl CallerArrays {
     /// What a call resolves with: `y`, or `{ output, sum }` for `runWithSum` (`want_sum`),
     /// each the caller's own array where it gave one.
     pub fn resolve(&self, out: Output, want_sum: bool) -> JsValue {
-        let own = |a: &Option<CallerArray>, v: HostVec| {
+        let own = |a: &Option<CallerArray>, v: TypedResult| {
             a.as_ref().map_or_else(|| v.into(), |a| a.array.clone())
         };
         let y = own(&self.output, out.y);

@@ -21,7 +21,7 @@ use crate::call::plan::check_written;
 use crate::call::shape::Inputs;
 use crate::cpu::driver::CpuContext;
 use crate::cpu::memory::reserve;
-use crate::cpu::scratch::{lay_out, Span, Staged};
+use crate::cpu::scratch::{lay_out, Layout, Span};
 use crate::js::args::parse_inputs;
 use crate::js::fields::Sources;
 use crate::js::call_record::{cpu_copy, cpu_copy_out, cpu_finish, Call, Status, What, Word};
@@ -61,7 +61,7 @@ pub fn run(ctx: &CpuContext, call: &Call, sum: bool) -> Option<Promise> {
         Ok((x, staged)) => in_scratch(ctx, &x, &staged),
         // Too big for wasm memory is said at once: decoding again would copy the arrays
         // before finding out.
-        Err(e @ Error::Memory(_)) => Some(rejected(e)),
+        Err(e @ Error::Range(_)) => Some(rejected(e)),
         Err(_) => None,
     }
 }
@@ -83,7 +83,7 @@ fn takes(call: &Call) -> bool {
 }
 
 /// The call laid out as `staged`, computed in the scratch block by block.
-fn in_scratch(ctx: &CpuContext, x: &Inputs<Span>, staged: &Staged) -> Option<Promise> {
+fn in_scratch(ctx: &CpuContext, x: &Inputs<Span>, staged: &Layout) -> Option<Promise> {
     SCRATCH.with(|s| {
         let mut scratch = s.try_borrow_mut().ok()?;
         if scratch.len() < staged.words {
@@ -138,7 +138,7 @@ fn in_scratch(ctx: &CpuContext, x: &Inputs<Span>, staged: &Staged) -> Option<Pro
 }
 
 /// A block's results, laid out as `at` says, into the caller's arrays from element `from`.
-fn copy_out(at: &Staged, from: usize, len: usize, address: impl Fn(&Span) -> u32) -> bool {
+fn copy_out(at: &Layout, from: usize, len: usize, address: impl Fn(&Span) -> u32) -> bool {
     let f16 = |s: &Span| s.dtype == Dtype::F16;
     let v = at.sum;
     let v_at = v.map_or(-1.0, |v| f64::from(address(&v)));

@@ -2,7 +2,7 @@
 //! array, a `GpuTensor` or an app's `GPUBuffer`), a number, a flag or a name, each checked
 //! for its JavaScript type with the message that names the field and describes the value.
 
-use crate::call::checks::{number_text, rows_from_number};
+use crate::call::checks::rows_from_number;
 use crate::call::dtype::Dtype;
 use crate::call::error::Error;
 use crate::call::host::{AppBuffer, Arg};
@@ -11,6 +11,7 @@ use crate::js::array::JsArray;
 use crate::js::call_record::{Call, What, Word};
 use crate::js::keys::CallKey;
 use crate::js::tensor::tensor_by_handle;
+use crate::support::number_text::number_text;
 
 /// Where a call takes its arrays from, and what it does with the app's `GPUBuffer`s.
 #[derive(Clone, Copy)]

@@ -9,10 +9,11 @@
 use js_sys::{Object, Reflect};
 use wasm_bindgen::prelude::*;
 
-use crate::call::checks::{gamma_offset_from_number, number_text, rows_from_number};
+use crate::call::checks::{gamma_offset_from_number, rows_from_number};
 use crate::call::dtype::Dtype;
 use crate::call::error::Error;
 use crate::call::shape::NormKind;
+use crate::support::number_text::number_text;
 
 #[wasm_bindgen]
 extern "C" {
@@ -134,7 +135,7 @@ pub fn to_js(e: Error) -> JsValue {
         return js_sys::TypeError::new(message).into();
     }
     // Likewise a failed allocation is JavaScript's RangeError.
-    if let Error::Memory(message) = &e {
+    if let Error::Range(message) = &e {
         return js_sys::RangeError::new(message).into();
     }
     let err = js_sys::Error::new(e.message());

@@ -1,7 +1,7 @@
 //! The command line: the shapes and option sets timed, the flags, and the usage message.
 
 use webgpu_rmsnorm::call::options::Options;
-use webgpu_rmsnorm::gpu::tiling::FusedTiling;
+use webgpu_rmsnorm::gpu::kernel::tiling::fused::FusedTiling;
 
 use crate::variants::apply_knob;
 

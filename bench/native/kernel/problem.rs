@@ -1,8 +1,8 @@
 //! One shape's data on the GPU, and the crate's kernel timed and checked on it.
 
-use webgpu_rmsnorm::gpu::bindings::{slot, Bound, BINDINGS};
+use webgpu_rmsnorm::gpu::kernel::bindings::{slot, Bound, BINDINGS};
+use webgpu_rmsnorm::gpu::kernel::params::Params;
 use webgpu_rmsnorm::gpu::kernel::Variant;
-use webgpu_rmsnorm::gpu::params::Params;
 use webgpu_rmsnorm::reference::{norm_family, worst_error, Inputs};
 
 use crate::report::KernelResult;

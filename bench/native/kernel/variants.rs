@@ -4,8 +4,9 @@
 use webgpu_rmsnorm::call::device::Caps;
 use webgpu_rmsnorm::call::options::Options;
 use webgpu_rmsnorm::call::plan::Kernel;
+use webgpu_rmsnorm::gpu::kernel::tiling::fused::FusedTiling;
+use webgpu_rmsnorm::gpu::kernel::tiling::{balanced_fan, lanes, max_slots, FEW_ROWS};
 use webgpu_rmsnorm::gpu::kernel::{Storage, Tiling, Variant};
-use webgpu_rmsnorm::gpu::tiling::{balanced_fan, lanes, max_slots, FusedTiling, FEW_ROWS};
 
 /// `tiling` with one knob changed. `slots=full` covers the row; setting `wg` alone also
 /// resets `slots` to cover the row at the new size.

@@ -1,12 +1,13 @@
 //! Which variant a call runs as: the kernel (the fused RMSNorm kernel, or the family kernel
 //! for LayerNorm, the sandwich and short rows), the storage of its dtypes, and the tiling
-//! each kernel's own file chooses (`tiling.rs`, `family_tiling.rs`).
+//! each kernel's own file chooses (`tiling/fused.rs`, `tiling/family.rs`).
 
 use crate::call::device::Caps;
 use crate::call::dtype::Dtype;
 use crate::call::plan::Kernel;
-use crate::gpu::family_tiling::FamilyTiling;
-use crate::gpu::tiling::{lanes, FusedTiling, FEW_ROWS, MANY_ROWS, SHORT_ROW, SHORT_ROWS, WEB};
+use crate::gpu::kernel::tiling::family::FamilyTiling;
+use crate::gpu::kernel::tiling::fused::FusedTiling;
+use crate::gpu::kernel::tiling::{lanes, FEW_ROWS, MANY_ROWS, SHORT_ROW, SHORT_ROWS, WEB};
 
 use super::{Storage, Tiling, Variant};
 

@@ -1,5 +1,6 @@
-//! The kernels' variants and the WGSL each compiles from; which tiling a call gets is in
-//! [`crate::gpu::tiling`] (the fused RMSNorm kernel's) and [`crate::gpu::family_tiling`].
+//! The kernels: their variants and the WGSL each compiles from, what every variant shares
+//! (the one binding table, [`bindings`], and the uniform block, [`params`]), and which tiling
+//! a call gets ([`tiling`]: the fused RMSNorm kernel's and the family kernel's).
 //!
 //! Options (bias, beta, the `sum` output) and the tiling (workgroup size, registers per
 //! thread) are compile-time constants of a pipeline rather than runtime flags, so the hot
@@ -9,11 +10,15 @@
 
 use crate::call::options::Options;
 use crate::call::shape::NormKind;
-use crate::gpu::family_tiling::FamilyTiling;
-use crate::gpu::tiling::{fan_in, FusedTiling};
+use tiling::family::FamilyTiling;
+use tiling::fan_in;
+use tiling::fused::FusedTiling;
 use wgsl::{assemble, Constant, Value};
 
+pub mod bindings;
 mod choose;
+pub mod params;
+pub mod tiling;
 pub mod wgsl;
 
 /// How the kernel's arrays hold their numbers; arithmetic is f32 in every case.
@@ -49,7 +54,7 @@ pub struct Variant {
     pub out_storage: Storage,
     /// `y` is written over `input` and `v` over `residual` (no separate outputs).
     pub in_place: bool,
-    /// Scalars a load: [`crate::gpu::tiling::lanes`].
+    /// Scalars a load: [`tiling::lanes`].
     pub lanes: u32,
     pub tiling: Tiling,
 }

@@ -5,7 +5,7 @@ use super::*;
 use crate::call::device::Caps;
 use crate::call::dtype::Dtype;
 use crate::call::plan::Kernel;
-use crate::gpu::tiling::{balanced_fan, lanes, max_slots, FEW_ROWS, MAX_CACHED_SCALARS};
+use crate::gpu::kernel::tiling::{balanced_fan, lanes, max_slots, FEW_ROWS, MAX_CACHED_SCALARS};
 
 fn caps(max_workgroup: u32, shader_f16: bool, cpu_tiling: bool) -> Caps {
     Caps {
@@ -132,7 +132,7 @@ fn the_row_cache_lists_the_most_slots_a_thread_keeps() {
 /// storage and output dtype and option, through naga: lavapipe compiles only what runs.
 #[test]
 fn family_tilings_validate_in_every_storage() {
-    use crate::gpu::family_tiling::FamilyTiling;
+    use crate::gpu::kernel::tiling::family::FamilyTiling;
     use Storage::{F16Packed, F16, F32};
     let stores = [
         (F32, F32),

@@ -115,7 +115,7 @@ impl FusedRmsNorm {
         let (x, outputs) = parse_encode(&call).map_err(to_js)?;
         // An argument's getter may call back into this instance; `encode` within `encode`
         // is refused rather than allowed to trip the borrow.
-        let mut recorder = ctx.recorder().map_err(to_js)?;
+        let mut recorder = ctx.browser_pipelines().map_err(to_js)?;
         let encoder = encoder_arg(&encoder).map_err(to_js)?;
         crate::gpu::encode::record(&mut recorder, &ctx, encoder, &x, &outputs).map_err(to_js)
     }

@@ -1,71 +1,11 @@
-//! Which tiling a call gets, and the fused RMSNorm kernel's: workgroup size, columns per
-//! thread, how the row is reduced and spread over workgroups, per stack (the browser's Dawn,
-//! or wgpu/Vulkan natively), per row length and per number of rows. Every choice was measured,
-//! against what it says it beat (docs/performance.md, "Tiling of the RMSNorm kernel");
-//! [`crate::gpu::kernel`] turns a variant into WGSL. The family kernel's own tiling is in
-//! [`crate::gpu::family_tiling`].
+//! The fused RMSNorm kernel's tiling (`fused_rms_norm.wgsl`): workgroup size, columns per
+//! thread, how the row is reduced and spread over workgroups (docs/performance.md, "Tiling of
+//! the RMSNorm kernel").
 
 use crate::call::device::Caps;
 use crate::call::plan::Kernel;
 
-/// The stack this build's tilings are for: the browser's WebGPU (Dawn, whose compiler Tint
-/// adds robustness checks) in wasm, else wgpu/Vulkan (naga). The two turn the same WGSL into
-/// different code, and the best tiling differs.
-pub const WEB: bool = cfg!(target_arch = "wasm32");
-
-/// Calls of this many rows or more may be tiled differently from decode-sized ones.
-pub const MANY_ROWS: usize = 1024;
-
-/// Calls of at most this many rows may spread each row over several workgroups, and the
-/// family kernel loads its weights with the row for them.
-pub const FEW_ROWS: usize = 4;
-
-/// A row of at most this many vectors is short: many of them share a workgroup of the family
-/// kernel, each thread taking two vectors (QK-norm's heads).
-pub const SHORT_ROW: u32 = 64;
-
-/// RMSNorm calls of at least this many short rows take the family kernel, several rows a
-/// workgroup, rather than the fused kernel's workgroup a row.
-pub const SHORT_ROWS: usize = 256;
-
-/// The most scalars a thread keeps in registers (16 vec4 or 64 f32); more would cost
-/// occupancy for nothing. `shaders/row_cache.wgsl` lists this many slots.
-pub const MAX_CACHED_SCALARS: u32 = 64;
-
-/// The most columns of `lanes` scalars a variant keeps per thread.
-pub fn max_slots(lanes: u32) -> u32 {
-    MAX_CACHED_SCALARS / lanes
-}
-
-/// Scalars a kernel loads at once for a row of `hidden`: a vec4 where the row is whole vec4s.
-pub fn lanes(hidden: u32) -> u32 {
-    if hidden.is_multiple_of(4) {
-        4
-    } else {
-        1
-    }
-}
-
-/// The largest power of two at most `n` (1 for 0): workgroups, and the fan-in that divides
-/// them, are powers of two because the reductions halve them.
-pub fn pow2_floor(n: u32) -> u32 {
-    1 << (31 - n.max(1).leading_zeros())
-}
-
-/// The fan-in that folds `threads` partials in two even steps.
-pub fn balanced_fan(threads: u32) -> u32 {
-    1 << threads.max(1).trailing_zeros().div_ceil(2)
-}
-
-/// `fan` as a kernel's FAN for `threads` lanes: 0 (the tree), or a power of two at most
-/// `threads`, so that it divides them (the fan-in's loops run a constant `threads / FAN`
-/// steps).
-pub fn fan_in(fan: u32, threads: u32) -> u32 {
-    match fan.min(threads) {
-        0 => 0,
-        fan => pow2_floor(fan),
-    }
-}
+use super::{balanced_fan, lanes, max_slots, pow2_floor, CPU_WORKGROUP, FEW_ROWS, MANY_ROWS};
 
 /// Columns each of `threads` threads keeps of a row of `width`, at most `most`, and whether
 /// they are the whole row exactly (then the kernel drops its bounds checks).
@@ -78,9 +18,7 @@ fn cover(width: u32, threads: u32, most: u32) -> (u32, bool) {
 /// thread instead.
 const MOST_THREADS: u32 = 512;
 
-/// Invocations per workgroup on CPU adapters: one SwiftShader SIMD group.
-pub(super) const CPU_WORKGROUP: u32 = 4;
-/// Columns per thread held in registers there.
+/// Columns per thread held in registers on CPU adapters (in workgroups of [`CPU_WORKGROUP`]).
 const CPU_SLOTS: u32 = 4;
 
 /// How the fused kernel (`fused_rms_norm.wgsl`) walks a row: one workgroup a row, or a few.
@@ -92,7 +30,7 @@ pub struct FusedTiling {
     /// columns beyond `slots * workgroup` are read again from memory.
     pub slots: u32,
     /// Reduction fan-in: 0 for a pairwise tree, else this many lanes fold the partials first
-    /// (as the WGSL's FAN: [`fan_in`]).
+    /// (as the WGSL's FAN: [`fan_in`](super::fan_in)).
     pub fan: u32,
     /// Load gamma and beta of the cached columns before the reduction.
     pub preload: bool,
@@ -105,7 +43,7 @@ pub struct FusedTiling {
 
 impl FusedTiling {
     /// The tiling of `kernel`'s calls of `rows` rows on a device with `caps`, for the browser's
-    /// stack (`web`) or wgpu/Vulkan's (see [`WEB`]).
+    /// stack (`web`) or wgpu/Vulkan's (see [`WEB`](super::WEB)).
     pub fn choose(kernel: &Kernel, caps: &Caps, rows: usize, web: bool) -> FusedTiling {
         let hidden = kernel.hidden as u32;
         let lanes = lanes(hidden);
@@ -320,13 +258,5 @@ mod tests {
         // Folded past the per-dimension limit, whole rows' worth of workgroups included.
         let (x, y) = variant(FusedTiling { split: 2, ..t }).grid(40000, 65535);
         assert!(x <= 65535 && x as u64 * y as u64 >= 80000);
-    }
-
-    #[test]
-    fn balanced_fan_splits_the_workgroup_in_two_steps() {
-        let fans = [1u32, 8, 16, 16, 32, 32];
-        for (wg, fan) in [1u32, 64, 128, 256, 512, 1024].into_iter().zip(fans) {
-            assert_eq!(balanced_fan(wg), fan, "{wg}");
-        }
     }
 }

@@ -1,97 +1,38 @@
-//! How numbers cross between the host and the GPU's buffers: uploads into a buffer
-//! ([`BufferUpload`], natively through pooled staging buffers where large; in the browser
-//! `writeBuffer` straight from the caller's typed array), and a mapped buffer read into a
-//! host result ([`read_mapped`]).
+//! Natively, numbers cross as Rust slices: uploads of little-endian bytes (large ones through
+//! pooled staging buffers, [`STAGED_UPLOAD_BYTES`]), and mapped buffers read into vectors.
 
 use std::ops::Range;
 
 use crate::call::dtype::Dtype;
-#[cfg(not(target_arch = "wasm32"))]
-use crate::call::numbers::Numbers;
-use crate::call::numbers::Upload;
-use crate::call::results::HostVec;
-#[cfg(not(target_arch = "wasm32"))]
-use crate::gpu::pool::BufferPool;
+use crate::call::numbers::{Numbers, Upload};
+use crate::call::results::ResultArray;
 
-/// An upload into `buffer` on a context's device: elements `start .. start + count` of an
-/// array, to the buffer's beginning.
-pub struct BufferUpload<'a> {
-    pub queue: &'a wgpu::Queue,
-    pub buffer: &'a wgpu::Buffer,
-    pub start: usize,
-    pub count: usize,
-    /// Natively, large uploads go through staging buffers kept in the context's pool.
-    #[cfg(not(target_arch = "wasm32"))]
-    pub device: &'a wgpu::Device,
-    #[cfg(not(target_arch = "wasm32"))]
-    pub pool: &'a BufferPool,
-}
+use super::BufferUpload;
 
 impl Upload for BufferUpload<'_> {
     fn range(&self) -> Range<usize> {
         self.start..self.start + self.count
     }
 
-    #[cfg(not(target_arch = "wasm32"))]
     fn write(&self, numbers: Numbers) -> Result<(), String> {
         match numbers {
             Numbers::F32(v) => self.write_le(v),
             Numbers::F16(v) => self.write_le(v),
         }
     }
-
-    #[cfg(target_arch = "wasm32")]
-    fn write_typed_array(
-        &self,
-        array: &wasm_bindgen::JsValue,
-        elements: Range<usize>,
-    ) -> Result<(), String> {
-        use wasm_bindgen::JsCast;
-        let (Some(q), Some(b)) = (self.queue.as_webgpu(), self.buffer.as_webgpu()) else {
-            return Err("WebGPU objects expected in a wasm build".into());
-        };
-        let q: &JsQueue = q.unchecked_ref();
-        let (start, count) = (elements.start as f64, elements.len() as f64);
-        q.write_buffer(b.as_ref(), 0.0, array, start, count)
-            .map_err(|e| {
-                js_sys::Reflect::get(&e, &"message".into())
-                    .ok()
-                    .and_then(|m| m.as_string())
-                    .unwrap_or_else(|| "writeBuffer failed".into())
-            })
-    }
-}
-
-#[cfg(target_arch = "wasm32")]
-#[wasm_bindgen::prelude::wasm_bindgen]
-extern "C" {
-    type JsQueue;
-    // With a TypedArray source, dataOffset and size count elements, not bytes.
-    #[wasm_bindgen(catch, method, js_name = writeBuffer)]
-    fn write_buffer(
-        this: &JsQueue,
-        buffer: &wasm_bindgen::JsValue,
-        offset: f64,
-        data: &wasm_bindgen::JsValue,
-        data_offset: f64,
-        size: f64,
-    ) -> Result<(), wasm_bindgen::JsValue>;
 }
 
 /// Numbers whose little-endian bytes are uploaded as they are: f32, or f16 as its bits.
-#[cfg(not(target_arch = "wasm32"))]
 trait LeBytes: Copy {
     fn le_bytes(self) -> impl IntoIterator<Item = u8>;
 }
 
-#[cfg(not(target_arch = "wasm32"))]
 impl LeBytes for f32 {
     fn le_bytes(self) -> impl IntoIterator<Item = u8> {
         self.to_le_bytes()
     }
 }
 
-#[cfg(not(target_arch = "wasm32"))]
 impl LeBytes for u16 {
     fn le_bytes(self) -> impl IntoIterator<Item = u8> {
         self.to_le_bytes()
@@ -107,10 +48,8 @@ impl LeBytes for u16 {
 /// cliff"). Staging buffers kept in the pool, by the same size classes as the rest, are
 /// allocated once per class and reused. Small uploads stay on `write_buffer`: they are
 /// sub-allocated, and a mapping round trip would cost more than the copy.
-#[cfg(not(target_arch = "wasm32"))]
 pub const STAGED_UPLOAD_BYTES: usize = 1 << 20;
 
-#[cfg(not(target_arch = "wasm32"))]
 impl BufferUpload<'_> {
     fn write_le<E: LeBytes>(&self, elements: &[E]) -> Result<(), String> {
         // Copies move whole 4-byte words.
@@ -151,7 +90,6 @@ impl BufferUpload<'_> {
 }
 
 /// Writes `elements` as little-endian bytes, padded to `len`, into the mapped `staging`.
-#[cfg(not(target_arch = "wasm32"))]
 fn fill_staging<E: LeBytes>(
     staging: &wgpu::Buffer,
     elements: &[E],
@@ -178,12 +116,16 @@ fn fill_staging<E: LeBytes>(
     Ok(())
 }
 
+/// An empty result of `len` elements to fill, one chunk after another.
+pub fn new_result(len: usize, _dtype: Dtype) -> ResultArray {
+    Vec::with_capacity(len)
+}
+
 /// Appends `count` numbers read from the mapped `buffer` to `dst` (natively chunks arrive in
 /// order, so `_start` is where `dst` ends).
-#[cfg(not(target_arch = "wasm32"))]
 pub fn read_mapped(
     buffer: &wgpu::Buffer,
-    dst: &mut HostVec,
+    dst: &mut ResultArray,
     _start: usize,
     count: usize,
     dtype: Dtype,
@@ -206,36 +148,13 @@ pub fn read_mapped(
     }
 }
 
-#[cfg(target_arch = "wasm32")]
-#[wasm_bindgen::prelude::wasm_bindgen]
-extern "C" {
-    type JsBuffer;
-    #[wasm_bindgen(method, js_name = getMappedRange)]
-    fn get_mapped_range(this: &JsBuffer, offset: f64, size: f64) -> js_sys::ArrayBuffer;
-}
-
-/// Copies `count` numbers from the mapped `buffer` into `dst` from element `start`: one copy
-/// from the mapped range into the typed array, never through wasm memory.
-#[cfg(target_arch = "wasm32")]
-pub fn read_mapped(
-    buffer: &wgpu::Buffer,
-    dst: &mut HostVec,
-    start: usize,
-    count: usize,
-    dtype: Dtype,
-) {
-    use js_sys::{Float32Array, Uint16Array};
-    use wasm_bindgen::JsCast;
-    let Some(b) = buffer.as_webgpu() else {
-        unreachable!("webgpu backend")
-    };
-    let b: &JsBuffer = b.unchecked_ref();
-    let range = b.get_mapped_range(0.0, (count * dtype.bytes()).next_multiple_of(4) as f64);
-    match dst {
-        HostVec::F32(d) => d.set(&Float32Array::new(&range), start as u32),
-        HostVec::F16(d) => d.set(
-            &Uint16Array::new_with_byte_offset_and_length(&range, 0, count as u32),
-            start as u32,
-        ),
-    }
+/// The first `count` words (`u32`) of the mapped `buffer`.
+pub fn read_words(buffer: &wgpu::Buffer, count: usize) -> Vec<u32> {
+    let view = buffer
+        .slice(..(count * 4) as u64)
+        .get_mapped_range()
+        .expect("buffer was mapped");
+    view.chunks_exact(4)
+        .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect()
 }

@@ -1,13 +1,14 @@
 //! The family kernel's tiling (`norm_family.wgsl`: LayerNorm, the sandwich, and RMSNorm's
 //! short rows): threads a row, rows a workgroup, where its weights and the sandwich's residual
 //! are loaded, and how its rows reduce. Each choice was measured through Dawn, as
-//! [`crate::gpu::tiling`]'s are for the fused kernel (docs/performance.md, "The family
+//! [`super::fused`]'s are for the fused kernel (docs/performance.md, "The family
 //! kernel's tiling").
 
 use crate::call::device::Caps;
 use crate::call::plan::Kernel;
 use crate::call::shape::NormKind;
-use crate::gpu::tiling::{balanced_fan, lanes, pow2_floor, CPU_WORKGROUP, FEW_ROWS, SHORT_ROW};
+
+use super::{balanced_fan, lanes, pow2_floor, CPU_WORKGROUP, FEW_ROWS, SHORT_ROW};
 
 /// Columns (of `V`) per thread that the family kernel keeps in registers at most; longer
 /// rows are formed again from memory in each of its passes.

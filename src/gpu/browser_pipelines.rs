@@ -1,16 +1,17 @@
-//! The kernel's WebGPU objects made on the browser's device directly (wgpu 30 does not
-//! expose its own as WebGPU objects): layouts from the binding table, pipelines by variant,
-//! bind groups by buffers. `encode` records with them into an app's encoder
-//! (`encode.rs`), and the package's own calls whose results stay on the GPU submit through
-//! them ([`Recorder::submit`], behind `recording.rs`'s `BrowserRecording`): on the web that
-//! costs a decode step less than wgpu's path (docs/performance.md, "Dawn in Node").
+//! The kernel's pipelines and bind groups made on the browser's WebGPU device directly
+//! (wgpu 30 does not expose its own as WebGPU objects): layouts from the binding table,
+//! pipelines by variant, bind groups by buffers. `encode` records with them into an app's
+//! encoder (`encode.rs`), and the package's own calls whose results stay on the GPU submit
+//! through them ([`BrowserPipelines::submit`], behind `recording.rs`'s `BrowserRecording`):
+//! on the web that costs a decode step less than wgpu's path (docs/performance.md, "Dawn in
+//! Node").
 
 use js_sys::{Array, Object};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
 use crate::call::error::Error;
-use crate::gpu::bindings::{Bound, BINDINGS};
+use crate::gpu::kernel::bindings::{Bound, BINDINGS};
 use crate::gpu::kernel::Variant;
 use crate::gpu::pipelines::GroupKey as OwnGroupKey;
 use crate::gpu::webgpu_raw::{self as raw, descriptor, RawDevice, RawQueue};
@@ -21,7 +22,7 @@ use crate::support::fast_hash::FastMap;
 const MAX_GROUPS: usize = 128;
 
 /// What a bind group binds: in place or not, and each binding's buffer by the number
-/// [`Recorder::id`] gave it.
+/// [`BrowserPipelines::id`] gave it.
 type GroupKey = (bool, [u32; BINDINGS.len()]);
 
 /// The buffers of a dispatch on the browser's WebGPU, by the binding table's slots: each
@@ -30,7 +31,7 @@ pub(crate) type RawBound = [Option<(JsValue, Option<u64>)>; BINDINGS.len()];
 
 /// The WebGPU objects `encode` and the package's own GPU-resident calls record with, for
 /// one device (a `GpuContext` holds one).
-pub struct Recorder {
+pub struct BrowserPipelines {
     device: RawDevice,
     queue: RawQueue,
     /// Bind group layout and pipeline layout, out of place and in place.
@@ -45,14 +46,14 @@ pub struct Recorder {
     next_id: u32,
 }
 
-impl Recorder {
-    pub fn new(device: &wgpu::Device, queue: &wgpu::Queue) -> Result<Recorder, Error> {
+impl BrowserPipelines {
+    pub fn new(device: &wgpu::Device, queue: &wgpu::Queue) -> Result<BrowserPipelines, Error> {
         let (Some(device), Some(queue)) = (raw::device(device), raw::queue(queue)) else {
             return Err(Error::Type(
                 "encode: expected a WebGPU device, got none".into(),
             ));
         };
-        Ok(Recorder {
+        Ok(BrowserPipelines {
             device,
             queue,
             layouts: [None, None],
