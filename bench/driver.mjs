@@ -7,7 +7,8 @@ import { mkdir, readFile, stat, writeFile } from "node:fs/promises";
 import { cpus, loadavg } from "node:os";
 import { join, resolve } from "node:path";
 import { serve } from "../scripts/serve.mjs";
-import { ROOT, launch } from "../tests/e2e/support/chromium.mjs";
+import { launch } from "../tests/e2e/support/chromium.mjs";
+import { ROOT } from "../tests/e2e/support/repo.mjs";
 import { firefoxBrowser } from "../tests/e2e/support/firefox.mjs";
 import { launchWebKit } from "../tests/e2e/support/webkit.mjs";
 

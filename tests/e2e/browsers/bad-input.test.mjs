@@ -2,14 +2,14 @@
 // but valid) value × run/runWithSum must reject with the named error (or give the right
 // result), never throw synchronously, and leave the instance working and freeable; exotic
 // values in pages of their own, SharedArrayBuffer-backed arrays in a cross-origin isolated
-// page. The harness page and its servers: reliability-harness.mjs.
+// page. The harness page and its servers: support/page.mjs.
 //
 //   bash scripts/build.sh && node --test --test-reporter=spec tests/e2e/browsers/bad-input.test.mjs
 import assert from "node:assert/strict";
 
-import { reliabilitySuite, test } from "../support/reliability-harness.mjs";
+import { pageSuite, test } from "../support/page.mjs";
 
-const { servers, harnessPage, inPage } = reliabilitySuite("webgpu-rmsnorm-bad-input-");
+const { servers, harnessPage, inHarness } = pageSuite("webgpu-rmsnorm-bad-input-");
 
 // ---------------------------------------------------------------------------------------
 // Bad input, exhaustively
@@ -328,7 +328,7 @@ const OWN_PAGE = [
 
 test("bad input, exhaustively: argument × bad value × run/runWithSum rejects with the named error, then a good call works", { timeout: 120_000 }, async (t) => {
   const exclude = OWN_PAGE.map((k) => k.pattern).join("|") || undefined;
-  const r = await inPage(badInputSweep, { exclude, shared: false });
+  const r = await inHarness(badInputSweep, { exclude, shared: false });
   t.diagnostic(`${r.cases} cases, ${r.calls} bad or odd calls, each followed by a good one`);
   assert.ok(r.cases > 250, `the cross product is too small: ${r.cases}`);
   assert.deepEqual(r.failures, []);

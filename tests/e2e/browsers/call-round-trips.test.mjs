@@ -10,9 +10,9 @@
 //   bash scripts/build.sh && node --test --test-reporter=spec tests/e2e/browsers/call-round-trips.test.mjs
 import assert from "node:assert/strict";
 
-import { packagePage, timedTest as test } from "../support/page.mjs";
+import { pageSuite, test } from "../support/page.mjs";
 
-const { inPage, problems } = packagePage("rmsnorm-round-trips-");
+const { inPage, problems } = pageSuite("rmsnorm-round-trips-");
 
 // Installed before the page's scripts: counts every call of the WebGPU methods a call may
 // make, and lets a test change the usage of the buffers created while `poison` is set (a

@@ -1,15 +1,15 @@
 // Calls in flight in headless Chromium's WebGPU: many at once across instances, free() while
 // they run, and device loss under them, with recovery on the next call. The harness page
-// and its servers: reliability-harness.mjs.
+// and its servers: support/page.mjs.
 //
 //   bash scripts/build.sh && node --test --test-reporter=spec tests/e2e/browsers/concurrency-and-device-loss.test.mjs
 //
 // RELIABILITY_SEED=<n> replays the concurrency mix.
 import assert from "node:assert/strict";
 
-import { SEED, reliabilitySuite, test } from "../support/reliability-harness.mjs";
+import { SEED, pageSuite, test } from "../support/page.mjs";
 
-const { problems, inPage } = reliabilitySuite("webgpu-rmsnorm-concurrency-");
+const { problems, inHarness } = pageSuite("webgpu-rmsnorm-concurrency-");
 
 // ---------------------------------------------------------------------------------------
 // Concurrency
@@ -17,7 +17,7 @@ const { problems, inPage } = reliabilitySuite("webgpu-rmsnorm-concurrency-");
 
 test("concurrency: 200 calls in flight (mixed shapes, options, run/runWithSum) while a second instance is created, used and freed", async (t) => {
   t.diagnostic(`seed ${SEED}`);
-  const r = await inPage(async (seed) => {
+  const r = await inHarness(async (seed) => {
     const h = await window.harness;
     const A = h.norm;
     const next = h.rng(seed ^ 0x5bd1e995);
@@ -75,7 +75,7 @@ test("concurrency: 200 calls in flight (mixed shapes, options, run/runWithSum) w
 });
 
 test("concurrency: free() with calls in flight: each resolves correctly or rejects GpuDeviceError; a later call rejects InvalidStateError; other instances unaffected", async (t) => {
-  const r = await inPage(async () => {
+  const r = await inHarness(async () => {
     const h = await window.harness;
     const A = h.norm;
     const failures = [];
@@ -150,7 +150,7 @@ test("concurrency: free() with calls in flight: each resolves correctly or rejec
 // ---------------------------------------------------------------------------------------
 
 test("device loss: calls in flight reject GpuDeviceError (or resolve correctly); the next call re-creates the device", async (t) => {
-  const r = await inPage(
+  const r = await inHarness(
     async () => {
       const h = await window.harness;
       const D = await h.FusedRmsNorm.create();

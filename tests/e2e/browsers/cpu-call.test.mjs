@@ -9,9 +9,9 @@
 //   bash scripts/build.sh && node --test --test-reporter=spec tests/e2e/browsers/cpu-call.test.mjs
 import assert from "node:assert/strict";
 
-import { packagePage, timedTest as test } from "../support/page.mjs";
+import { pageSuite, test } from "../support/page.mjs";
 
-const { inPage, problems } = packagePage("rmsnorm-cpu-call-");
+const { inPage, problems } = pageSuite("rmsnorm-cpu-call-");
 
 test("the common call of typed arrays and the same call read field by field give the same bits, within the f64 reference (cpu)", async () => {
   const r = await inPage(async () => {

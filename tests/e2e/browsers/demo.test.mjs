@@ -11,7 +11,8 @@ import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 
 import { serve } from "../../../scripts/serve.mjs";
-import { ROOT, assertBuilt, launch, watchedPage } from "../support/chromium.mjs";
+import { launch, watchedPage } from "../support/chromium.mjs";
+import { ROOT, assertBuilt } from "../support/repo.mjs";
 import { PRESETS } from "../../../www/demo/presets.js";
 
 const SCREENSHOT = join(ROOT, "test-results", "demo.png");

@@ -12,10 +12,10 @@ import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join } from "node:path";
 
-import { ROOT } from "../support/chromium.mjs";
-import { packagePage, timedTest as test } from "../support/page.mjs";
+import { ROOT } from "../support/repo.mjs";
+import { pageSuite, test } from "../support/page.mjs";
 
-const { inPage, problems } = packagePage("rmsnorm-entry-");
+const { inPage, problems } = pageSuite("rmsnorm-entry-");
 
 // The calls every recovery test makes, one per entry point. Each returns "ok" or what was
 // wrong; `n` is the instance, `lib` the page's modules. Defined in the page (as source).

@@ -8,12 +8,12 @@ import assert from "node:assert/strict";
 
 import { join } from "node:path";
 
-import { ROOT } from "../support/chromium.mjs";
-import { packagePage, timedTest as test } from "../support/page.mjs";
+import { ROOT } from "../support/repo.mjs";
+import { pageSuite, test } from "../support/page.mjs";
 
 // onnxruntime-web (the devDependency) and the benchmark's ONNX writer, for the test of interop
 // with it.
-const { inPage, problems } = packagePage("rmsnorm-interop-", {
+const { inPage, problems } = pageSuite("rmsnorm-interop-", {
   mounts: [["/ort", join(ROOT, "node_modules/onnxruntime-web/dist")], ["/bench", join(ROOT, "bench")]],
 });
 

@@ -1,21 +1,21 @@
 // Long runs and big inputs in headless Chromium's WebGPU: 10,000 calls with memory, live
 // buffers and per-call time flat, arrays of more than 128 MiB, and a row larger than the
 // device can bind; the CPU backend past its 4 GiB of wasm memory. The harness page and its
-// servers: reliability-harness.mjs.
+// servers: support/page.mjs.
 //
 //   bash scripts/build.sh && node --test --test-reporter=spec tests/e2e/browsers/long-runs-and-big-inputs.test.mjs
 import assert from "node:assert/strict";
 
-import { reliabilitySuite, test } from "../support/reliability-harness.mjs";
+import { pageSuite, test } from "../support/page.mjs";
 
-const { inPage, harnessPage, servers } = reliabilitySuite("webgpu-rmsnorm-long-and-big-");
+const { inHarness, harnessPage, servers } = pageSuite("webgpu-rmsnorm-long-and-big-");
 
 // ---------------------------------------------------------------------------------------
 // Long runs
 // ---------------------------------------------------------------------------------------
 
 test("long run: 10,000 consecutive calls (4×256): results right throughout, wasm memory, live buffers and pipelines flat", { timeout: 120_000 }, async (t) => {
-  const r = await inPage(async () => {
+  const r = await inHarness(async () => {
     const h = await window.harness;
     const L = await h.FusedRmsNorm.create();
     const N = 10_000;
@@ -49,7 +49,7 @@ test("long run: 10,000 consecutive calls (4×256): results right throughout, was
 // ---------------------------------------------------------------------------------------
 
 test("big input: 9000×4096 f32 (147 MiB per array, more than 128 MiB) is correct", { timeout: 120_000 }, async (t) => {
-  const r = await inPage(async () => {
+  const r = await inHarness(async () => {
     const h = await window.harness;
     const adapter = await navigator.gpu.requestAdapter();
     const limits = { maxStorageBufferBindingSize: adapter.limits.maxStorageBufferBindingSize, maxBufferSize: adapter.limits.maxBufferSize };
@@ -86,7 +86,7 @@ test("big input: 9000×4096 f32 (147 MiB per array, more than 128 MiB) is correc
 });
 
 test("big input: one row larger than the device can bind rejects with ShapeError naming maxStorageBufferBindingSize", async (t) => {
-  const r = await inPage(async () => {
+  const r = await inHarness(async () => {
     const h = await window.harness;
     const adapter = await navigator.gpu.requestAdapter();
     const maxBinding = Math.min(adapter.limits.maxStorageBufferBindingSize, adapter.limits.maxBufferSize);

@@ -9,9 +9,9 @@
 //   bash scripts/build.sh && node --test --test-reporter=spec tests/e2e/browsers/norm-family.test.mjs
 import assert from "node:assert/strict";
 
-import { packagePage, timedTest as test } from "../support/page.mjs";
+import { pageSuite, test } from "../support/page.mjs";
 
-const { inPage, problems } = packagePage("rmsnorm-family-");
+const { inPage, problems } = pageSuite("rmsnorm-family-");
 
 /** Runs `fn(H, arg)` in a page, H being the family's helpers (tests/e2e/support/page/family.js); `backend` is window.backend there. */
 const inFamily = (fn, arg, backend = "webgpu") =>

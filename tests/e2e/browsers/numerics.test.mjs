@@ -1,22 +1,22 @@
 // Numerics in headless Chromium's WebGPU: extreme magnitudes, NaN/±Inf poisoning only their
 // own row, a randomized sweep against the f64 reference, and rows longer than a workgroup.
-// The harness page and its servers: reliability-harness.mjs.
+// The harness page and its servers: support/page.mjs.
 //
 //   bash scripts/build.sh && node --test --test-reporter=spec tests/e2e/browsers/numerics.test.mjs
 //
 // RELIABILITY_SEED=<n> replays the randomized sweep.
 import assert from "node:assert/strict";
 
-import { SEED, reliabilitySuite, test } from "../support/reliability-harness.mjs";
+import { SEED, pageSuite, test } from "../support/page.mjs";
 
-const { inPage } = reliabilitySuite("webgpu-rmsnorm-numerics-");
+const { inHarness } = pageSuite("webgpu-rmsnorm-numerics-");
 
 // ---------------------------------------------------------------------------------------
 // Numerics
 // ---------------------------------------------------------------------------------------
 
 test("numerics: rows of ~1e30 and ~1e-30 normalize like rows of ~1; NaN/±Inf poison only their own row", async (t) => {
-  const r = await inPage(async () => {
+  const r = await inHarness(async () => {
     const h = await window.harness;
     const out = { failures: [], notes: [] };
     for (const hidden of [5, 768, 4096, 4099, 16384]) {
@@ -108,7 +108,7 @@ test("numerics: rows of ~1e30 and ~1e-30 normalize like rows of ~1; NaN/±Inf po
 
 test("numerics: randomized sweep against the f64 reference (max relative error)", async (t) => {
   t.diagnostic(`seed ${SEED} (replay with RELIABILITY_SEED=${SEED})`);
-  const r = await inPage(async (seed) => {
+  const r = await inHarness(async (seed) => {
     const h = await window.harness;
     const next = h.rng(seed);
     const pick = (xs) => xs[Math.floor(next() * xs.length)];
@@ -146,7 +146,7 @@ test("numerics: randomized sweep against the f64 reference (max relative error)"
 });
 
 test("long rows: hidden 2049, 3001, 4099, 8196, 12288 and 16384 run correctly within the adapter's maxComputeInvocationsPerWorkgroup (256 on SwiftShader)", async (t) => {
-  const r = await inPage(async () => {
+  const r = await inHarness(async () => {
     const h = await window.harness;
     const n = await h.FusedRmsNorm.create();
     const adapter = await navigator.gpu.requestAdapter();

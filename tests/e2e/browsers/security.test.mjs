@@ -1,23 +1,23 @@
 // Security in headless Chromium: the package works under a strict CSP (and through the
 // consumer's hashed import map), the CSP is really enforced (the control), the shipped JS
 // has no eval, and no page asks for anything outside its own origin. The harness page and
-// its servers: reliability-harness.mjs.
+// its servers: support/page.mjs.
 //
 //   bash scripts/build.sh && node --test --test-reporter=spec tests/e2e/browsers/security.test.mjs
 import assert from "node:assert/strict";
 import { readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 
-import { ROOT } from "../support/chromium.mjs";
-import { reliabilitySuite, test } from "../support/reliability-harness.mjs";
+import { ROOT } from "../support/repo.mjs";
+import { pageSuite, test } from "../support/page.mjs";
 
-const { servers, requests, harnessPage } = reliabilitySuite("webgpu-rmsnorm-security-");
+const { servers, requests, foreignRequests, harnessPage } = pageSuite("webgpu-rmsnorm-security-");
 
 // ---------------------------------------------------------------------------------------
 // Security
 // ---------------------------------------------------------------------------------------
 
-async function cspPage(server, path = "") {
+async function cspPage(server, path = "harness.html") {
   const watch = [];
   const p = await harnessPage(server, { watch, path });
   const r = await p.evaluate(async () => {
@@ -86,6 +86,5 @@ test("security: the shipped JS (glue and wasm-bindgen's snippets) has no eval( o
 
 test("security: the pages make no network request outside their own origin", () => {
   assert.ok(requests.length > 0, "requests were recorded");
-  const foreign = requests.filter(({ page: origin, url }) => !url.startsWith(origin) && !url.startsWith("data:"));
-  assert.deepEqual(foreign, []);
+  assert.deepEqual(foreignRequests(), []);
 });

@@ -12,22 +12,14 @@
 // WebGPU here until the browser refuses it.
 //
 //   bash scripts/build.sh && node --test --test-reporter=spec tests/e2e/gpu-process/crash.test.mjs
-import { test, before, after } from "node:test";
+import { test, after } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 
-import { serve } from "../../../scripts/serve.mjs";
-import { ROOT, assertBuilt, launchWith, watchedPage } from "../support/chromium.mjs";
+import { launchWith } from "../support/chromium.mjs";
+import { pageSuite } from "../support/page.mjs";
 
-const PAGE = `<!doctype html><meta charset="utf-8"><link rel="icon" href="data:,"><script type="module">
-import init, * as pkg from "/pkg/webgpu_rmsnorm.js";
-import * as ref from "/lib/reference.js";
-import * as seeded from "/lib/seeded.js";
-window.lib = { init, pkg, ref, seeded };
-window.ready = init();
-</script>`;
+// The package's page, served; each policy's test opens it in a Chromium of its own.
+const suite = pageSuite("webgpu-rmsnorm-gpu-crash-", { browser: false });
 
 const POLICIES = [
   { title: "Chrome's default policy (WebGPU refused after the second crash)", flags: [], refusesAfter: 2 },
@@ -38,20 +30,10 @@ const POLICIES = [
 const REFUSED_POLL_MS = 4_000;
 const RETRY_WINDOW_MS = 3_200;
 
-let dir, server;
 const browsers = new Set();
-
-before(async () => {
-  assertBuilt();
-  dir = await mkdtemp(join(tmpdir(), "webgpu-rmsnorm-gpu-crash-"));
-  await writeFile(join(dir, "index.html"), PAGE);
-  server = await serve({ port: 0, mounts: [["/", dir], ["/pkg", join(ROOT, "pkg")], ["/lib", join(ROOT, "www/lib")]] });
-});
 
 after(async () => {
   for (const b of browsers) await b.close();
-  await server?.close();
-  if (dir) await rm(dir, { recursive: true, force: true });
 });
 
 // ---------------------------------------------------------------------------------------
@@ -483,10 +465,7 @@ for (const policy of POLICIES) {
     browsers.add(browser);
     try {
       const cdp = await browser.newBrowserCDPSession();
-      const page = await watchedPage(browser, problems);
-      await page.goto(server.url);
-      const loaded = await page.evaluate(() => window.ready?.then(() => true));
-      assert.ok(loaded, `the page's module did not run: ${problems.join("; ")}`);
+      const page = await suite.openPage(browser, { watch: problems });
       await page.evaluate(installHarness);
       const start = await page.evaluate(() => window.h.setup());
       t.diagnostic(`before the crashes: ${JSON.stringify(start.report)}`);

@@ -13,7 +13,8 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 
 import { serve } from "../../../scripts/serve.mjs";
-import { ROOT, launch, watchedPage } from "../support/chromium.mjs";
+import { launch, watchedPage } from "../support/chromium.mjs";
+import { ROOT } from "../support/repo.mjs";
 import { packIntoTemp } from "../support/tarball.mjs";
 
 const run = promisify(execFile);

@@ -12,7 +12,8 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 
 import { serve } from "../../../scripts/serve.mjs";
-import { ROOT, launch, watchedPage } from "../support/chromium.mjs";
+import { launch, watchedPage } from "../support/chromium.mjs";
+import { ROOT } from "../support/repo.mjs";
 import { CASES } from "../support/cases.mjs";
 import { installIntoConsumerApp } from "../support/tarball.mjs";
 

@@ -12,7 +12,7 @@ import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { join } from "node:path";
 
-import { ROOT, assertBuilt } from "../support/chromium.mjs";
+import { ROOT, assertBuilt } from "../support/repo.mjs";
 
 /** The README's code blocks in `languages`, each with the line it starts on. */
 export function snippets(markdown, languages = ["js", "ts"]) {

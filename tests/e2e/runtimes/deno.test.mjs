@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import { rm } from "node:fs/promises";
 import { join } from "node:path";
 
-import { ROOT } from "../support/chromium.mjs";
+import { ROOT } from "../support/repo.mjs";
 import { appWithPackage, runSuite } from "../support/runtime-app.mjs";
 
 const DENO = join(ROOT, "node_modules", ".bin", "deno");

@@ -13,7 +13,7 @@ import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { promisify } from "node:util";
 
-import { ROOT, assertBuilt } from "../support/chromium.mjs";
+import { ROOT, assertBuilt } from "../support/repo.mjs";
 
 const exec = promisify(execFile);
 const OUT = join(ROOT, "test-results", "pkg-test-hooks");

@@ -2,11 +2,7 @@
 // with a WebGPU adapter here, and a page whose console errors and uncaught exceptions fail
 // the test.
 import { existsSync } from "node:fs";
-import { dirname, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
 import { chromium } from "playwright-core";
-
-export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../../..");
 
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 
@@ -24,22 +20,17 @@ export const CHROMIUM_ARGS = [
   "--disable-quic",
 ];
 
-export function assertBuilt() {
-  for (const f of ["index.js", "index.d.ts", "webgpu_rmsnorm.js", "webgpu_rmsnorm.d.ts", "webgpu_rmsnorm_bg.wasm"]) {
-    if (!existsSync(resolve(ROOT, "pkg", f))) {
-      throw new Error(`pkg/${f} is missing: run \`bash scripts/build.sh\` before the end-to-end tests`);
-    }
-  }
-}
-
 export async function launch() {
   return launchWith([]);
 }
 
-/** launch() with `extra` switches after CHROMIUM_ARGS: a test that turns a browser policy off. */
-export async function launchWith(extra) {
+/**
+ * launch() with `extra` switches after CHROMIUM_ARGS (a test that turns a browser policy off),
+ * and without those of `drop` (a test of a browser that offers no adapter).
+ */
+export async function launchWith(extra, drop = []) {
   if (!existsSync(CHROMIUM)) throw new Error(`no Chromium at ${CHROMIUM} (set CHROMIUM_PATH)`);
-  return chromium.launch({ executablePath: CHROMIUM, args: [...CHROMIUM_ARGS, ...extra] });
+  return chromium.launch({ executablePath: CHROMIUM, args: [...CHROMIUM_ARGS.filter((a) => !drop.includes(a)), ...extra] });
 }
 
 /** A page that records every console error and uncaught exception into `problems`. */

@@ -18,7 +18,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 import { serve } from "../../../scripts/serve.mjs";
-import { ROOT } from "./chromium.mjs";
+import { ROOT } from "./repo.mjs";
 import { CASES } from "./cases.mjs";
 import { installIntoConsumerApp } from "./tarball.mjs";
 

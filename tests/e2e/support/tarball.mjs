@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 
-import { ROOT, assertBuilt } from "./chromium.mjs";
+import { ROOT, assertBuilt } from "./repo.mjs";
 
 const run = promisify(execFile);
 

@@ -1,5 +1,5 @@
 // In-page helpers of the suites that compare the package's two readings of an argument
-// object (served at /test-lib by package-page.mjs, as `window.lib.readings`).
+// object (served at /test-lib by support/page.mjs, as `window.lib.readings`).
 
 /**
  * The same fields on an object with a prototype of its own: the package reads such an object
