@@ -125,7 +125,7 @@ test("the kept dispatch follows its tensors: a freed tensor is an InvalidStateEr
       } catch (x) {
         e = x;
       }
-      if (e?.name !== "InvalidStateError" || !/^input: /.test(e.message)) failures.push(`${name} with a freed tensor: ${e?.name}: ${e?.message}`);
+      if (e?.name !== "InvalidStateError" || e.message !== "input: expected a live GpuTensor, got one that was freed") failures.push(`${name} with a freed tensor: ${e?.name}: ${e?.message}`);
       residual.free();
       // The pool hands the freed buffers to tensors of their size: the kept dispatch must not.
       input = n.upload(b.input);
@@ -180,7 +180,7 @@ test("the kept dispatch and a call's own getters: a tensor freed by a later gett
       } catch (x) {
         e = x;
       }
-      if (e?.name !== "InvalidStateError" || !/^input: /.test(e.message)) failures.push(`${name}, input freed by a getter: ${e?.name}: ${e?.message}`);
+      if (e?.name !== "InvalidStateError" || e.message !== "input: expected a live GpuTensor, got one that was freed") failures.push(`${name}, input freed by a getter: ${e?.name}: ${e?.message}`);
       const kept = await other.read();
       if (kept.some((v, i) => !Object.is(v, b.input[i]))) failures.push(`${name}: the tensor made in the getter was written`);
       for (const output of ["array", "gpu"]) {
@@ -190,7 +190,10 @@ test("the kept dispatch and a call's own getters: a tensor freed by a later gett
         } catch (x) {
           e2 = x;
         }
-        if (e2?.name !== "TypeError") failures.push(`${name} with inPlace and output "${output}": ${e2?.name}: ${e2?.message}`);
+        const message = name === "run"
+          ? `output: expected undefined with inPlace: true (the results overwrite input and residual), got the string "${output}"`
+          : `output: expected a GPUBuffer, a GpuTensor or undefined, got the string "${output}"`;
+        if (e2?.name !== "TypeError" || e2.message !== message) failures.push(`${name} with inPlace and output "${output}": ${e2?.name}: ${e2?.message}`);
       }
       other.free();
       residual.free();
@@ -233,42 +236,44 @@ for (const backend of ["webgpu", "cpu"])
         if (!(p instanceof Promise)) return `returned ${String(p)}`;
         return p.then(() => "resolved", (e) => e);
       };
-      const want = (e, name, pattern, what) => {
-        if (!(e instanceof Error) || e.name !== name || !pattern.test(e.message)) failures.push(`${what}: want ${name} matching ${pattern}, got ${e instanceof Error ? `${e.name}: ${e.message}` : String(e)}`);
+      /** `message`: the whole message, or a RegExp anchored on its distinctive part. */
+      const want = (e, name, message, what) => {
+        const said = e instanceof Error && (typeof message === "string" ? e.message === message : message.test(e.message));
+        if (!(e instanceof Error) || e.name !== name || !said) failures.push(`${what}: want ${name}: ${message}, got ${e instanceof Error ? `${e.name}: ${e.message}` : String(e)}`);
       };
       const base = { ...t, hidden: a.hidden, inPlace: true };
       const BAD = [
-        ["args not an object", 5, "TypeError", /^args: /],
-        ["a host array", { ...base, input: a.input }, "TypeError", /^input: expected a GPUBuffer or a GpuTensor/],
-        ["neither inPlace nor output", { ...t, hidden: a.hidden }, "TypeError", /^output: /],
-        ["an unknown key", { ...base, gama: t.gamma }, "TypeError", /gama/],
-        ["hidden not an integer", { ...base, hidden: 6.5 }, "ShapeError", /^hidden: /],
-        ["a wrong length", { ...base, hidden: 48 }, "ShapeError", /length/],
-        ["a freed tensor", { ...base, gamma: freed }, "InvalidStateError", /^gamma: expected a live GpuTensor/],
-        ["a tensor of another instance", { ...base, gamma: foreign }, "TypeError", /^gamma: .*another instance/],
-        ["an output that is an input", { ...t, hidden: a.hidden, output: t.residual }, "TypeError", /^output: expected a buffer other than/],
-        ["inPlace with an output", { ...base, output: out }, "TypeError", /^output: /],
+        ["args not an object", 5, "TypeError", /^args: expected an object \{ input, gamma, hidden, .* \}, got the number 5$/],
+        ["a host array", { ...base, input: a.input }, "TypeError", "input: expected a GPUBuffer or a GpuTensor (encode records GPU work only: upload host data first), got a Float32Array"],
+        ["neither inPlace nor output", { ...t, hidden: a.hidden }, "TypeError", "output: expected a GPUBuffer or a GpuTensor for the result (or inPlace: true), got undefined"],
+        ["an unknown key", { ...base, gama: t.gamma }, "TypeError", /^args\.gama: expected one of input, .*, got an unknown field \(did you mean gamma\?\)$/],
+        ["hidden not an integer", { ...base, hidden: 6.5 }, "ShapeError", "hidden: expected an integer from 1 to 4294967295, got 6.5"],
+        ["a wrong length", { ...base, hidden: 48 }, "ShapeError", "input: expected a length that is a multiple of hidden (48), got 128"],
+        ["a freed tensor", { ...base, gamma: freed }, "InvalidStateError", "gamma: expected a live GpuTensor, got one that was freed"],
+        ["a tensor of another instance", { ...base, gamma: foreign }, "TypeError", "gamma: expected a GpuTensor of this FusedRmsNorm, got one of another instance"],
+        ["an output that is an input", { ...t, hidden: a.hidden, output: t.residual }, "TypeError", "output: expected a buffer other than residual's (one of the two is written)"],
+        ["inPlace with an output", { ...base, output: out }, "TypeError", "output: expected no output or sum with inPlace: true (the results overwrite input and residual)"],
       ];
       for (const [what, args, name, pattern] of BAD) want(thrown(() => n.bind(args)), name, pattern, `bind with ${what}`);
 
       // A tensor freed after bind.
       const b = n.bind(base);
       t.residual.free();
-      want(await rejected(() => b.run()), "InvalidStateError", /^residual: expected a live GpuTensor, got one that was freed/, "run after residual was freed");
-      if (gpu) want(thrown(() => b.encode(n.device.createCommandEncoder())), "InvalidStateError", /^residual: /, "encode after residual was freed");
+      want(await rejected(() => b.run()), "InvalidStateError", "residual: expected a live GpuTensor, got one that was freed", "run after residual was freed");
+      if (gpu) want(thrown(() => b.encode(n.device.createCommandEncoder())), "InvalidStateError", "residual: expected a live GpuTensor, got one that was freed", "encode after residual was freed");
       b.free();
       // A freed bound call.
       t.residual = n.upload(a.residual);
       const c = n.bind({ ...t, hidden: a.hidden, output: out });
       c.free();
-      want(await rejected(() => c.run()), "InvalidStateError", /^run: expected a live BoundNorm/, "run of a freed bound call");
-      want(thrown(() => c.encode(gpu ? n.device.createCommandEncoder() : {})), "InvalidStateError", /^encode: expected a live BoundNorm/, "encode of a freed bound call");
+      want(await rejected(() => c.run()), "InvalidStateError", "run: expected a live BoundNorm, got one that was freed (or never created)", "run of a freed bound call");
+      want(thrown(() => c.encode(gpu ? n.device.createCommandEncoder() : {})), "InvalidStateError", "encode: expected a live BoundNorm, got one that was freed (or never created)", "encode of a freed bound call");
       if (thrown(() => c.free()) !== "returned") failures.push("a second free() threw");
       if (typeof c[Symbol.dispose] !== "function") failures.push("no Symbol.dispose");
       // Encoders: none, a finished one, and the CPU backend.
       const d = n.bind({ ...t, hidden: a.hidden, output: out });
       if (gpu) {
-        want(thrown(() => d.encode({})), "TypeError", /^encoder: expected a GPUCommandEncoder/, "encode on a plain object");
+        want(thrown(() => d.encode({})), "TypeError", "encoder: expected a GPUCommandEncoder of norm.device, got an Object", "encode on a plain object");
         // What WebGPU finds later reaches the app's own error scopes, as with norm.encode.
         const done = n.device.createCommandEncoder();
         done.finish();
@@ -278,7 +283,7 @@ for (const backend of ["webgpu", "cpu"])
         if (returned !== "returned" && !(returned instanceof TypeError)) failures.push(`encode on a finished encoder threw ${returned?.name}: ${returned?.message}`);
         if (returned === "returned" && !(found instanceof GPUValidationError)) failures.push(`encode on a finished encoder: the app's scope caught ${String(found)}`);
       } else {
-        want(thrown(() => d.encode({})), "InvalidStateError", /^encode: .*CPU backend/, "encode on the CPU backend");
+        want(thrown(() => d.encode({})), "InvalidStateError", 'encode: expected a call bound on the webgpu backend, got one on the CPU backend (norm.backend is "cpu"): use run()', "encode on the CPU backend");
       }
       // The instance and the bound call keep working.
       const none = await d.run();
@@ -313,7 +318,7 @@ test("a destroyed GPUBuffer: a bound run rejects InvalidStateError once the GPU 
     return { name: e?.name, message: String(e?.message ?? e), right: ref.compare(a, y).ok };
   });
   assert.equal(r.name, "InvalidStateError", r.message);
-  assert.match(r.message, /destroyed/);
+  assert.match(r.message, /^run: expected a live GPUBuffer, got one that was destroyed \(.+\)$/s);
   assert.ok(r.right);
 });
 

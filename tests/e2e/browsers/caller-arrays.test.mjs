@@ -76,7 +76,7 @@ for (const backend of ["webgpu", "cpu"])
       const untouched = (what) => {
         for (const x of kept) if (x.buffer.byteLength && !new Uint8Array(x.buffer, x.byteOffset, x.byteLength).every((b) => b === 0x5a)) failures.push(`${what}: an array given was written`);
       };
-      failures.push(...(await readings.rejectAlike(n, Object.fromEntries(Object.entries(bad).map(([k, [name, args]]) => [k, [name, args]])))));
+      failures.push(...(await readings.rejectAlike(n, bad)));
       // Beside each other in one buffer, the arrays of a call are fine.
       const apart = await n.run({ ...a, input: shared.subarray(0, len), output: shared.subarray(len, 2 * len) }).then((x) => x, (x) => x);
       if (!(apart instanceof Float32Array) || !ref.compare({ ...a, input: shared.subarray(0, len) }, apart).ok) failures.push(`arrays apart in one buffer: ${apart?.name}: ${apart?.message}`);

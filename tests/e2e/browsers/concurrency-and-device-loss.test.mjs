@@ -20,6 +20,8 @@ test("concurrency: 200 calls in flight (mixed shapes, options, run/runWithSum) w
   const r = await inHarness(async (seed) => {
     const h = await window.harness;
     const A = h.norm;
+    // src/js/freed_guard.js
+    const FREED = "run: expected a live FusedRmsNorm, got one that was freed (or never created)";
     const next = h.rng(seed ^ 0x5bd1e995);
     const hiddens = [1, 3, 4, 5, 8, 31, 64, 100, 256, 257, 768, 1000, 1024, 2048, 4096, 4099];
     const tensors = typeof A.upload === "function";
@@ -67,7 +69,7 @@ test("concurrency: 200 calls in flight (mixed shapes, options, run/runWithSum) w
     (await Promise.all(pending)).forEach((x) => verify(x, "A"));
     const ms = performance.now() - t0;
     const afterFree = await h.settle(B.run(calls[0].args));
-    if (afterFree.err?.name !== "InvalidStateError") failures.push(`B.run after B.free(): ${JSON.stringify(afterFree.err ?? "resolved")}`);
+    if (afterFree.err?.name !== "InvalidStateError" || afterFree.err.message !== FREED) failures.push(`B.run after B.free(): ${JSON.stringify(afterFree.err ?? "resolved")}`);
     return { failures, ms: Math.round(ms), gpu: calls.filter((k) => k.gpu).length };
   }, SEED);
   t.diagnostic(`230 calls (${r.gpu} with output "gpu") settled in ${r.ms} ms`);
@@ -78,6 +80,8 @@ test("concurrency: free() with calls in flight: each resolves correctly or rejec
   const r = await inHarness(async () => {
     const h = await window.harness;
     const A = h.norm;
+    // src/js/freed_guard.js
+    const FREED = "run: expected a live FusedRmsNorm, got one that was freed (or never created)";
     const failures = [];
     const counts = {};
     const shapes = [[1, 4096], [4, 768], [3, 5], [8, 1024], [2, 4099], [0, 64]];
@@ -99,7 +103,7 @@ test("concurrency: free() with calls in flight: each resolves correctly or rejec
       if (when === "after a timer") await new Promise((ok) => setTimeout(ok, 5));
       C.free();
       const late = await h.settle(C.run(argsC[0].args));
-      if (late.err?.name !== "InvalidStateError") failures.push(`${when}: a call after free(): ${JSON.stringify(late.err ?? "resolved")}`);
+      if (late.err?.name !== "InvalidStateError" || late.err.message !== FREED) failures.push(`${when}: a call after free(): ${JSON.stringify(late.err ?? "resolved")}`);
       const c = (counts[when] = { resolved: 0, rejected: 0 });
       (await Promise.all(onC)).forEach((r, i) => {
         const k = argsC[i];
@@ -207,7 +211,8 @@ test("device loss: calls in flight reject GpuDeviceError (or resolve correctly);
         D.simulateDeviceLoss();
         await new Promise((ok) => setTimeout(ok, 50));
         const withTensor = await h.settle(D.run({ ...k.args, gamma }));
-        if (withTensor.err?.name !== "GpuDeviceError") failures.push(`a GpuTensor of the lost device: ${JSON.stringify(withTensor.err ?? "resolved")}`);
+        const lost = /^gamma: expected a GpuTensor on a live device, got one whose device was lost \(.+\)$/s;
+        if (withTensor.err?.name !== "GpuDeviceError" || !lost.test(withTensor.err.message)) failures.push(`a GpuTensor of the lost device: ${JSON.stringify(withTensor.err ?? "resolved")}`);
         const plain = await call(D, k);
         if (!good(k, plain)) failures.push(`arrays after a lost tensor: ${JSON.stringify(plain.err ?? "WRONG")}`);
         gamma.free();

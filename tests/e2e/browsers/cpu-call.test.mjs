@@ -112,34 +112,46 @@ test("bad values reject with the same named error on both readings, the instance
     const a = seeded.caseArgs({ rows: 3, hidden: 64, bias: true, beta: true, eps: 1e-5, seed: 31 });
     const detached = new Float32Array(192);
     structuredClone(detached.buffer, { transfer: [detached.buffer] });
+    // The messages of src/js/args.rs and src/call/ (checks.rs, shape.rs, plan.rs).
+    const { required, optional } = readings.EXPECTED_ARRAY;
     const bad = {
-      "input the wrong length": ["ShapeError", { ...a, input: new Float32Array(100) }],
-      "residual the wrong length": ["ShapeError", { ...a, residual: new Float32Array(64) }],
-      "gamma the wrong length": ["ShapeError", { ...a, gamma: new Float32Array(63) }],
-      "a detached input": ["TypeError", { ...a, input: detached }],
-      "f16 gamma with f32 data": ["TypeError", { ...a, gamma: new Uint16Array(64) }],
-      "a Float64Array input": ["TypeError", { ...a, input: new Float64Array(192) }],
-      "a plain Array residual": ["TypeError", { ...a, residual: Array.from(a.residual) }],
-      "no gamma": ["TypeError", { ...a, gamma: undefined }],
-      "beta null": ["TypeError", { ...a, beta: null }],
-      "eps -1": ["ShapeError", { ...a, eps: -1 }], "eps NaN": ["ShapeError", { ...a, eps: NaN }], "eps a string": ["TypeError", { ...a, eps: "1e-5" }],
-      "hidden 0": ["ShapeError", { ...a, hidden: 0 }], "hidden 2.5": ["ShapeError", { ...a, hidden: 2.5 }], "hidden 48": ["ShapeError", { ...a, hidden: 48 }],
-      "hidden a string": ["TypeError", { ...a, hidden: "64" }], "no hidden": ["TypeError", { ...a, hidden: undefined }],
-      "kind rmsx": ["TypeError", { ...a, kind: "rmsx" }], "gammaOffset NaN": ["ShapeError", { ...a, gammaOffset: NaN }],
-      "gammaOffset a string": ["TypeError", { ...a, gammaOffset: "1" }], "outputDtype f64": ["TypeError", { ...a, outputDtype: "f64" }],
-      "f16 output of hidden 6": ["ShapeError", { ...seeded.caseArgs({ rows: 2, hidden: 6, seed: 2 }), outputDtype: "f16" }],
-      "output gpux": ["TypeError", { ...a, output: "gpux" }], "inPlace on arrays": ["TypeError", { ...a, inPlace: true }],
-      "inPlace a string": ["TypeError", { ...a, inPlace: "yes" }], "a misspelt Eps": ["TypeError", { ...a, Eps: 1e-5 }],
-      "rows 4": ["ShapeError", { ...a, rows: 4 }], "dtype bf16": ["TypeError", { ...a, dtype: "bf16" }],
-      "an input getter that throws": ["TypeError", Object.defineProperty({ ...a }, "input", { get() { throw new Error("boom"); }, enumerable: true })],
+      "input the wrong length": ["ShapeError", { ...a, input: new Float32Array(100) }, "input: expected a length that is a multiple of hidden (64), got 100"],
+      "residual the wrong length": ["ShapeError", { ...a, residual: new Float32Array(64) }, "residual: expected length 192 (the length of input), got 64"],
+      "gamma the wrong length": ["ShapeError", { ...a, gamma: new Float32Array(63) }, "gamma: expected length 64 (hidden), got 63"],
+      "a detached input": ["TypeError", { ...a, input: detached }, "input: expected a typed array over a live buffer, got one whose ArrayBuffer was transferred (detached)"],
+      "f16 gamma with f32 data": ["TypeError", { ...a, gamma: new Uint16Array(64) }, "gamma: expected f32 data like input, got f16"],
+      "a Float64Array input": ["TypeError", { ...a, input: new Float64Array(192) }, `input: ${required}, got a Float64Array`],
+      "a plain Array residual": ["TypeError", { ...a, residual: Array.from(a.residual) }, `residual: ${optional}, got an Array`],
+      "no gamma": ["TypeError", { ...a, gamma: undefined }, `gamma: ${required}, got undefined`],
+      "beta null": ["TypeError", { ...a, beta: null }, `beta: ${optional}, got null`],
+      "eps -1": ["ShapeError", { ...a, eps: -1 }, "eps: expected a finite number >= 0, got -1"],
+      "eps NaN": ["ShapeError", { ...a, eps: NaN }, "eps: expected a finite number >= 0, got NaN"],
+      "eps a string": ["TypeError", { ...a, eps: "1e-5" }, 'eps: expected a number or undefined, got the string "1e-5"'],
+      "hidden 0": ["ShapeError", { ...a, hidden: 0 }, "hidden: expected an integer from 1 to 4294967295, got 0"],
+      "hidden 2.5": ["ShapeError", { ...a, hidden: 2.5 }, "hidden: expected an integer from 1 to 4294967295, got 2.5"],
+      "hidden 48": ["ShapeError", { ...a, hidden: 48 }, "gamma: expected length 48 (hidden), got 64"],
+      "hidden a string": ["TypeError", { ...a, hidden: "64" }, 'hidden: expected a number (an integer >= 1), got the string "64"'],
+      "no hidden": ["TypeError", { ...a, hidden: undefined }, "hidden: expected a number (an integer >= 1), got undefined"],
+      "kind rmsx": ["TypeError", { ...a, kind: "rmsx" }, 'kind: expected "rms", "layer" or undefined, got the string "rmsx"'],
+      "gammaOffset NaN": ["ShapeError", { ...a, gammaOffset: NaN }, "gammaOffset: expected a finite number, got NaN"],
+      "gammaOffset a string": ["TypeError", { ...a, gammaOffset: "1" }, 'gammaOffset: expected a number or undefined, got the string "1"'],
+      "outputDtype f64": ["TypeError", { ...a, outputDtype: "f64" }, 'outputDtype: expected "f32" or "f16", got the string "f64"'],
+      "f16 output of hidden 6": ["ShapeError", { ...seeded.caseArgs({ rows: 2, hidden: 6, seed: 2 }), outputDtype: "f16" }, "hidden: expected a multiple of 4 for f16 output, got 6"],
+      "output gpux": ["TypeError", { ...a, output: "gpux" }, 'output: expected "array", "gpu", a typed array for the result or undefined, got the string "gpux"'],
+      "inPlace on arrays": ["TypeError", { ...a, inPlace: true }, "input: expected a GpuTensor with inPlace: true, got host data"],
+      "inPlace a string": ["TypeError", { ...a, inPlace: "yes" }, 'inPlace: expected a boolean or undefined, got the string "yes"'],
+      "a misspelt Eps": ["TypeError", { ...a, Eps: 1e-5 }, /^args\.Eps: expected one of input, .*, got an unknown field \(did you mean eps\?\)$/],
+      "rows 4": ["ShapeError", { ...a, rows: 4 }, "rows: expected 3 (input.length / hidden), got 4"],
+      "dtype bf16": ["TypeError", { ...a, dtype: "bf16" }, 'dtype: expected "f32" or "f16", got the string "bf16"'],
+      "an input getter that throws": ["TypeError", Object.defineProperty({ ...a }, "input", { get() { throw new Error("boom"); }, enumerable: true }), `input: ${required}, got undefined`],
     };
     const failures = await readings.rejectAlike(n, bad);
     const rep = ref.compare(a, await n.run(a));
     if (!rep.ok) failures.push(`a good call after: ${rep.problems.join("; ")}`);
     const freed = await pkg.FusedRmsNorm.create({ backend: "cpu" });
     freed.free();
-    const dead = await freed.run(a).then(() => "resolved", (e) => `${e.name}`);
-    if (dead !== "InvalidStateError") failures.push(`run after free(): ${dead}`);
+    const dead = await freed.run(a).then(() => "resolved", (e) => `${e.name}: ${e.message}`);
+    if (dead !== "InvalidStateError: run: expected a live FusedRmsNorm, got one that was freed (or never created)") failures.push(`run after free(): ${dead}`);
     return failures;
   });
   assert.deepEqual(r, []);

@@ -548,8 +548,8 @@ test("CPU backend: every kind of call matches the reference; auto picks it on th
       }
     }
     const a = seeded.caseArgs({ rows: 2, hidden: 8, seed: 25 });
-    const other = await gpu.run({ ...a, input: n.upload(a.input) }).then(() => "resolved", (e) => e.name);
-    const back = await n.run({ ...a, gamma: gpu.upload(a.gamma) }).then(() => "resolved", (e) => e.name);
+    const other = await gpu.run({ ...a, input: n.upload(a.input) }).then(() => "resolved", (e) => `${e.name}: ${e.message}`);
+    const back = await n.run({ ...a, gamma: gpu.upload(a.gamma) }).then(() => "resolved", (e) => `${e.name}: ${e.message}`);
     return {
       failures,
       backends: [n.backend, auto.backend, gpu.backend],
@@ -562,7 +562,10 @@ test("CPU backend: every kind of call matches the reference; auto picks it on th
   assert.deepEqual(r.backends, ["cpu", "cpu", "webgpu"], "auto on SwiftShader (a fallback adapter) is the CPU backend");
   assert.equal(r.info, "cpu");
   assert.equal(r.gpuTime, undefined);
-  assert.deepEqual([r.other, r.back], ["TypeError", "TypeError"]);
+  assert.deepEqual([r.other, r.back], [
+    "TypeError: input: expected a GpuTensor of this FusedRmsNorm, got one of another instance",
+    "TypeError: gamma: expected a GpuTensor of this FusedRmsNorm, got one of another instance",
+  ]);
 });
 
 for (const backend of ["webgpu", "cpu"]) test(`the common call on tensors (read in one step) and the same call read field by field give the same results and the same named errors (${backend})`, async () => {
@@ -621,14 +624,23 @@ for (const backend of ["webgpu", "cpu"]) test(`the common call on tensors (read 
     const freed = n.upload(a.input);
     freed.free();
     const base = { ...t, hidden: a.hidden };
+    // The messages of src/js/ (args.rs, tensor.rs) and src/call/ (checks.rs, shape.rs).
     const bad = {
-      "a freed input": ["InvalidStateError", { ...base, input: freed }],
-      "eps -1": ["ShapeError", { ...base, eps: -1 }], "eps NaN": ["ShapeError", { ...base, eps: NaN }], "eps a string": ["TypeError", { ...base, eps: "1e-5" }],
-      "hidden 0": ["ShapeError", { ...base, hidden: 0 }], "hidden 2.5": ["ShapeError", { ...base, hidden: 2.5 }], "hidden 48": ["ShapeError", { ...base, hidden: 48 }],
-      "hidden a string": ["TypeError", { ...base, hidden: "64" }], "inPlace with output gpu": ["TypeError", { ...base, inPlace: true, output: "gpu" }],
-      "inPlace a string": ["TypeError", { ...base, inPlace: "yes" }], "output gpux": ["TypeError", { ...base, output: "gpux" }],
-      "a misspelt Eps": ["TypeError", { ...base, Eps: 1e-5 }], "beta null": ["TypeError", { ...base, beta: null }],
-      "gamma the wrong length": ["ShapeError", { ...base, gamma: t.input }], "no gamma": ["TypeError", { ...base, gamma: undefined }],
+      "a freed input": ["InvalidStateError", { ...base, input: freed }, "input: expected a live GpuTensor, got one that was freed"],
+      "eps -1": ["ShapeError", { ...base, eps: -1 }, "eps: expected a finite number >= 0, got -1"],
+      "eps NaN": ["ShapeError", { ...base, eps: NaN }, "eps: expected a finite number >= 0, got NaN"],
+      "eps a string": ["TypeError", { ...base, eps: "1e-5" }, 'eps: expected a number or undefined, got the string "1e-5"'],
+      "hidden 0": ["ShapeError", { ...base, hidden: 0 }, "hidden: expected an integer from 1 to 4294967295, got 0"],
+      "hidden 2.5": ["ShapeError", { ...base, hidden: 2.5 }, "hidden: expected an integer from 1 to 4294967295, got 2.5"],
+      "hidden 48": ["ShapeError", { ...base, hidden: 48 }, "gamma: expected length 48 (hidden), got 64"],
+      "hidden a string": ["TypeError", { ...base, hidden: "64" }, 'hidden: expected a number (an integer >= 1), got the string "64"'],
+      "inPlace with output gpu": ["TypeError", { ...base, inPlace: true, output: "gpu" }, 'output: expected undefined with inPlace: true (the results overwrite input and residual), got the string "gpu"'],
+      "inPlace a string": ["TypeError", { ...base, inPlace: "yes" }, 'inPlace: expected a boolean or undefined, got the string "yes"'],
+      "output gpux": ["TypeError", { ...base, output: "gpux" }, 'output: expected "array", "gpu", a typed array for the result or undefined, got the string "gpux"'],
+      "a misspelt Eps": ["TypeError", { ...base, Eps: 1e-5 }, /^args\.Eps: expected one of input, .*, got an unknown field \(did you mean eps\?\)$/],
+      "beta null": ["TypeError", { ...base, beta: null }, `beta: ${readings.EXPECTED_ARRAY.optional}, got null`],
+      "gamma the wrong length": ["ShapeError", { ...base, gamma: t.input }, "gamma: expected length 64 (hidden), got 192"],
+      "no gamma": ["TypeError", { ...base, gamma: undefined }, `gamma: ${readings.EXPECTED_ARRAY.required}, got undefined`],
     };
     failures.push(...(await readings.rejectAlike(n, bad)));
     const after = await n.run({ ...base, eps: a.eps });

@@ -111,11 +111,11 @@ test("interop: on the CPU backend norm.device and tensor.buffer are undefined; a
     try {
       freed = t.buffer;
     } catch (e) {
-      freed = e.name;
+      freed = `${e.name}: ${e.message}`;
     }
     return { device: cpu.device, buffer: cpu.upload(new Float32Array(4)).buffer, freed };
   });
-  assert.deepEqual(r, { device: undefined, buffer: undefined, freed: "InvalidStateError" });
+  assert.deepEqual(r, { device: undefined, buffer: undefined, freed: "InvalidStateError: buffer: expected a live GpuTensor, got one that was freed (or never created)" });
 });
 
 test("GPUBuffer arguments: run and runWithSum take buffers of norm.device (alone, mixed with arrays and tensors, f32 and f16, results read back or on the GPU, larger than their data with rows); equal to the f64 reference", async () => {

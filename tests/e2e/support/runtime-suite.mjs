@@ -10,6 +10,7 @@ import * as seeded from "../../../www/lib/seeded.js";
 import * as f16 from "../../../www/lib/f16.js";
 import * as appGpu from "../../../www/lib/app-gpu.js";
 import { familyHelpers } from "./page/family.js";
+import { EXPECTED_ARRAY } from "./page/readings.js";
 
 const H = familyHelpers({ ref, seeded, f16, appGpu });
 // Into the caller's arrays, two entries of the browser suite's (caller-arrays.test.mjs) many.
@@ -31,6 +32,10 @@ async function outcome(f) {
 
 const named = (e) => (e instanceof Error ? `${e.name}: ${e.message}` : String(e));
 
+/** Whether `e` is an Error named `name` whose message is `message` (a string), or matches it (a RegExp). */
+const isError = (e, name, message) =>
+  e instanceof Error && e.name === name && (message instanceof RegExp ? message.test(e.message) : e.message === message);
+
 /** Every family variant through `entries`, f32 and f16 both ways. */
 async function family(n, entries, report, f16Paths) {
   const f32 = await H.sweep(n, { entries, shapes: SHAPES });
@@ -48,21 +53,24 @@ async function family(n, entries, report, f16Paths) {
   }
 }
 
-/** Bad calls reject with the named error the contract gives, and a good call after them is right. */
+/**
+ * Bad calls reject with the named error and the message the contract gives (the whole
+ * message, or a RegExp anchored on its distinctive part), and a good call after them is right.
+ */
 async function errors(n, report) {
   const a = seeded.caseArgs({ rows: 3, hidden: 64, bias: true, beta: true, eps: 1e-5, seed: 5 });
   const bad = [
-    ["TypeError", "a Float64Array input", { ...a, input: new Float64Array(192) }],
-    ["TypeError", "no gamma", { ...a, gamma: undefined }],
-    ["TypeError", "a misspelt Eps", { ...a, Eps: 1e-5 }],
-    ["ShapeError", "input the wrong length", { ...a, input: new Float32Array(100) }],
-    ["ShapeError", "hidden 2.5", { ...a, hidden: 2.5 }],
-    ["ShapeError", "eps -1", { ...a, eps: -1 }],
+    ["TypeError", "a Float64Array input", { ...a, input: new Float64Array(192) }, `input: ${EXPECTED_ARRAY.required}, got a Float64Array`],
+    ["TypeError", "no gamma", { ...a, gamma: undefined }, `gamma: ${EXPECTED_ARRAY.required}, got undefined`],
+    ["TypeError", "a misspelt Eps", { ...a, Eps: 1e-5 }, /^args\.Eps: expected one of input, .*, got an unknown field \(did you mean eps\?\)$/],
+    ["ShapeError", "input the wrong length", { ...a, input: new Float32Array(100) }, "input: expected a length that is a multiple of hidden (64), got 100"],
+    ["ShapeError", "hidden 2.5", { ...a, hidden: 2.5 }, "hidden: expected an integer from 1 to 4294967295, got 2.5"],
+    ["ShapeError", "eps -1", { ...a, eps: -1 }, "eps: expected a finite number >= 0, got -1"],
   ];
-  for (const [name, what, args] of bad)
+  for (const [name, what, args, message] of bad)
     for (const method of ["run", "runWithSum"]) {
       const e = await outcome(() => n[method](args));
-      if (!(e instanceof Error) || e.name !== name) report.failures.push(`${method}, ${what}: want ${name}, got ${named(e)}`);
+      if (!isError(e, name, message)) report.failures.push(`${method}, ${what}: want ${name}: ${message}, got ${named(e)}`);
     }
   const rep = ref.compare(a, await n.run(a));
   if (!rep.ok) report.failures.push(`a good call after bad ones: ${rep.problems.join("; ")}`);
@@ -93,11 +101,13 @@ async function webgpuObjects(n, report) {
     } catch (x) {
       e = x;
     }
-    if (!(e instanceof TypeError) || !/^encoder: expected /.test(e.message)) report.failures.push(`encode on ${what}: ${named(e)}`);
+    const want = "encoder: expected a GPUCommandEncoder of norm.device, got an Object";
+    if (!isError(e, "TypeError", want)) report.failures.push(`encode on ${what}: want TypeError: ${want}, got ${named(e)}`);
   }
   const fakeBuffer = { [Symbol.toStringTag]: "GPUBuffer", size: 256, usage: 0x80 };
   const e = await outcome(() => n.run({ ...a, input: fakeBuffer }));
-  if (!(e instanceof TypeError) || !/^input: /.test(e.message)) report.failures.push(`a look-alike GPUBuffer: ${named(e)}`);
+  const want = `input: ${EXPECTED_ARRAY.required}, got an Object`;
+  if (!isError(e, "TypeError", want)) report.failures.push(`a look-alike GPUBuffer: want TypeError: ${want}, got ${named(e)}`);
   Object.values(t).forEach((x) => x.free());
   buffer.destroy();
   report.checked.webgpuObjects = 2 + fakes.length + 1;
