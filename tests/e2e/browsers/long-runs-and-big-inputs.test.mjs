@@ -1,5 +1,5 @@
 // Long runs and big inputs in headless Chromium's WebGPU: 10,000 calls with memory, live
-// buffers and per-call time flat, arrays of more than 128 MiB, and a row larger than the
+// buffers, tensors and pipelines flat, arrays of more than 128 MiB, and a row larger than the
 // device can bind; the CPU backend past its 4 GiB of wasm memory. The harness page and its
 // servers: support/page.mjs.
 //
