@@ -41,7 +41,7 @@ if ! command -v chromium >/dev/null && [ -z "${CHROMIUM_PATH:-}" ]; then
     exit 1
   fi
 fi
-# The same variable the end-to-end tests read (tests/e2e/browser.mjs).
+# The same variable the end-to-end tests read (tests/e2e/support/chromium.mjs).
 export CHROMIUM_PATH="${CHROMIUM_PATH:-$(command -v chromium)}"
 
 # An older checkout's node_modules may predate the onnxruntime-web devDependency.

@@ -134,7 +134,8 @@ choose_browser() {
   if [ "$want" = sparticuz ]; then unpack_sparticuz; return; fi
   BIN=${CHROMIUM_PATH:-/usr/bin/chromium}
   [ -x "$BIN" ] || { say "no $BIN: set CHROMIUM_PATH, or BENCH_CHROME_BROWSER=sparticuz after prepare"; exit 1; }
-  # As tests/e2e/browser.mjs launches it: the SwiftShader adapter needs --enable-unsafe-webgpu.
+  # As tests/e2e/support/chromium.mjs launches it: the SwiftShader adapter needs
+  # --enable-unsafe-webgpu.
   FLAGS=(--headless=new --no-sandbox --enable-unsafe-webgpu --enable-webgpu-developer-features --disable-background-networking --disable-component-update --no-first-run)
   ORT_DIR=node_modules/onnxruntime-web/dist PKG_DIR=${BENCH_CHROME_PKG:-pkg}
   [ -f "$PKG_DIR/webgpu_rmsnorm_bg.wasm" ] || bash scripts/build.sh

@@ -7,9 +7,10 @@ import { mkdir, readFile, stat, writeFile } from "node:fs/promises";
 import { cpus, loadavg } from "node:os";
 import { join, resolve } from "node:path";
 import { serve } from "../../scripts/serve.mjs";
-import { ROOT, launch } from "../../tests/e2e/browser.mjs";
-import { firefoxBrowser } from "../../tests/e2e/firefox.mjs";
-import { launchWebKit } from "../../tests/e2e/webkit.mjs";
+import { launch } from "../../tests/e2e/support/chromium.mjs";
+import { ROOT } from "../../tests/e2e/support/repo.mjs";
+import { firefoxBrowser } from "../../tests/e2e/support/firefox.mjs";
+import { launchWebKit } from "../../tests/e2e/support/webkit.mjs";
 
 export const OUT_DIR = join(ROOT, "bench-out");
 
@@ -52,8 +53,8 @@ function watch(page) {
 /**
  * `url` opened in `browser` as { env, call(fn, cfg), close() }: Chromium through Playwright
  * (what the WebGPU sections need), Firefox ESR and WebKit through the end-to-end suite's
- * drivers (tests/e2e/firefox.mjs, webkit.mjs), whose pages report console errors into a list
- * printed after each call. `call` runs window.bench[fn](cfg).
+ * drivers (tests/e2e/support/firefox.mjs, webkit.mjs), whose pages report console errors
+ * into a list printed after each call. `call` runs window.bench[fn](cfg).
  */
 async function openIn(browser, url) {
   if (browser === "chromium") {

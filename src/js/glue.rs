@@ -7,7 +7,7 @@
 //! Checked three ways, each failing with what to re-check: `tests/js_boundary.rs` (native)
 //! compares [`WRITTEN_FOR`] with the wasm-bindgen in `Cargo.lock`, the names in
 //! `freed_guard.js` with these, and a built glue's text with what is relied on; the browser
-//! suite (`tests/e2e/entry-points.test.mjs`, "wasm-bindgen's glue") checks them on live
+//! suite (`tests/e2e/browsers/entry-points.test.mjs`, "wasm-bindgen's glue") checks them on live
 //! objects.
 //!
 //! Pure data, so that the native tests compile this file as it is; Rust itself reads only

@@ -1,7 +1,8 @@
 // Deliberate misuse that the published types must reject. Every line marked `// misuse:`
-// must draw at least one tsc error and no other line may draw any (tests/e2e/consumers.test.mjs
-// counts them per line), so a declaration loosened to `any`, or a typo that breaks the whole
-// file, cannot pass for a rejection. One misuse per line: tsc reports each at its own line.
+// must draw at least one tsc error and no other line may draw any
+// (tests/e2e/package/consumers.test.mjs counts them per line), so a declaration loosened to
+// `any`, or a typo that breaks the whole file, cannot pass for a rejection. One misuse per
+// line: tsc reports each at its own line.
 import { FusedRmsNorm, type FusedRmsNormArgs } from "webgpu-rmsnorm";
 
 export async function misuse(norm: FusedRmsNorm, good: FusedRmsNormArgs): Promise<void> {

@@ -1,7 +1,7 @@
 // What the README's fragments take from the page around them (the app's instance, weights,
-// kernels and tensors), declared for tests/e2e/readme.test.mjs, which compiles every ```js and
-// ```ts snippet of the README as a module of its own: a snippet's own declarations shadow
-// these, and a name used but declared neither here nor in the snippet is an error.
+// kernels and tensors), declared for tests/e2e/package/readme.test.mjs, which compiles every
+// ```js and ```ts snippet of the README as a module of its own: a snippet's own declarations
+// shadow these, and a name used but declared neither here nor in the snippet is an error.
 import type { FusedRmsNorm, GpuTensor } from "webgpu-rmsnorm";
 
 declare global {

@@ -1,0 +1,178 @@
+// The package's checks outside a browser, run by Deno (its WebGPU is wgpu, the implementation
+// Firefox ships) and by Node (the CPU backend, or Dawn where the app provides navigator.gpu).
+// tests/e2e/runtimes/deno.test.mjs and tests/e2e/runtimes/node.test.mjs install the packed
+// package into a fresh app and run main.mjs there, which imports the package by its name and
+// calls `check` below.
+// Every result is compared with the f64 reference (www/lib/reference.js); the returned
+// report lists failures and how many results each part checked.
+import * as ref from "../../../www/lib/reference.js";
+import * as seeded from "../../../www/lib/seeded.js";
+import * as f16 from "../../../www/lib/f16.js";
+import * as appGpu from "../../../www/lib/app-gpu.js";
+import { familyHelpers } from "./page/family.js";
+import { EXPECTED_ARRAY } from "./page/readings.js";
+
+const H = familyHelpers({ ref, seeded, f16, appGpu });
+// Into the caller's arrays, two entries of the browser suite's (caller-arrays.test.mjs) many.
+const INTO = ["run into an array", "runWithSum into arrays"];
+const into = new Set([...H.INTO_ENTRIES, ...H.INTO_GPU_ENTRIES]);
+export const GPU_ENTRIES = [...Object.keys(H.ENTRIES).filter((e) => !into.has(e)), ...INTO];
+const CPU_ENTRIES = [...H.CPU_ENTRIES, ...INTO];
+const F16_CASES = [["f16", undefined], ["f32", "f16"], ["f16", "f32"]];
+const SHAPES = [{ rows: 3, hidden: 64 }, { rows: 2, hidden: 37 }];
+
+/** Resolves with the rejection (or the string "resolved"), and "threw NAME" for a synchronous throw. */
+async function outcome(f) {
+  try {
+    return await f().then(() => "resolved", (e) => e);
+  } catch (e) {
+    return `threw ${e?.name}: ${e?.message}`;
+  }
+}
+
+const named = (e) => (e instanceof Error ? `${e.name}: ${e.message}` : String(e));
+
+/** Whether `e` is an Error named `name` whose message is `message` (a string), or matches it (a RegExp). */
+const isError = (e, name, message) =>
+  e instanceof Error && e.name === name && (message instanceof RegExp ? message.test(e.message) : e.message === message);
+
+/** Every family variant through `entries`, f32 and f16 both ways. */
+async function family(n, entries, report, f16Paths) {
+  const f32 = await H.sweep(n, { entries, shapes: SHAPES });
+  report.failures.push(...f32.failures);
+  report.checked.family = f32.checked;
+  for (const shaderF16 of f16Paths) {
+    const m = shaderF16 === undefined ? n : await n.constructor.create({ backend: n.backend, shaderF16 });
+    for (const [dtype, outputDtype] of F16_CASES) {
+      const s = await H.sweep(m, { entries, dtype, outputDtype, shapes: [SHAPES[0]] });
+      report.failures.push(...s.failures);
+      const path = m.backend === "cpu" ? "f16" : m.debugStats().shaderF16 ? "f16 shader-f16" : "f16 packed";
+      report.checked[path] = (report.checked[path] ?? 0) + s.checked;
+    }
+    if (m !== n) m.free();
+  }
+}
+
+/**
+ * Bad calls reject with the named error and the message the contract gives (the whole
+ * message, or a RegExp anchored on its distinctive part), and a good call after them is right.
+ */
+async function errors(n, report) {
+  const a = seeded.caseArgs({ rows: 3, hidden: 64, bias: true, beta: true, eps: 1e-5, seed: 5 });
+  const bad = [
+    ["TypeError", "a Float64Array input", { ...a, input: new Float64Array(192) }, `input: ${EXPECTED_ARRAY.required}, got a Float64Array`],
+    ["TypeError", "no gamma", { ...a, gamma: undefined }, `gamma: ${EXPECTED_ARRAY.required}, got undefined`],
+    ["TypeError", "a misspelt Eps", { ...a, Eps: 1e-5 }, /^args\.Eps: expected one of input, .*, got an unknown field \(did you mean eps\?\)$/],
+    ["ShapeError", "input the wrong length", { ...a, input: new Float32Array(100) }, "input: expected a length that is a multiple of hidden (64), got 100"],
+    ["ShapeError", "hidden 2.5", { ...a, hidden: 2.5 }, "hidden: expected an integer from 1 to 4294967295, got 2.5"],
+    ["ShapeError", "eps -1", { ...a, eps: -1 }, "eps: expected a finite number >= 0, got -1"],
+  ];
+  for (const [name, what, args, message] of bad)
+    for (const method of ["run", "runWithSum"]) {
+      const e = await outcome(() => n[method](args));
+      if (!isError(e, name, message)) report.failures.push(`${method}, ${what}: want ${name}: ${message}, got ${named(e)}`);
+    }
+  const rep = ref.compare(a, await n.run(a));
+  if (!rep.ok) report.failures.push(`a good call after bad ones: ${rep.problems.join("; ")}`);
+  report.checked.errors = bad.length * 2;
+}
+
+/** WebGPU objects of this runtime are recognised, and look-alikes are a TypeError that says so. */
+async function webgpuObjects(n, report) {
+  const a = seeded.caseArgs({ rows: 2, hidden: 64, seed: 9 });
+  const buffer = appGpu.bufferOf(n.device, a.input, GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC);
+  const rep = ref.compare(a, await n.run({ ...a, input: buffer }));
+  if (!rep.ok) report.failures.push(`a GPUBuffer input: ${rep.problems.join("; ")}`);
+  const t = { input: n.upload(a.input), residual: n.upload(a.residual), gamma: n.upload(a.gamma) };
+  const encoder = n.device.createCommandEncoder();
+  n.encode(encoder, { ...t, hidden: a.hidden, inPlace: true });
+  n.device.queue.submit([encoder.finish()]);
+  const inPlace = ref.compare(a, await t.input.read(), { sum: await t.residual.read() });
+  if (!inPlace.ok) report.failures.push(`encode in place: ${inPlace.problems.join("; ")}`);
+  const fakes = [
+    ["an object named GPUCommandEncoder", { [Symbol.toStringTag]: "GPUCommandEncoder", beginComputePass() {} }],
+    ["a plain object", {}],
+  ];
+  for (const [what, fake] of fakes) {
+    let e;
+    try {
+      n.encode(fake, { ...t, hidden: a.hidden, inPlace: true });
+      e = "returned";
+    } catch (x) {
+      e = x;
+    }
+    const want = "encoder: expected a GPUCommandEncoder of norm.device, got an Object";
+    if (!isError(e, "TypeError", want)) report.failures.push(`encode on ${what}: want TypeError: ${want}, got ${named(e)}`);
+  }
+  const fakeBuffer = { [Symbol.toStringTag]: "GPUBuffer", size: 256, usage: 0x80 };
+  const e = await outcome(() => n.run({ ...a, input: fakeBuffer }));
+  const want = `input: ${EXPECTED_ARRAY.required}, got an Object`;
+  if (!isError(e, "TypeError", want)) report.failures.push(`a look-alike GPUBuffer: want TypeError: ${want}, got ${named(e)}`);
+  Object.values(t).forEach((x) => x.free());
+  buffer.destroy();
+  report.checked.webgpuObjects = 2 + fakes.length + 1;
+}
+
+/** gpuTime: a number of milliseconds where the adapter has timestamps, else undefined; never a rejection. */
+async function timing(n, report) {
+  const a = seeded.caseArgs({ rows: 4, hidden: 256, seed: 3 });
+  const ms = await n.gpuTime(a, 3);
+  const has = n.device.features.has("timestamp-query");
+  if (has ? !(ms > 0 && Number.isFinite(ms)) : ms !== undefined) report.failures.push(`gpuTime with timestamp-query ${has}: ${ms}`);
+  const wall = await n.timeDispatches(a, 3);
+  if (!(wall >= 0)) report.failures.push(`timeDispatches: ${wall}`);
+  report.checked.timing = 2;
+  report.timestampQuery = has;
+}
+
+/**
+ * A lost device: reported (ondevicelost); the next call opens a new one (ondevicerestored,
+ * once) and computes right there; a tensor of the lost device is a GpuDeviceError naming the loss.
+ */
+async function deviceLoss(n, report) {
+  const a = seeded.caseArgs({ rows: 3, hidden: 128, seed: 11 });
+  const kept = n.upload(a.input);
+  const lost = new Promise((done) => { n.ondevicelost = done; });
+  let restored = 0;
+  n.ondevicerestored = () => { restored++; };
+  n.simulateDeviceLoss();
+  const event = await lost;
+  if (typeof event?.reason !== "string") report.failures.push(`ondevicelost got ${JSON.stringify(event)}`);
+  const after = await n.run(a).then((y) => y, (e) => e);
+  if (after instanceof Error) report.failures.push(`the call after a device loss: ${named(after)}`);
+  else {
+    const rep = ref.compare(a, after);
+    if (!rep.ok) report.failures.push(`the call after a device loss: ${rep.problems.join("; ")}`);
+  }
+  // The call above ran on the new device, which calls ondevicerestored as it opens.
+  if (restored !== 1) report.failures.push(`ondevicerestored called ${restored} times by a call on the new device, want once`);
+  const e = await outcome(() => n.run({ ...a, input: kept }));
+  const lostTensor = /^input: expected a GpuTensor on a live device, got one whose device was lost \(.+\)$/s;
+  if (!isError(e, "GpuDeviceError", lostTensor)) report.failures.push(`a tensor of the lost device: want GpuDeviceError: ${lostTensor}, got ${named(e)}`);
+  report.checked.deviceLoss = 3;
+}
+
+/**
+ * The checks for `backend` ("webgpu": every GPU entry point; "cpu": the CPU backend's), on the
+ * package `pkg` whose `init` has not run yet.
+ */
+export async function check({ init, pkg, backend }) {
+  const report = { failures: [], checked: {} };
+  await init();
+  const n = await pkg.FusedRmsNorm.create({ backend: backend === "cpu" ? "auto" : "webgpu" });
+  report.backend = n.backend;
+  report.adapter = n.adapterInfo.description || n.adapterInfo.device || n.adapterInfo.architecture;
+  if (backend === "cpu") {
+    await family(n, CPU_ENTRIES, report, [undefined]);
+    await errors(n, report);
+  } else {
+    report.shaderF16Offered = n.device.features.has("shader-f16");
+    await family(n, GPU_ENTRIES, report, [true, false]);
+    await errors(n, report);
+    await webgpuObjects(n, report);
+    await timing(n, report);
+    await deviceLoss(n, report);
+  }
+  n.free();
+  return report;
+}
