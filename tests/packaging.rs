@@ -8,7 +8,7 @@
 #![cfg(not(target_arch = "wasm32"))]
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 /// What the crate holds, by top-level path: a folder (`src/`) or a file of the root.
@@ -35,9 +35,8 @@ const NPM_ROOT_FILES: &[&str] = &[
     "LICENSE-APACHE",
 ];
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+/// The repository's root, where both packages are made.
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
 /// Each file under `dir`, as a path from the crate's root with `/` between its parts.
 fn files_under(dir: &Path, out: &mut BTreeSet<String>) {
@@ -46,7 +45,7 @@ fn files_under(dir: &Path, out: &mut BTreeSet<String>) {
         if path.is_dir() {
             files_under(&path, out);
         } else {
-            let rel = path.strip_prefix(root()).unwrap();
+            let rel = path.strip_prefix(Path::new(ROOT)).unwrap();
             out.insert(rel.to_string_lossy().replace('\\', "/"));
         }
     }
@@ -56,7 +55,7 @@ fn files_under(dir: &Path, out: &mut BTreeSet<String>) {
 fn output(program: &str, args: &[&str]) -> String {
     let out = Command::new(program)
         .args(args)
-        .current_dir(root())
+        .current_dir(Path::new(ROOT))
         .output()
         .unwrap_or_else(|e| panic!("{program} {}: {e}", args.join(" ")));
     assert!(
@@ -113,8 +112,8 @@ fn the_crate_holds_its_sources_shaders_licences_and_readme_only() {
         "the crate holds files outside {CRATE_ROOTS:?} (Cargo.toml's include):\n{outside:#?}"
     );
     let mut wanted = BTreeSet::new();
-    files_under(&root().join("src"), &mut wanted);
-    files_under(&root().join("shaders"), &mut wanted);
+    files_under(&Path::new(ROOT).join("src"), &mut wanted);
+    files_under(&Path::new(ROOT).join("shaders"), &mut wanted);
     wanted.extend(["build.rs", "README.md", "LICENSE-MIT", "LICENSE-APACHE"].map(String::from));
     assert!(wanted.contains("src/lib.rs") && wanted.iter().any(|f| f.ends_with(".wgsl")));
     let missing: Vec<&String> = wanted.difference(&listed).collect();
@@ -123,26 +122,26 @@ fn the_crate_holds_its_sources_shaders_licences_and_readme_only() {
 
 #[test]
 fn the_npm_tarball_holds_what_package_json_names_only() {
-    let built = root().join("pkg/webgpu_rmsnorm_bg.wasm");
+    let built = Path::new(ROOT).join("pkg/webgpu_rmsnorm_bg.wasm");
     assert!(
         built.exists(),
         "no pkg/webgpu_rmsnorm_bg.wasm: the npm tarball is checked against a built package; \
          `bash scripts/build.sh` builds pkg/ (`npm test` builds it before `cargo test`)"
     );
-    let manifest = std::fs::read_to_string(root().join("package.json")).unwrap();
+    let manifest = std::fs::read_to_string(Path::new(ROOT).join("package.json")).unwrap();
     let files = string_array(&manifest[manifest.find("\"files\":").unwrap() + 8..]);
     let mut wanted = BTreeSet::from(["package.json".to_owned()]);
     for entry in &files {
         if entry.ends_with('/') {
             let before = wanted.len();
-            files_under(&root().join(entry), &mut wanted);
+            files_under(&Path::new(ROOT).join(entry), &mut wanted);
             assert!(
                 wanted.len() > before,
                 "package.json names {entry}, which is empty"
             );
         } else {
             assert!(
-                root().join(entry).is_file(),
+                Path::new(ROOT).join(entry).is_file(),
                 "package.json names {entry}: no such file"
             );
             wanted.insert(entry.clone());

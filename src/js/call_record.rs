@@ -103,27 +103,19 @@ pub enum Word {
     Gpu,
 }
 
+/// Each string as `call.js` is told it.
+#[rustfmt::skip]
 const WORDS: [(Word, &str); 6] = [
-    (Word::Rms, "rms"),
-    (Word::Layer, "layer"),
-    (Word::F32, "f32"),
-    (Word::F16, "f16"),
-    (Word::Array, "array"),
-    (Word::Gpu, "gpu"),
+    (Word::Rms, "rms"), (Word::Layer, "layer"), (Word::F32, "f32"), (Word::F16, "f16"),
+    (Word::Array, "array"), (Word::Gpu, "gpu"),
 ];
 
+/// Each code by the name `call.js` knows it by.
+#[rustfmt::skip]
 const WHATS: [(What, &str); 12] = [
-    (What::Absent, "absent"),
-    (What::F32, "f32"),
-    (What::Bits, "bits"),
-    (What::Halves, "halves"),
-    (What::Tensor, "tensor"),
-    (What::FreedTensor, "freedTensor"),
-    (What::Buffer, "buffer"),
-    (What::Number, "number"),
-    (What::Yes, "yes"),
-    (What::No, "no"),
-    (What::Word, "word"),
+    (What::Absent, "absent"), (What::F32, "f32"), (What::Bits, "bits"), (What::Halves, "halves"),
+    (What::Tensor, "tensor"), (What::FreedTensor, "freedTensor"), (What::Buffer, "buffer"),
+    (What::Number, "number"), (What::Yes, "yes"), (What::No, "no"), (What::Word, "word"),
     (What::Other, "other"),
 ];
 

@@ -160,15 +160,12 @@ const fn kernel(name: &'static str, kind: Kind, readers: Readers) -> Key {
 /// A kernel description (`prepare`, `kernelSource`): which arrays its calls pass, as flags.
 #[rustfmt::skip]
 pub const KERNEL_KEYS: [Key; 12] = [
-    kernel("hidden", Kind::Number, Readers::KERNELS),
-    kernel("bias", Kind::Array, Readers::KERNELS),
+    kernel("hidden", Kind::Number, Readers::KERNELS), kernel("bias", Kind::Array, Readers::KERNELS),
     kernel("beta", Kind::Array, Readers::KERNELS),
     // `runWithSum`'s.
     kernel("sum", Kind::Array, Readers::KERNELS),
-    kernel("dtype", Kind::Name, Readers::KERNELS),
-    kernel("inPlace", Kind::Flag, Readers::KERNELS),
-    kernel("kind", Kind::Name, Readers::KERNELS),
-    kernel("residual", Kind::Array, Readers::KERNELS),
+    kernel("dtype", Kind::Name, Readers::KERNELS), kernel("inPlace", Kind::Flag, Readers::KERNELS),
+    kernel("kind", Kind::Name, Readers::KERNELS), kernel("residual", Kind::Array, Readers::KERNELS),
     kernel("postGamma", Kind::Array, Readers::KERNELS),
     kernel("gammaOffset", Kind::Number, Readers::KERNELS),
     kernel("outputDtype", Kind::Name, Readers::KERNELS),

@@ -109,11 +109,7 @@ test("the kept dispatch follows its tensors: a freed tensor is an InvalidStateEr
     const a = seeded.caseArgs({ rows: 2, hidden: 128, seed: 8 });
     const b = seeded.caseArgs({ rows: 2, hidden: 128, seed: 9 });
     const gamma = n.upload(a.gamma);
-    const submit = (record) => {
-      const e = n.device.createCommandEncoder();
-      record(e);
-      n.device.queue.submit([e.finish()]);
-    };
+    const submit = window.lib.readings.submitter(n);
     const kept = () => n.debugStats().keptDispatchCalls;
     for (const [name, call] of [["run", (x) => n.run(x)], ["encode", async (x) => submit((e) => n.encode(e, x))]]) {
       let input = n.upload(a.input), residual = n.upload(a.residual);
@@ -203,14 +199,9 @@ test("the kept dispatch and a call's own getters: a tensor freed by a later gett
     const { pkg, seeded } = window.lib;
     const n = await pkg.FusedRmsNorm.create();
     const failures = [];
-    const a = seeded.caseArgs({ rows: 2, hidden: 128, seed: 10 });
-    const b = seeded.caseArgs({ rows: 2, hidden: 128, seed: 11 });
+    const [a, b] = [10, 11].map((seed) => seeded.caseArgs({ rows: 2, hidden: 128, seed }));
     const gamma = n.upload(a.gamma);
-    const submit = (record) => {
-      const e = n.device.createCommandEncoder();
-      record(e);
-      n.device.queue.submit([e.finish()]);
-    };
+    const submit = window.lib.readings.submitter(n);
     for (const [name, call] of [["run", (x) => n.run(x)], ["encode", async (x) => submit((e) => n.encode(e, x))]]) {
       const input = n.upload(a.input), residual = n.upload(a.residual);
       await call({ input, residual, gamma, hidden: a.hidden, inPlace: true });

@@ -37,6 +37,13 @@ export const badValues = (base) => ({
 });
 
 /** The same elements, bit for bit (NaN equal to NaN, -0 unequal to 0). */
+/** Records with `record(encoder)` into a new encoder of `n.device` and submits it. */
+export const submitter = (n) => (record) => {
+  const e = n.device.createCommandEncoder();
+  record(e);
+  n.device.queue.submit([e.finish()]);
+};
+
 export const sameBits = (x, y) => x.length === y.length && x.every((v, i) => Object.is(v, y[i]));
 
 /**
