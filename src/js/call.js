@@ -15,7 +15,7 @@ const bufferOf = getter("buffer"), offsetOf = getter("byteOffset");
 const { set, slice, subarray } = typed;
 
 // From Rust (`callInit`): wasm memory, the table's names, and the record's layout and codes.
-let memory, names, known, L, W, F;
+let memory, names, known, L, W, F, pointer;
 // The values of the call read last, by the table's order, and what each slot says of them.
 const held = [];
 let whats = new Int8Array(0);
@@ -40,6 +40,7 @@ export function callInit(m, tableNames, layout) {
   L = layout;
   W = layout.codes;
   F = layout.flagBits;
+  pointer = layout.pointer;
   whats = new Int8Array(names.length);
   slots = new Float64Array(3 * names.length);
 }
@@ -93,6 +94,11 @@ function describe(v, proto, slot, o) {
     return word < 0 ? (slot[o] = W.other) : ((slot[o + 1] = word), (slot[o] = W.word));
   }
   if (v === null || t !== "object") return (slot[o] = W.other);
+  if (proto !== undefined && getPrototypeOf(v) === proto) {
+    const live = v[pointer] !== 0;
+    if (live) slot[o + 1] = v.__handle;
+    return (slot[o] = live ? W.tensor : W.freedTensor);
+  }
   let tag;
   try {
     tag = tagOf.call(v);
@@ -104,11 +110,6 @@ function describe(v, proto, slot, o) {
     slot[o + 2] = (b.detached === true ? F.detached : 0) | (b.resizable === true || b.growable === true ? F.resizable : 0)
       | (b === memory.buffer ? F.wasm : 0);
     return;
-  }
-  if (proto !== undefined && getPrototypeOf(v) === proto) {
-    const live = v[L.pointer] !== 0;
-    if (live) slot[o + 1] = v.__handle;
-    return (slot[o] = live ? W.tensor : W.freedTensor);
   }
   if (isWebGpu(v, "GPUBuffer")) {
     slot[o + 1] = Number(v.size);
@@ -132,27 +133,38 @@ function overlapOf(i) {
   return -1;
 }
 
-// Reads `a` into the record at byte address `at`: each field's getter once, in the table's
-// order (a getter that throws reads as undefined, as a missing field does), then what each
-// value is.
+// Each field of `a` into v, in the table's order: each getter once, and a getter that throws
+// reads as undefined, as a missing field does. The reads name their fields, one per row of
+// keys.rs's CALL_KEYS, written in by build.rs: a property read by a name that varies from
+// read to read took several times as long.
+function readFields(a, v) {
+  // build.rs: the reads.
+}
+
+// Reads `a` into the record at byte address `at`: its fields, then what each value is.
 export function readCall(a, at, proto) {
   const status = statusOf(a), n = names.length;
   const v = depth === 0 ? values : new Array(n), slot = depth === 0 ? slots : new Float64Array(3 * n);
   depth++;
   try {
+    if (status === W.read) readFields(a, v);
+    else v.fill(undefined);
     for (let i = 0; i < n; i++) {
-      v[i] = undefined;
-      if (status === W.read) {
+      const x = v[i], o = 3 * i;
+      // The common values without a call: absent, a number, a flag, a live tensor.
+      slot[o + 1] = 0;
+      slot[o + 2] = 0;
+      if (x === undefined) slot[o] = W.absent;
+      else if (typeof x === "number") (slot[o] = W.number), (slot[o + 1] = x);
+      else if (x === true || x === false) slot[o] = x ? W.yes : W.no;
+      else {
         try {
-          v[i] = a[names[i]];
-        } catch {}
-      }
-    }
-    for (let i = 0; i < n; i++) {
-      try {
-        describe(v[i], proto, slot, 3 * i);
-      } catch {
-        slot[3 * i] = W.other;
+          if (proto !== undefined && typeof x === "object" && getPrototypeOf(x) === proto && x[pointer] !== 0)
+            (slot[o] = W.tensor), (slot[o + 1] = x.__handle);
+          else describe(x, proto, slot, o);
+        } catch {
+          slot[o] = W.other;
+        }
       }
     }
   } finally {
@@ -173,7 +185,10 @@ export function readCall(a, at, proto) {
     f64[s + L.flags] = slot[3 * i + 2];
     f64[s + L.overlap] = -1;
   }
-  for (const i of L.destinations) if (isArray(whats[i])) f64[h + i * L.stride + L.overlap] = overlapOf(i);
+  for (let d = 0; d < L.destinations.length; d++) {
+    const i = L.destinations[d];
+    if (isArray(whats[i])) f64[h + i * L.stride + L.overlap] = overlapOf(i);
+  }
   f64[h + n * L.stride + L.what] = status;
 }
 

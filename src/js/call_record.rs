@@ -9,7 +9,8 @@
 //!
 //! The JavaScript lives in a file of its own, `call.js`; `build.rs` hands it to wasm-bindgen
 //! as inline JavaScript (a module snippet is not always served whole by wasm-bindgen-test's
-//! server, and a page that never loads its tests times out).
+//! server, and a page that never loads its tests times out), with one read by name per row
+//! of the table.
 
 use std::cell::Cell;
 
@@ -70,6 +71,22 @@ macro_rules! call_js_imports {
 }
 include!(concat!(env!("OUT_DIR"), "/call_js.rs"));
 
+// `call.js` reads the fields `build.rs` found in `CALL_KEYS`: the same, in the same order.
+const _: () = {
+    assert!(FIELDS.len() == CALL_KEYS.len(), "build.rs found CALL_KEYS' rows");
+    let mut i = 0;
+    while i < FIELDS.len() {
+        let (a, b) = (FIELDS[i].as_bytes(), CALL_KEYS[i].name.as_bytes());
+        assert!(a.len() == b.len(), "build.rs read CALL_KEYS' names");
+        let mut j = 0;
+        while j < a.len() {
+            assert!(a[j] == b[j], "build.rs read CALL_KEYS' names");
+            j += 1;
+        }
+        i += 1;
+    }
+};
+
 /// What a field holds, as `readCall` found it.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum What {
@@ -91,6 +108,21 @@ pub enum What {
     /// Anything else: the decoder asks for the value to say what it got.
     Other,
 }
+
+impl What {
+    /// The code `call.js` wrote (`WHATS`' order is the enum's, checked below).
+    fn of(code: u32) -> What {
+        WHATS.get(code as usize).map_or(What::Other, |(w, _)| *w)
+    }
+}
+
+const _: () = {
+    let mut i = 0;
+    while i < WHATS.len() {
+        assert!(WHATS[i].0 as usize == i, "WHATS lists the codes in What's order");
+        i += 1;
+    }
+};
 
 /// The strings a call's fields may hold.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -152,7 +184,11 @@ pub struct Slot {
 const KEYS: usize = CALL_KEYS.len();
 
 /// A record's slots as bits ([`Call::bits`]).
-pub type CallBits = [u64; 3 * KEYS];
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct CallBits {
+    whats: [u8; KEYS],
+    values: [u64; KEYS],
+}
 
 /// A call as `readCall` writes it: a slot per key, in the table's order, then the status.
 #[repr(C)]
@@ -220,8 +256,10 @@ fn layout() -> JsValue {
 }
 
 /// A call's argument object as read.
-pub struct Call {
-    args: JsValue,
+pub struct Call<'a> {
+    args: &'a JsValue,
+    /// What each field holds, decoded from the record once.
+    whats: [What; KEYS],
     record: Record,
     /// A getter of the object freed a tensor while it was read (one it may have named).
     freed_while_read: bool,
@@ -229,9 +267,9 @@ pub struct Call {
     holds: bool,
 }
 
-impl Call {
+impl<'a> Call<'a> {
     /// Reads `args`, in one crossing into JavaScript.
-    pub fn read(args: &JsValue) -> Call {
+    pub fn read(args: &'a JsValue) -> Call<'a> {
         let at = record();
         let freed = freed_count();
         let prototype = tensor_prototype().unwrap_or(JsValue::UNDEFINED);
@@ -239,20 +277,20 @@ impl Call {
         // Copied out at once: a later read (a getter's own call) writes the same record.
         // SAFETY: `at` is the live record `record()` made, which nothing else borrows.
         let record = unsafe { *at };
+        let whats = record.keys.map(|s| What::of(s.what as u32));
         let objects = [What::F32, What::Bits, What::Halves, What::Buffer, What::Other];
-        let mut call = Call {
-            args: args.clone(),
+        Call {
+            args,
+            whats,
             record,
             freed_while_read: freed_count() != freed,
-            holds: false,
-        };
-        call.holds = CALL_KEYS.iter().any(|k| objects.contains(&call.what(key(k))));
-        call
+            holds: whats.iter().any(|w| objects.contains(w)),
+        }
     }
 
     /// The argument object itself, for the messages that describe it.
     pub fn args(&self) -> &JsValue {
-        &self.args
+        self.args
     }
 
     pub fn status(&self) -> Status {
@@ -272,11 +310,7 @@ impl Call {
     }
 
     pub fn what(&self, key: CallKey) -> What {
-        let code = self.slot(key).what as u32;
-        WHATS
-            .iter()
-            .find(|(w, _)| *w as u32 == code)
-            .map_or(What::Other, |(w, _)| *w)
+        self.whats[key as usize]
     }
 
     /// A number field's value.
@@ -348,29 +382,25 @@ impl Call {
 
     /// How the argument object itself looks in a message.
     pub fn got_args(&self) -> String {
-        describe(&self.args)
+        describe(self.args)
     }
 
-    /// The slots as bits: what identifies a call of tensors and numbers alone.
+    /// What each field holds and its value, as bits: all that identifies a call of tensors
+    /// (by handle) and numbers.
     pub fn bits(&self) -> CallBits {
-        let mut out = [0; 3 * KEYS];
-        for (i, s) in self.record.keys.iter().enumerate() {
-            out[3 * i..3 * i + 3].copy_from_slice(&[s.what, s.value, s.flags].map(f64::to_bits));
+        CallBits {
+            whats: self.whats.map(|w| w as u8),
+            values: self.record.keys.map(|s| s.value.to_bits()),
         }
-        out
     }
 }
 
-impl Drop for Call {
+impl Drop for Call<'_> {
     fn drop(&mut self) {
         if self.holds {
             call_release();
         }
     }
-}
-
-fn key(k: &crate::js::keys::Key) -> CallKey {
-    k.call.expect("every row of CALL_KEYS is a call's key")
 }
 
 /// Whether `v` is the WebGPU interface `name` (`"GPUBuffer"`, `"GPUCommandEncoder"`), as
