@@ -1,8 +1,8 @@
 //! Hands `src/js/call.js` to wasm-bindgen as inline JavaScript: wasm-bindgen takes inline
 //! JavaScript only as a string literal, so the file is written into one here and included by
-//! `src/js/call_record.rs` (which says why it is inline). On the way, the body of its
+//! `src/js/call_js.rs` (which says why it is inline). On the way, the body of its
 //! `readFields` gets one read per row of `src/js/keys.rs`'s `CALL_KEYS`, by name, and the
-//! names read go into `FIELDS`, which `call_record.rs` holds to the table.
+//! names read go into `FIELDS`, which `call_js.rs` holds to the table.
 
 use std::{env, fs, path::Path};
 

@@ -18,7 +18,8 @@ use crate::call::plan::{Destination, Request};
 use crate::call::shape::{fit_buffers, Inputs, Norm, Outputs, DEFAULT_EPS};
 use crate::gpu::webgpu_raw::RawEncoder;
 use crate::js::array::{Args, JsArray};
-use crate::js::call_record::{is_webgpu, Call, Status, What, Word};
+use crate::js::call_js::is_webgpu;
+use crate::js::call_record::{Call, Status, What, Word};
 use crate::js::caller_arrays::CallerArrays;
 use crate::js::fields::{
     array_arg, dtype, flag, kind, missing, optional_number, rows, Sources,

@@ -24,7 +24,8 @@ use crate::cpu::memory::reserve;
 use crate::cpu::scratch::{lay_out, Layout, Span};
 use crate::js::args::parse_inputs;
 use crate::js::fields::Sources;
-use crate::js::call_record::{cpu_copy, cpu_copy_out, cpu_finish, Call, Status, What, Word};
+use crate::js::call_js::{cpu_copy, cpu_copy_out, cpu_finish};
+use crate::js::call_record::{Call, Status, What, Word};
 use crate::js::keys::CallKey;
 use crate::js::value::to_js;
 
