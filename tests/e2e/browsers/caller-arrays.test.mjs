@@ -40,7 +40,7 @@ for (const backend of ["webgpu", "cpu"])
     });
 
 for (const backend of ["webgpu", "cpu"])
-  test(`each bad array is a named error through the Promise, read in one step or field by field, the arrays untouched and the instance working after it (${backend})`, async () => {
+  test(`each bad array is a named error through the Promise, as a plain object or one with a prototype, the arrays untouched and the instance working after it (${backend})`, async () => {
     const r = await inPage(async () => {
       const { pkg, seeded, ref, readings } = window.lib;
       const n = await pkg.FusedRmsNorm.create({ backend: window.backend });

@@ -1,6 +1,6 @@
 // The CPU backend's common call of typed arrays (src/js/cpu_call.rs: every array copied into
-// scratch memory kept across calls, the result copied out of it) against the same call read
-// field by field (src/js/args.rs), in headless Chromium: the same bits for every option of the
+// scratch memory kept across calls, the result copied out of it), as a plain object and as an
+// object with a prototype of its own, in headless Chromium: the same bits for every option of the
 // family, f32 and f16 (Uint16Array and Float16Array) data, y in either dtype, with and without
 // the sum, the f64 reference met, rows in one block of scratch or many; an
 // argument getter that makes a call of its own; the same named errors for bad values, the
@@ -13,11 +13,11 @@ import { pageSuite, test } from "../support/page.mjs";
 
 const { inPage, problems } = pageSuite("rmsnorm-cpu-call-");
 
-test("the common call of typed arrays and the same call read field by field give the same bits, within the f64 reference (cpu)", async () => {
+test("the common call of typed arrays and the same call on an object with a prototype give the same bits, within the f64 reference (cpu)", async () => {
   const r = await inPage(async () => {
     const { pkg, seeded, ref, f16, readings } = window.lib;
     const n = await pkg.FusedRmsNorm.create({ backend: "cpu" });
-    const { fieldByField, sameBits } = readings;
+    const { withPrototype, sameBits } = readings;
     const failures = [];
     let cases = 0;
     // Rows go through scratch a block at a time (cpu/scratch.rs: blocks of whole rows, BLOCK
@@ -46,16 +46,16 @@ test("the common call of typed arrays and the same call read field by field give
             const call = outputDtype ? { ...args, outputDtype } : args;
             const what = `${rows}×${hidden} #${j} ${data} y ${outputDtype ?? "as data"}`;
             const fast = await n.runWithSum(call);
-            const read = await n.runWithSum(fieldByField(call));
+            const read = await n.runWithSum(withPrototype(call));
             const y = await n.run(call);
             cases++;
-            if (!sameBits(fast.output, read.output) || !sameBits(fast.sum, read.sum)) failures.push(`${what}: one step and field by field differ`);
+            if (!sameBits(fast.output, read.output) || !sameBits(fast.sum, read.sum)) failures.push(`${what}: a plain object and one with a prototype differ`);
             if (!sameBits(y, fast.output)) failures.push(`${what}: run and runWithSum differ`);
-            if (Object.getPrototypeOf(y) !== Object.getPrototypeOf(read.output)) failures.push(`${what}: ${y.constructor.name}, field by field ${read.output.constructor.name}`);
+            if (Object.getPrototypeOf(y) !== Object.getPrototypeOf(read.output)) failures.push(`${what}: ${y.constructor.name}, with a prototype ${read.output.constructor.name}`);
             const tol = data === "f32" && !outputDtype ? 1e-5 : 1e-3;
             // An f16 sum with a post-norm is residual + w with w formed in f32, one f16 ulp
             // from the reference's v rounded once: y is held to the reference there, and the
-            // sum to the field-by-field reading's bits (above).
+            // sum to the other object's bits (above).
             const sum = data !== "f32" && a.postGamma ? undefined : fast.sum;
             const rep = ref.compare(want, fast.output, { sum, tol });
             if (!rep.ok) failures.push(`${what}: ${rep.problems.join("; ")}`);
@@ -89,14 +89,14 @@ test("rows whose length is not whole 16-byte blocks, over several blocks, as the
   const r = await inPage(async () => {
     const { pkg, seeded, ref, readings } = window.lib;
     const n = await pkg.FusedRmsNorm.create({ backend: "cpu" });
-    const { fieldByField, sameBits } = readings;
+    const { withPrototype, sameBits } = readings;
     const failures = [];
     // 20 rows of 4099: blocks of 15 rows, the last block's results ending mid-16-byte block.
     const a = seeded.caseArgs({ rows: 20, hidden: 4099, bias: true, beta: true, seed: 9 });
     const y = await n.run(a);
     const rep = ref.compare(a, y, { tol: 1e-5 });
     if (!rep.ok) failures.push(`run: ${rep.problems.join("; ")}`);
-    if (!sameBits(y, await n.run(fieldByField(a)))) failures.push("run: one step and field by field differ");
+    if (!sameBits(y, await n.run(withPrototype(a)))) failures.push("run: a plain object and one with a prototype differ");
     const both = await n.runWithSum({ ...a, kind: "layer" });
     const rep2 = ref.compare({ ...a, kind: "layer" }, both.output, { sum: both.sum, tol: 1e-5 });
     if (!rep2.ok) failures.push(`runWithSum, layer: ${rep2.problems.join("; ")}`);
@@ -105,7 +105,7 @@ test("rows whose length is not whole 16-byte blocks, over several blocks, as the
   assert.deepEqual(r, []);
 });
 
-test("bad values reject with the same named error on both readings, the instance keeps working; a freed instance rejects (cpu)", async () => {
+test("bad values reject with the same named error as a plain object and with a prototype, the instance keeps working; a freed instance rejects (cpu)", async () => {
   const r = await inPage(async () => {
     const { pkg, seeded, ref, readings } = window.lib;
     const n = await pkg.FusedRmsNorm.create({ backend: "cpu" });

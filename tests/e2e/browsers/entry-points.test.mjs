@@ -568,17 +568,17 @@ test("CPU backend: every kind of call matches the reference; auto picks it on th
   ]);
 });
 
-for (const backend of ["webgpu", "cpu"]) test(`the common call on tensors (read in one step) and the same call read field by field give the same results and the same named errors (${backend})`, async () => {
+for (const backend of ["webgpu", "cpu"]) test(`the common call on tensors and the same call on an object with a prototype give the same results and the same named errors (${backend})`, async () => {
   const r = await inPage(async () => {
     const { pkg, seeded, ref, readings } = window.lib;
     const n = await pkg.FusedRmsNorm.create({ backend: window.backend });
-    const { fieldByField, sameBits } = readings;
+    const { withPrototype, sameBits } = readings;
     const failures = [];
     const a = seeded.caseArgs({ rows: 3, hidden: 64, bias: true, beta: true, eps: 1e-5, seed: 31 });
     const up = () => ({ input: n.upload(a.input), residual: n.upload(a.residual), gamma: n.upload(a.gamma), beta: n.upload(a.beta), bias: n.upload(a.bias) });
     const results = {};
-    for (const form of ["one step", "field by field"]) {
-      const wrap = form === "one step" ? (o) => o : fieldByField;
+    for (const form of ["plain", "with a prototype"]) {
+      const wrap = form === "plain" ? (o) => o : withPrototype;
       const t = up();
       const base = { ...t, hidden: a.hidden, eps: a.eps };
       const out = await n.run(wrap(base));
@@ -601,16 +601,16 @@ for (const backend of ["webgpu", "cpu"]) test(`the common call on tensors (read 
       viaGpu.free();
       for (const x of Object.values(t)) x.free();
     }
-    // Bit for bit: the two readings must hand the kernel the same numbers (an eps read
+    // Bit for bit: the two objects must hand the kernel the same numbers (an eps read
     // wrong by a factor of a few stays inside the reference's tolerance).
-    results["one step"].forEach((x, i) => { if (!sameBits(x, results["field by field"][i])) failures.push(`result ${i}: one step and field by field differ`); });
+    results["plain"].forEach((x, i) => { if (!sameBits(x, results["with a prototype"][i])) failures.push(`result ${i}: a plain object and one with a prototype differ`); });
     // f16 tensors, in place and out: the same bits both ways, and the reference within f16's.
     const { toF16, fromF16 } = window.lib.f16;
     const h = { input: toF16(a.input), residual: toF16(a.residual), gamma: toF16(a.gamma) };
     const wide = { input: fromF16(h.input), residual: fromF16(h.residual), gamma: fromF16(h.gamma), hidden: a.hidden };
     const halves = {};
-    for (const form of ["one step", "field by field"]) {
-      const wrap = form === "one step" ? (o) => o : fieldByField;
+    for (const form of ["plain", "with a prototype"]) {
+      const wrap = form === "plain" ? (o) => o : withPrototype;
       const t16 = { input: n.upload(h.input), residual: n.upload(h.residual), gamma: n.upload(h.gamma) };
       const y = await n.run(wrap({ ...t16, hidden: a.hidden }));
       await n.run(wrap({ ...t16, hidden: a.hidden, inPlace: true }));
@@ -619,7 +619,7 @@ for (const backend of ["webgpu", "cpu"]) test(`the common call on tensors (read 
       if (!rep.ok) failures.push(`${form} f16: ${rep.problems.join("; ")}`);
       Object.values(t16).forEach((x) => x.free());
     }
-    halves["one step"].forEach((x, i) => { if (!sameBits(x, halves["field by field"][i])) failures.push(`f16 result ${i}: one step and field by field differ`); });
+    halves["plain"].forEach((x, i) => { if (!sameBits(x, halves["with a prototype"][i])) failures.push(`f16 result ${i}: a plain object and one with a prototype differ`); });
     const t = up();
     const freed = n.upload(a.input);
     freed.free();

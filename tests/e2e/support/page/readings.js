@@ -1,11 +1,12 @@
-// In-page helpers of the suites that compare the package's two readings of an argument
-// object (served at /test-lib by support/page.mjs, as `window.lib.readings`).
+// In-page helpers of the suites that hand the package the same call as a plain object and as
+// an object with a prototype of its own, whose fields the one reader (src/js/call.js) must
+// read alike (served at /test-lib by support/page.mjs, as `window.lib.readings`).
 
 /**
- * The same fields on an object with a prototype of its own: the package reads such an object
- * field by field (its getters copied as getters), where a plain object takes the one-step path.
+ * The same fields on an object with a prototype of its own (its getters copied as getters,
+ * and a field inherited beside them).
  */
-export const fieldByField = (args) => Object.create({ inherited: 1 }, Object.getOwnPropertyDescriptors(args));
+export const withPrototype = (args) => Object.create({ inherited: 1 }, Object.getOwnPropertyDescriptors(args));
 
 /**
  * What the package says it expects of an array argument (src/js/args.rs), where the call
@@ -49,7 +50,7 @@ export const sameBits = (x, y) => x.length === y.length && x.every((v, i) => Obj
 /**
  * For each named bad argument object, given as `[errorName, args, message]` (`message` the
  * whole message, or a RegExp anchored on its distinctive part): `run` and `runWithSum`, each
- * on the object in one step and field by field, reject with that error name and message, the
+ * on the object in a plain object and one with a prototype, reject with that error name and message, the
  * same all four ways. Returns a line for each that does not.
  */
 export async function rejectAlike(n, bad) {
@@ -57,7 +58,7 @@ export async function rejectAlike(n, bad) {
   for (const [name, [want, args, message]] of Object.entries(bad)) {
     const got = [];
     for (const call of [(o) => n.run(o), (o) => n.runWithSum(o)]) {
-      for (const o of [args, fieldByField(args)]) {
+      for (const o of [args, withPrototype(args)]) {
         let e;
         try {
           e = await call(o).then(() => "resolved", (x) => x);
@@ -67,7 +68,7 @@ export async function rejectAlike(n, bad) {
         got.push(e instanceof Error ? `${e.name}: ${e.message}` : String(e));
       }
     }
-    if (new Set(got).size !== 1) failures.push(`${name}: run, runWithSum, one step and field by field differ: ${got.join(" | ")}`);
+    if (new Set(got).size !== 1) failures.push(`${name}: run, runWithSum, a plain object and one with a prototype differ: ${got.join(" | ")}`);
     const text = got[0].startsWith(`${want}: `) ? got[0].slice(want.length + 2) : undefined;
     const pinned = message instanceof RegExp ? message.test(text) : text === message;
     if (text === undefined || !pinned) failures.push(`${name}: want ${want}: ${message}, got ${got[0]}`);
