@@ -8,7 +8,7 @@
 //                 two u32s (`unpack2x16float`: f16 without `shader-f16`), else V
 //   SO_F16, SO_PACKED   the same for `output`'s storage SO (the call's outputDtype)
 //   ENABLE_F16    S or SO is vec4<f16>
-//   HAS_BIAS, HAS_BETA, HAS_RESIDUAL   which optional inputs the call has
+//   HAS_BIAS, HAS_BETA, HAS_RESIDUAL, HAS_INPUT2   which optional inputs the call has
 //   WRITE_SUM     v is written (to `sum`, or in place to `residual`)
 //   IN_PLACE      y goes to `input` and v to `residual`; there is no `output` or `sum`
 
@@ -73,9 +73,11 @@ fn st_out(v: V) -> SO { return v; }
 #endif
 
 // The bindings, as the binding table (`BINDINGS` in src/gpu/kernel/bindings.rs) lays them out; a
-// test checks the two agree. Shapes: input, residual, output, sum are rows x width; gamma,
-// beta, bias, post_gamma are width. Read-only where possible: some drivers route read-only
-// storage through a non-coherent cache.
+// test checks the two agree. Shapes: input, residual, input2, output, sum are rows x width;
+// gamma, beta, bias, post_gamma are width. Read-only where possible: some drivers route
+// read-only storage through a non-coherent cache. Binding 8 holds a parallel block's input2
+// where the call has one, else post_gamma: no call has both, and so eight storage bindings
+// are enough, the most WebGPU's default limits allow.
 #if IN_PLACE
 @group(0) @binding(0) var<storage, read_write> input: array<S>;
 @group(0) @binding(1) var<storage, read_write> residual: array<S>;
@@ -91,7 +93,11 @@ fn st_out(v: V) -> SO { return v; }
 @group(0) @binding(6) var<storage, read_write> sum: array<S>;
 #endif
 @group(0) @binding(7) var<uniform> params: Params;
+#if HAS_INPUT2
+@group(0) @binding(8) var<storage, read> input2: array<S>;
+#else
 @group(0) @binding(8) var<storage, read> post_gamma: array<S>;
+#endif
 
 // put_y and put_v store y and v at element j of the row's arrays.
 #if IN_PLACE

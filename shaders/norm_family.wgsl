@@ -1,7 +1,7 @@
 // The normalization family beyond plain RMSNorm: LayerNorm, and the sandwich (a post-norm of
 // the sublayer's output before the residual add), with or without a residual, bias, beta.
 //
-//   u = input + bias
+//   u = input + input2 + bias                          (input2: a parallel block's)
 //   w = HAS_POST ? N(u) * (post_gamma + offset) : u
 //   v = residual + w                                  (the `sum` output)
 //   y = N(v) * (gamma + offset) + beta                (`output`, in its own storage SO)
@@ -168,9 +168,13 @@ struct Stat {
 const CENTER: f32 = 0.0625;
 
 // The vector the first normalization reads, at column i: u with a post-norm, else v in the
-// fused kernel's order (input + residual) + bias, so that `sum` matches it bit for bit.
+// fused kernel's order (input + residual) + bias, so that `sum` matches it bit for bit; a
+// parallel block's (input + input2) + residual, as GPT-J's and Phi's code add them.
 fn first_at(base: u32, i: u32) -> V {
     var x = ld(input[base + i]);
+#if HAS_INPUT2
+    x += ld(input2[base + i]);
+#endif
     if HAS_RESIDUAL && !HAS_POST {
         x += ld(residual[base + i]);
     }
@@ -203,10 +207,11 @@ fn beta_at(i: u32) -> V {
 }
 
 fn post_at(i: u32) -> V {
-    if HAS_POST {
-        return ld(post_gamma[i]) + params.gamma_offset;
-    }
+#if HAS_POST
+    return ld(post_gamma[i]) + params.gamma_offset;
+#else
     return V(0.0);
+#endif
 }
 
 fn residual_at(base: u32, i: u32) -> V {

@@ -2,7 +2,8 @@
 //! kind of normalization (RMSNorm, LayerNorm), with or without a residual, a post-norm
 //! (the sandwich) and a gamma offset.
 //!
-//! `v` is formed in f32, in the kernel's order `(input + residual) + bias`, because `v` is
+//! `v` is formed in f32, in the kernel's order `((input + input2) + residual) + bias`
+//! (`input2`: a parallel block's second sublayer output), because `v` is
 //! itself an f32 output (`sum`); everything after it (means, squares, inverse square root,
 //! scale and shift) is f64, so the reference carries no f32 rounding of its own. With a
 //! post-norm, `v = residual + w` is `w` in f64 rounded once to f32.
@@ -26,14 +27,16 @@ pub fn norm_family(x: &Inputs) -> (Vec<f64>, Vec<f32>) {
 pub fn norm_family_flushed(x: &Inputs, sums: bool) -> (Vec<f64>, Vec<f32>) {
     let ftz = |s: f32| if s.is_subnormal() { 0.0 } else { s };
     let flushed = |a: &[f32]| a.iter().map(|&s| ftz(s)).collect::<Vec<_>>();
-    let (input, residual, bias) = (
+    let (input, residual, input2, bias) = (
         flushed(x.input),
         x.residual.map(flushed),
+        x.input2.map(flushed),
         x.bias.map(flushed),
     );
     let flushed = Inputs {
         input: &input,
         residual: residual.as_deref(),
+        input2: input2.as_deref(),
         bias: bias.as_deref(),
         ..*x
     };
@@ -60,8 +63,8 @@ fn normalized(row: &[f64], kind: NormKind, eps: f32) -> Vec<f64> {
     row.iter().map(|&s| (s - mean) * inv).collect()
 }
 
-/// `v` of one row in f32 as the kernel forms it: `(input + residual) + bias` without a
-/// post-norm (so that the `sum` output can be compared bit for bit); with one,
+/// `v` of one row in f32 as the kernel forms it: `((input + input2) + residual) + bias`
+/// without a post-norm (so that the `sum` output can be compared bit for bit); with one,
 /// `residual + w`, `w = N(input + bias) · (postGamma + offset)` rounded once from f64.
 fn row_v(x: &Inputs, r: usize, flush: &impl Fn(f32) -> f32) -> Vec<f32> {
     let h = x.hidden;
@@ -71,6 +74,9 @@ fn row_v(x: &Inputs, r: usize, flush: &impl Fn(f32) -> f32) -> Vec<f32> {
         return (0..h)
             .map(|i| {
                 let mut s = at(x.input, i);
+                if let Some(b) = x.input2 {
+                    s = flush(s + at(b, i));
+                }
                 if let Some(res) = x.residual {
                     s = flush(s + at(res, i));
                 }
@@ -125,6 +131,7 @@ pub fn from_sum<'a>(x: &Inputs<'a>, v: &'a [f32]) -> Inputs<'a> {
     Inputs {
         input: v,
         residual: None,
+        input2: None,
         bias: None,
         post_gamma: None,
         ..*x
@@ -305,10 +312,13 @@ fn same_v(x: &Inputs, at: usize, got: f32, want: f32) -> bool {
         return ((got - want).abs() as f64) <= 1e-6 * terms + f32::MIN_POSITIVE as f64;
     }
     let bias = x.bias.map_or(0.0, |b| flush(b[at % x.hidden]));
-    let partial = match x.residual {
-        Some(_) => flush(flush(x.input[at]) + flush(residual)),
-        None => flush(x.input[at]),
-    };
+    let mut partial = flush(x.input[at]);
+    if let Some(b) = x.input2 {
+        partial = flush(partial + flush(b[at]));
+    }
+    if x.residual.is_some() {
+        partial = flush(partial + flush(residual));
+    }
     got == flush(partial + bias)
 }
 

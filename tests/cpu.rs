@@ -46,6 +46,8 @@ struct Family {
     residual: bool,
     /// The sandwich's post-norm.
     post: bool,
+    /// A parallel block's `input2`.
+    parallel: bool,
     gamma_offset: f32,
 }
 
@@ -55,21 +57,26 @@ impl Family {
         kind: NormKind::Rms,
         residual: true,
         post: false,
+        parallel: false,
         gamma_offset: 0.0,
     };
 
-    /// The `i`-th of the 16 combinations of kind, residual, post-norm and offset 0 or 1.
+    /// The `i`-th of the 16 combinations of kind, residual, post-norm and offset 0 or 1;
+    /// from 16, the 8 without a post-norm as parallel blocks.
     fn nth(i: usize) -> Family {
+        let parallel = i >= 16;
+        let i = if parallel { i & 3 | (i & 4) << 1 } else { i };
         Family {
             kind: [NormKind::Rms, NormKind::Layer][i & 1],
             residual: i & 2 == 0,
             post: i & 4 != 0,
+            parallel,
             gamma_offset: [0.0, 1.0][(i >> 3) & 1],
         }
     }
 
     fn all() -> impl Iterator<Item = Family> {
-        (0..16).map(Family::nth)
+        (0..24).map(Family::nth)
     }
 
     fn layer(self) -> bool {
@@ -83,11 +90,12 @@ impl fmt::Display for Family {
             kind,
             residual,
             post,
+            parallel,
             gamma_offset,
         } = self;
         write!(
             f,
-            "{} residual={residual} post={post} offset={gamma_offset}",
+            "{} residual={residual} post={post} parallel={parallel} offset={gamma_offset}",
             kind.name()
         )
     }
@@ -97,6 +105,7 @@ impl fmt::Display for Family {
 struct Call<T = f32> {
     case: Case<T>,
     post_gamma: Vec<T>,
+    input2: Vec<T>,
     family: Family,
 }
 
@@ -104,6 +113,7 @@ impl Call {
     fn new(rng: &mut Rng, case: Case, family: Family) -> Call {
         Call {
             post_gamma: rng.vec(case.hidden, 2.0),
+            input2: rng.vec(case.input.len(), 1.0),
             case,
             family,
         }
@@ -126,6 +136,7 @@ impl Call {
         Call {
             case: self.case.halves(),
             post_gamma: self.post_gamma.iter().map(|&g| f16_bits(g)).collect(),
+            input2: self.input2.iter().map(|&g| f16_bits(g)).collect(),
             family: self.family,
         }
     }
@@ -136,6 +147,7 @@ impl Call<u16> {
         Call {
             case: self.case.widened(),
             post_gamma: self.post_gamma.iter().map(|&g| f16_value(g)).collect(),
+            input2: self.input2.iter().map(|&g| f16_value(g)).collect(),
             family: self.family,
         }
     }
@@ -147,6 +159,7 @@ impl<T> Call<T> {
         GenericInputs {
             residual: f.residual.then_some(&self.case.residual[..]),
             post_gamma: f.post.then_some(&self.post_gamma[..]),
+            input2: f.parallel.then_some(&self.input2[..]),
             norm: Norm {
                 kind: f.kind,
                 gamma_offset: f.gamma_offset,
@@ -386,6 +399,7 @@ fn the_checks_fail_the_shortcuts_and_the_mistakes() {
         kind: NormKind::Layer,
         residual,
         post,
+        parallel: false,
         gamma_offset,
     };
     // LayerNorm in f32 of rows of `input` alone, centred by `centre`: (x - mean, variance).
@@ -672,6 +686,7 @@ fn a_constant_row_under_layer_norm_is_beta_or_nan() {
             };
             let call = Call {
                 post_gamma: vec![1.0; 4],
+                input2: vec![],
                 case,
                 family: Family::nth(1),
             };
@@ -724,6 +739,7 @@ fn zero_rows_write_nothing_and_do_not_panic() {
         let call = Call {
             case,
             post_gamma: gamma.clone(),
+            input2: vec![],
             family,
         };
         let x = call.inputs();
@@ -893,6 +909,7 @@ fn staged<T: Element, O: Element>(
     let mut spans = GenericInputs {
         input: span(x.input),
         residual: x.residual.map(span),
+        input2: x.input2.map(span),
         gamma: span(x.gamma),
         beta: x.beta.map(span),
         bias: x.bias.map(span),
@@ -942,8 +959,10 @@ fn staged<T: Element, O: Element>(
     for (from, len) in at.blocks() {
         let (block, block_at) = at.cut(&spans, from, len);
         copy(scratch, &x.input[from..from + len], block.input);
-        if let (Some(r), Some(s)) = (x.residual, block.residual) {
-            copy(scratch, &r[from..from + len], s);
+        for (r, s) in [(x.residual, block.residual), (x.input2, block.input2)] {
+            if let (Some(r), Some(s)) = (r, s) {
+                copy(scratch, &r[from..from + len], s);
+            }
         }
         // Only as much scratch as the layout asks for: the region may be longer, from calls
         // before.

@@ -1,5 +1,6 @@
 //! The normalization family on the GPU (Vulkan; lavapipe on a CPU machine) against the f64
-//! reference: LayerNorm, no residual, the sandwich, a gamma offset and f16 outputs, through
+//! reference: LayerNorm, no residual, the sandwich, a parallel block's second input, a gamma
+//! offset and f16 outputs, through
 //! host arrays, tensors and in place, including the rows that need care (a LayerNorm mean
 //! 10⁴ times the spread, rows of ~1e30 and ~1e-30, QK-norm's short rows).
 #![cfg(not(target_arch = "wasm32"))]
@@ -30,6 +31,7 @@ struct Data {
     beta: Vec<f32>,
     bias: Vec<f32>,
     post: Vec<f32>,
+    input2: Vec<f32>,
     hidden: usize,
 }
 
@@ -44,6 +46,7 @@ impl Data {
             beta: rng.vec(hidden, 1.0),
             bias: rng.vec(hidden, scale),
             post: rng.vec(hidden, 2.0),
+            input2: around(rng, rows * hidden),
             hidden,
         }
     }
@@ -55,6 +58,8 @@ struct Form {
     kind: NormKind,
     residual: bool,
     post: bool,
+    /// A parallel block's `input2`.
+    parallel: bool,
     offset: f32,
     bias: bool,
     beta: bool,
@@ -67,6 +72,7 @@ impl Form {
             kind,
             residual: false,
             post: false,
+            parallel: false,
             offset: 0.0,
             bias: false,
             beta: false,
@@ -89,6 +95,7 @@ impl Form {
         Inputs {
             input: &d.input,
             residual: self.residual.then_some(&d.residual[..]),
+            input2: self.parallel.then_some(&d.input2[..]),
             gamma: &d.gamma,
             beta: self.beta.then_some(&d.beta[..]),
             bias: self.bias.then_some(&d.bias[..]),
@@ -108,14 +115,23 @@ impl Form {
         let mut all = vec![];
         for kind in [NormKind::Rms, NormKind::Layer] {
             for bits in 0..16u32 {
-                all.push(Form {
+                let form = Form {
                     kind,
                     residual: bits & 1 != 0,
                     post: bits & 2 != 0,
+                    parallel: false,
                     offset: if bits & 4 != 0 { 1.0 } else { 0.0 },
                     bias: bits & 8 != 0,
                     beta: bits & 8 != 0,
-                });
+                };
+                all.push(form);
+                // A parallel block has no post-norm (`Kernel::check`).
+                if !form.post {
+                    all.push(Form {
+                        parallel: true,
+                        ..form
+                    });
+                }
             }
         }
         all

@@ -18,7 +18,7 @@ mod glue;
 use std::path::Path;
 
 use keys::{count, names, Key, Kind, Readers, CALL_KEYS, KERNEL_KEYS};
-use webgpu_rmsnorm::gpu::kernel::bindings::{Role, BINDINGS};
+use webgpu_rmsnorm::gpu::kernel::bindings::{Binding, Role, BINDINGS};
 
 fn accepted(table: &[Key], reader: Readers) -> Vec<&'static str> {
     table
@@ -34,6 +34,7 @@ fn each_reader_accepts_the_keys_it_names_in_its_unknown_field_message() {
     let run = [
         "input",
         "residual",
+        "input2",
         "gamma",
         "beta",
         "bias",
@@ -60,6 +61,7 @@ fn each_reader_accepts_the_keys_it_names_in_its_unknown_field_message() {
         "kind",
         "residual",
         "postGamma",
+        "input2",
         "gammaOffset",
         "outputDtype",
     ];
@@ -89,8 +91,12 @@ fn a_calls_data_are_the_kernels_inputs_and_its_destinations_its_outputs() {
             })
             .collect::<String>()
     };
+    // Binding 8 is `post_gamma` or a parallel block's `input2` (`bindings::SHARED`).
+    let names = |b: &Binding| [b.name_in(false), b.name_in(true)];
     for key in CALL_KEYS {
-        let binding = BINDINGS.iter().find(|b| b.name == snake(key.name));
+        let binding = BINDINGS
+            .iter()
+            .find(|b| names(b).contains(&snake(key.name).as_str()));
         match key.kind {
             Kind::Array => assert!(
                 matches!(binding.map(|b| b.role), Some(Role::Input { .. })),
@@ -111,7 +117,9 @@ fn a_calls_data_are_the_kernels_inputs_and_its_destinations_its_outputs() {
         .filter(|b| matches!(b.role, Role::Input { .. }))
     {
         assert!(
-            CALL_KEYS.iter().any(|k| snake(k.name) == b.name),
+            names(b)
+                .iter()
+                .all(|&name| CALL_KEYS.iter().any(|k| snake(k.name) == name)),
             "binding {} is no field of a call",
             b.name
         );

@@ -78,6 +78,7 @@ fn resident<'a, T>(
     webgpu_rmsnorm::Inputs {
         input: Arg::Gpu(upload(x.input)),
         residual: x.residual.map(|r| Arg::Gpu(upload(r))),
+        input2: x.input2.map(|r| Arg::Gpu(upload(r))),
         gamma: Arg::Host(x.gamma),
         beta: x.beta.map(Arg::Host),
         bias: x.bias.map(Arg::Host),

@@ -14,6 +14,8 @@ pub struct Options {
     pub residual: bool,
     /// The sandwich's post-norm (`postGamma`).
     pub post_gamma: bool,
+    /// A parallel block's second sublayer output (`input2`).
+    pub input2: bool,
     pub kind: NormKind,
     /// A `gammaOffset` other than 0: the fused kernel adds it only then.
     pub gamma_offset: bool,
@@ -27,10 +29,10 @@ impl Default for Options {
 
 impl Options {
     /// Whether these options go beyond the pre-norm RMSNorm that the GPU's fused kernel
-    /// computes (LayerNorm, the sandwich), so that they need its family kernel whatever the
-    /// shape.
+    /// computes (LayerNorm, the sandwich, a parallel block), so that they need its family
+    /// kernel whatever the shape.
     pub fn need_family(&self) -> bool {
-        self.kind == NormKind::Layer || self.post_gamma
+        self.kind == NormKind::Layer || self.post_gamma || self.input2
     }
 
     /// A pre-norm: a residual, no optional array, RMSNorm.
@@ -40,6 +42,7 @@ impl Options {
         sum: false,
         residual: true,
         post_gamma: false,
+        input2: false,
         kind: NormKind::Rms,
         gamma_offset: false,
     };
@@ -63,6 +66,7 @@ impl Options {
             sum,
             residual: x.residual.is_some(),
             post_gamma: x.post_gamma.is_some(),
+            input2: x.input2.is_some(),
             kind: x.norm.kind,
             gamma_offset: x.norm.gamma_offset != 0.0,
         }

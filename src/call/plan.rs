@@ -328,9 +328,18 @@ impl Kernel {
         }
     }
 
-    /// Checks what a call with this kernel would check of `hidden`.
+    /// Checks what a call with this kernel would check of `hidden`, and that it passes at
+    /// most one of `postGamma` and `input2` (the kernels carry either in one binding: see
+    /// `gpu/kernel/bindings.rs`).
     pub fn check(&self) -> Result<(), Error> {
         hidden_from_number(self.hidden as f64)?;
+        if self.options.input2 && self.options.post_gamma {
+            return Err(Error::Type(
+                "input2: expected undefined with postGamma (a parallel block adds its two \
+                 sublayers' outputs with no post-norm)"
+                    .into(),
+            ));
+        }
         // Halves are moved four at a time (two 32-bit words); a row must not end mid-word.
         for (f16, what) in [(self.dtype, "data"), (self.out_dtype, "output")] {
             if f16 == Dtype::F16 && !self.hidden.is_multiple_of(4) {

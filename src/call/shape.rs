@@ -14,13 +14,16 @@ use crate::support::number_text::number_text;
 /// `Float32Array` in the browser (uploaded straight from JS, never copied through wasm).
 ///
 /// For every row, with `N` the normalization `norm.kind` names:
-/// `u = input + bias`, `w = post_gamma ? N(u) · (post_gamma + offset) : u`,
+/// `u = input + input2 + bias`, `w = post_gamma ? N(u) · (post_gamma + offset) : u`,
 /// `v = residual + w` (the `sum` output), `y = N(v) · (gamma + offset) + beta` (`output`).
 #[derive(Clone, Copy, Debug)]
 pub struct Inputs<A> {
     pub input: A,
     /// Absent: QK-norm and a model's final norm, which add no residual.
     pub residual: Option<A>,
+    /// A parallel block's second sublayer output (GPT-J, Phi-2, Falcon, Command-R:
+    /// `x + attn(LN(x)) + mlp(LN(x))`), added to `input` in the same pass.
+    pub input2: Option<A>,
     pub gamma: A,
     pub beta: Option<A>,
     pub bias: Option<A>,
@@ -90,11 +93,11 @@ impl Shape {
                 "input: expected a length that is a multiple of hidden ({hidden}), got {n}"
             )));
         }
-        if let Some(r) = &x.residual {
-            if r.len() != n {
+        for (name, a) in [("residual", &x.residual), ("input2", &x.input2)] {
+            if let Some(a) = a.as_ref().filter(|a| a.len() != n) {
                 return Err(Error::Shape(format!(
-                    "residual: expected length {n} (the length of input), got {}",
-                    r.len()
+                    "{name}: expected length {n} (the length of input), got {}",
+                    a.len()
                 )));
             }
         }
@@ -150,6 +153,7 @@ impl<A> Inputs<A> {
         Inputs {
             input,
             residual: None,
+            input2: None,
             gamma,
             beta: None,
             bias: None,
@@ -165,6 +169,7 @@ impl<A> Inputs<A> {
         [
             ("input", Some(&self.input)),
             ("residual", self.residual.as_ref()),
+            ("input2", self.input2.as_ref()),
             ("gamma", Some(&self.gamma)),
             ("beta", self.beta.as_ref()),
             ("bias", self.bias.as_ref()),
@@ -179,6 +184,7 @@ impl<A> Inputs<A> {
         Inputs {
             input: f(&self.input),
             residual: self.residual.as_ref().map(&mut f),
+            input2: self.input2.as_ref().map(&mut f),
             gamma: f(&self.gamma),
             beta: self.beta.as_ref().map(&mut f),
             bias: self.bias.as_ref().map(&mut f),
@@ -233,7 +239,7 @@ pub fn fit_buffers<H: Len>(
         }
     };
     fit(&mut x.input, n);
-    if let Some(r) = x.residual.as_mut() {
+    for r in [x.residual.as_mut(), x.input2.as_mut()].into_iter().flatten() {
         fit(r, n);
     }
     fit(&mut x.gamma, hidden);

@@ -167,15 +167,18 @@ impl CpuContext {
         plan: &Plan,
     ) -> Result<(Option<CpuData>, Option<CpuData>), Error> {
         let gamma = data("gamma", &x.gamma)?;
-        let (beta, bias, post_gamma) = (
+        let (beta, bias, post_gamma, input2) = (
             optional("beta", &x.beta)?,
             optional("bias", &x.bias)?,
             optional("postGamma", &x.post_gamma)?,
+            optional("input2", &x.input2)?,
         );
-        // The per-column arrays and options; the kernel is given input and residual apart.
+        // The per-column arrays, `input2` and options; the kernel is given input and
+        // residual apart.
         let columns = Inputs {
             input: &[][..],
             residual: None,
+            input2: input2.as_deref().map(T::of),
             gamma: T::of(&gamma),
             beta: beta.as_deref().map(T::of),
             bias: bias.as_deref().map(T::of),

@@ -3,8 +3,9 @@
 //! simd128; see `.cargo/config.toml`).
 //!
 //! The whole family of [`Inputs`]: RMSNorm or LayerNorm, with or without a residual, bias,
-//! beta, the sandwich's post-norm and a gamma offset, `y` in the data's dtype or another.
-//! Without a post-norm `v = (input + residual) + bias` in f32, bit for bit; with one,
+//! beta, the sandwich's post-norm, a parallel block's `input2` and a gamma offset, `y` in the
+//! data's dtype or another. Without a post-norm `v = ((input + input2) + residual) + bias` in
+//! f32, bit for bit; with one,
 //! `v = residual + N(input + bias) · (post_gamma + offset)` in f32 math. Then
 //! `y = N(v) · (gamma + offset) + beta` in f32 math, each normalization's rows that overflow
 //! or underflow f32 rescaled by a power of two, NaN and Inf poisoning only their row. A CPU
@@ -51,15 +52,17 @@ pub fn norm<T: Element, O: Element>(
     let mut rows = Rows::new(x)?;
     for (r, y) in y.chunks_exact_mut(hidden).enumerate() {
         let at = r * hidden..(r + 1) * hidden;
-        rows.read(&x.input[at.clone()], x.residual.map(|res| &res[at.clone()]));
-        rows.write(v.as_deref_mut().map(|v| &mut v[at]), y);
+        let input2 = x.input2.map(|a| &a[at.clone()]);
+        rows.read(&x.input[at.clone()], input2, x.residual.map(|a| &a[at.clone()]));
+        rows.write(v.as_deref_mut().map(|v| &mut v[at.clone()]), y);
     }
     Ok(())
 }
 
 /// [`norm`] over `input` and `residual`: `residual ← v` (where there is one), `input ← y`, bit
 /// for bit what [`norm`] returns (both are computed from the original values). `x` gives the
-/// call's per-column arrays and options; its `input` and `residual` are not read. Fails as
+/// call's per-column arrays, `input2` and options; its `input` and `residual` are not read.
+/// Fails as
 /// [`norm`] does, before anything is written.
 ///
 /// # Panics
@@ -81,18 +84,19 @@ pub fn norm_in_place<T: Element>(
         return Ok(());
     }
     let mut rows = Rows::new(x)?;
-    let inputs = input.chunks_exact_mut(hidden);
+    let inputs = input.chunks_exact_mut(hidden).enumerate();
+    let input2 = |r: usize| x.input2.map(|a| &a[r * hidden..(r + 1) * hidden]);
     // The row is read whole before either of its arrays is written.
     match residual {
         Some(residual) => {
-            for (y, v) in inputs.zip(residual.chunks_exact_mut(hidden)) {
-                rows.read(y, Some(v));
+            for ((r, y), v) in inputs.zip(residual.chunks_exact_mut(hidden)) {
+                rows.read(y, input2(r), Some(v));
                 rows.write(Some(v), y);
             }
         }
         None => {
-            for y in inputs {
-                rows.read(y, None);
+            for (r, y) in inputs {
+                rows.read(y, input2(r), None);
                 rows.write(None::<&mut [T]>, y);
             }
         }
@@ -139,12 +143,12 @@ impl<'a> Rows<'a> {
     }
 
     /// Forms the row's `v` into scratch.
-    fn read<T: Element>(&mut self, input: &[T], residual: Option<&[T]>) {
+    fn read<T: Element>(&mut self, input: &[T], input2: Option<&[T]>, residual: Option<&[T]>) {
         let Some(post_gamma) = &self.post_gamma else {
-            row::form_v(input, residual, self.bias.as_deref(), &mut self.v);
+            row::form_v([input, input2.unwrap_or_default()], residual, self.bias.as_deref(), &mut self.v);
             return;
         };
-        row::form_v(input, None, self.bias.as_deref(), &mut self.v);
+        row::form_v([input, &[]], None, self.bias.as_deref(), &mut self.v);
         let post = row::normalize(&mut self.v, self.kind, self.eps);
         row::add_post(&mut self.v, post, post_gamma, residual);
     }

@@ -31,14 +31,18 @@ const CENTRED_IN_F32: f32 = f32::from_bits((127 - 60) << 23);
 const CENTRING_OVERFLOWS: f32 = f32::from_bits((127 + 126) << 23);
 
 /// `v` of one row into `v`, in f32, in the order the `sum` output is formed bit for bit:
-/// `(input + residual) + bias`, each term only where the call has it.
+/// `((input + input2) + residual) + bias`, each term only where the call has it (`input2`
+/// empty where it has none).
 #[inline(always)]
 pub fn form_v<T: Element>(
-    input: &[T],
+    [input, input2]: [&[T]; 2],
     residual: Option<&[T]>,
     bias: Option<&[f32]>,
     v: &mut [f32],
 ) {
+    if !input2.is_empty() {
+        return form_v_of_two(input, input2, residual, bias, v);
+    }
     // An absent array is no addition at all: adding 0 would turn -0 into +0.
     let inputs = v.iter_mut().zip(input);
     match (residual, bias) {
@@ -62,6 +66,26 @@ pub fn form_v<T: Element>(
                 *v = a.widen();
             }
         }
+    }
+}
+
+/// [`form_v`] of a parallel block: its two sublayers' outputs added first, then the residual
+/// and the bias, each a pass over the row in cache.
+fn form_v_of_two<T: Element>(
+    input: &[T],
+    input2: &[T],
+    residual: Option<&[T]>,
+    bias: Option<&[f32]>,
+    v: &mut [f32],
+) {
+    for ((v, &a), &b) in v.iter_mut().zip(input).zip(input2) {
+        *v = a.widen() + b.widen();
+    }
+    if let Some(residual) = residual {
+        v.iter_mut().zip(residual).for_each(|(v, &r)| *v += r.widen());
+    }
+    if let Some(bias) = bias {
+        v.iter_mut().zip(bias).for_each(|(v, &b)| *v += b);
     }
 }
 

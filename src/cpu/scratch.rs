@@ -136,6 +136,7 @@ impl Layout {
         let x = Inputs {
             input: block(x.input),
             residual: x.residual.map(block),
+            input2: x.input2.map(block),
             ..*x
         };
         let staged = Layout {
@@ -147,9 +148,9 @@ impl Layout {
     }
 }
 
-/// Places a block of the input and of the residual, then the arrays of `x` one after another
-/// in the order [`Inputs::named`] lists them, and the results where [`Layout`] says;
-/// `x`'s input and residual are left a block long. `x.input`'s dtype is the data's (a call
+/// Places a block of the input, the residual and `input2`, then the arrays of `x` one after
+/// another in the order [`Inputs::named`] lists them, and the results where [`Layout`] says;
+/// `x`'s arrays of rows are left a block long. `x.input`'s dtype is the data's (a call
 /// whose arrays disagree is refused by [`CpuContext::check_staged`] before anything is
 /// computed, and [`Plan::new`]'s checks are of the whole call: made before this).
 ///
@@ -161,7 +162,7 @@ pub fn lay_out(x: &mut Inputs<Span>, sum: bool, out_per_block: bool) -> Result<L
     fits(x, block, sum)?;
     let per_block = out_per_block && block < total;
     x.input.len = block;
-    if let Some(r) = x.residual.as_mut() {
+    for r in [x.residual.as_mut(), x.input2.as_mut()].into_iter().flatten() {
         r.len = block;
     }
     let mut end = 0;
@@ -172,6 +173,7 @@ pub fn lay_out(x: &mut Inputs<Span>, sum: bool, out_per_block: bool) -> Result<L
     place(&mut x.input);
     for s in [
         x.residual.as_mut(),
+        x.input2.as_mut(),
         Some(&mut x.gamma),
         x.beta.as_mut(),
         x.bias.as_mut(),
@@ -220,7 +222,7 @@ pub fn lay_out(x: &mut Inputs<Span>, sum: bool, out_per_block: bool) -> Result<L
 fn fits(x: &Inputs<Span>, block: usize, sum: bool) -> Result<(), Error> {
     let bytes = |len: usize, d: Dtype| (len as u64 * d.bytes() as u64).div_ceil(16) * 16;
     let total = x.input.len;
-    let rows = [Some(x.input), x.residual].into_iter().flatten();
+    let rows = [Some(x.input), x.residual, x.input2].into_iter().flatten();
     let columns = [Some(x.gamma), x.beta, x.bias, x.post_gamma]
         .into_iter()
         .flatten();
@@ -316,11 +318,12 @@ fn staged<T: Word, O: Word>(
     let in_place = at.in_place(x);
     let y = (!in_place).then_some(at.y);
     let v = at.sum.filter(|_| !in_place);
-    let [input, residual, gamma, beta, bias, post_gamma, y_words, v_words] = regions(
+    let [input, residual, input2, gamma, beta, bias, post_gamma, y_words, v_words] = regions(
         scratch,
         [
             Some(x.input),
             x.residual,
+            x.input2,
             Some(x.gamma),
             x.beta,
             x.bias,
@@ -335,6 +338,7 @@ fn staged<T: Word, O: Word>(
     let columns = Inputs {
         input: &[][..],
         residual: None,
+        input2: column(input2, x.input2),
         gamma,
         beta: column(beta, x.beta),
         bias: column(bias, x.bias),

@@ -155,6 +155,7 @@ fn bind<H: HostArray>(
     set(slot::BETA, x.beta.as_ref(), row_bytes);
     set(slot::BIAS, x.bias.as_ref(), row_bytes);
     set(slot::POST_GAMMA, x.post_gamma.as_ref(), row_bytes);
+    set(slot::INPUT2, x.input2.as_ref(), all_bytes);
     if let Outputs::To { output, sum } = outputs {
         let output_bytes = plan.kernel.out_dtype.copy_bytes(plan.shape().len());
         set(slot::OUTPUT, Some(output), output_bytes);
@@ -188,7 +189,7 @@ pub fn source(ctx: &GpuContext, kernel: &Kernel, rows: Option<u32>) -> Result<Js
         .map(|b| {
             JsValue::from(descriptor(&[
                 ("binding", b.index.into()),
-                ("name", b.name.into()),
+                ("name", b.name_in(kernel.options.input2).into()),
                 ("type", b.kind(variant.in_place).webgpu_name().into()),
                 ("optional", b.optional.into()),
             ]))

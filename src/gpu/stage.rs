@@ -1,6 +1,6 @@
 //! A call's inputs on the GPU: each array bound as it is (a tensor), copied on the GPU into a
 //! pooled buffer (an app's `GPUBuffer`), or uploaded into one (host data). The per-column
-//! arrays are staged once per call, `input` and `residual` once per chunk of rows.
+//! arrays are staged once per call, `input`, `residual` and `input2` once per chunk of rows.
 
 use crate::call::dtype::Dtype;
 use crate::call::error::Error;
@@ -32,15 +32,18 @@ impl Columns {
     }
 }
 
-/// A chunk's rows of `input` and `residual`.
+/// A chunk's rows of `input`, `residual` and `input2`.
 pub(super) struct RowData {
     pub input: StagedBuffer,
     pub residual: Option<StagedBuffer>,
+    pub input2: Option<StagedBuffer>,
 }
 
 impl RowData {
     pub fn into_kept(self) -> impl Iterator<Item = StagedBuffer> {
-        std::iter::once(self.input).chain(self.residual)
+        std::iter::once(self.input)
+            .chain(self.residual)
+            .chain(self.input2)
     }
 }
 
@@ -73,12 +76,13 @@ impl<'a> Staging<'a> {
         })
     }
 
-    /// The chunk `rows` of `input`, and of `residual` where given.
+    /// The chunk `rows` of `input`, and of `residual` and `input2` where given.
     pub fn rows<A: HostArray>(&mut self, x: &Inputs<A>, rows: Rows) -> Result<RowData, Error> {
         let (start, count) = (rows.first * self.hidden, rows.count * self.hidden);
         Ok(RowData {
             input: self.stage("input", &x.input, start, count)?,
             residual: self.optional("residual", x.residual.as_ref(), start, count)?,
+            input2: self.optional("input2", x.input2.as_ref(), start, count)?,
         })
     }
 

@@ -266,6 +266,9 @@ fn bind<'a>(
     bound[slot::BETA] = columns.beta.as_deref();
     bound[slot::BIAS] = columns.bias.as_deref();
     bound[slot::POST_GAMMA] = columns.post_gamma.as_deref();
+    if data.input2.is_some() {
+        bound[slot::INPUT2] = data.input2.as_deref();
+    }
     bound[slot::OUTPUT] = output.as_deref();
     bound[slot::SUM] = sum.as_deref();
     bound[slot::PARAMS] = Some(params);

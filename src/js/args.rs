@@ -215,7 +215,7 @@ pub fn parse_inputs<A>(
         Status::UnknownKey => check_keys(call.args(), "args", KEYS)?,
         Status::NotObject => {
             return Err(Error::Type(format!(
-                "args: expected an object {{ input, gamma, hidden, residual?, beta?, bias?, postGamma?, eps?, kind?, gammaOffset?, outputDtype? }}, got {}",
+                "args: expected an object {{ input, gamma, hidden, residual?, input2?, beta?, bias?, postGamma?, eps?, kind?, gammaOffset?, outputDtype? }}, got {}",
                 call.got_args()
             )))
         }
@@ -223,6 +223,7 @@ pub fn parse_inputs<A>(
     from.dtype = dtype(call, CallKey::Dtype)?.unwrap_or(Dtype::F32);
     let input = array(CallKey::Input, true, from)?.ok_or_else(|| missing(CallKey::Input))?;
     let residual = array(CallKey::Residual, false, from)?;
+    let input2 = array(CallKey::Input2, false, from)?;
     let gamma = array(CallKey::Gamma, true, from)?.ok_or_else(|| missing(CallKey::Gamma))?;
     let beta = array(CallKey::Beta, false, from)?;
     let bias = array(CallKey::Bias, false, from)?;
@@ -246,6 +247,7 @@ pub fn parse_inputs<A>(
     Ok(Inputs {
         input,
         residual,
+        input2,
         gamma,
         beta,
         bias,

@@ -201,19 +201,20 @@ export function callRelease() {
   held.fill(undefined);
 }
 
-// Rows' elements [from, from + count) of the call's input and residual, and with `columns` its
-// per-column arrays, to the byte addresses Rust wrote at `at` (one per array of the table, -1
-// where absent). The values stay held: where a copy fails, the call is decoded again from
+// Rows' elements [from, from + count) of the call's arrays of rows (input, residual, input2:
+// the table's first `L.rowArrays`), and with `columns` its per-column arrays, to the byte
+// addresses Rust wrote at `at` (one per array of the table, -1 where absent). The values stay held: where a copy fails, the call is decoded again from
 // them, and its message says why. An f16 array is copied as its bits (set() from a Float16Array would convert
 // values).
 export function cpuCopy(at, from, count, columns) {
   try {
     views();
     const to = at / 8;
-    for (let j = 0; j < (columns ? L.arrays.length : 2); j++) {
+    const rows = L.rowArrays;
+    for (let j = 0; j < (columns ? L.arrays.length : rows); j++) {
       const i = L.arrays[j], v = held[i], what = whats[i];
       if (!isArray(what)) continue;
-      const whole = lengthOf.call(v), start = j < 2 ? from : 0, len = j < 2 ? count : whole;
+      const whole = lengthOf.call(v), start = j < rows ? from : 0, len = j < rows ? count : whole;
       // A view only for part of an array (a call of one block needs none).
       const part = (a) => (len === whole ? a : subarray.call(a, start, start + len));
       if (what === W.f32) set.call(f32, part(v), f64[to + j] / 4);

@@ -183,6 +183,7 @@ fn layout() -> JsValue {
         ("flagBits", flags),
         ("words", words.into()),
         ("arrays", indices(Kind::Array).into()),
+        ("rowArrays", CallKey::ROW_ARRAYS.into()),
         ("destinations", indices(Kind::Destination).into()),
         ("pointer", POINTER_FIELD.into()),
     ])

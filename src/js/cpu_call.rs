@@ -32,7 +32,8 @@ use crate::js::value::to_js;
 thread_local! {
     /// The byte address of each array of [`CallKey::ARRAYS`] in the scratch, for `cpuCopy`
     /// (-1 where absent).
-    static ADDRESSES: RefCell<[f64; 6]> = const { RefCell::new([0.0; 6]) };
+    static ADDRESSES: RefCell<[f64; CallKey::ARRAYS.len()]> =
+        const { RefCell::new([0.0; CallKey::ARRAYS.len()]) };
     /// Every call's arrays and results, in words; grown to the largest call made. One for
     /// all instances (calls never overlap: nothing here awaits), not one each: wasm memory
     /// never shrinks, so regions of their own would only add up.
@@ -99,7 +100,7 @@ fn in_scratch(ctx: &CpuContext, x: &Inputs<Span>, staged: &Layout) -> Option<Pro
         let at = ADDRESSES.with(|slots| {
             let mut slots = slots.borrow_mut();
             let spans = [x.input, x.gamma].map(Some);
-            let spans = [spans[0], x.residual, spans[1], x.beta, x.bias, x.post_gamma];
+            let spans = [spans[0], x.residual, x.input2, spans[1], x.beta, x.bias, x.post_gamma];
             for (slot, s) in slots.iter_mut().zip(spans) {
                 *slot = s.map_or(-1.0, |s| f64::from(address(&s)));
             }

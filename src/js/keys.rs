@@ -75,6 +75,7 @@ const fn key(call: Option<CallKey>, name: &'static str, kind: Kind, readers: Rea
 pub enum CallKey {
     Input,
     Residual,
+    Input2,
     Gamma,
     Beta,
     Bias,
@@ -92,15 +93,20 @@ pub enum CallKey {
 }
 
 impl CallKey {
-    /// The call's arrays (its data), in the table's order.
-    pub const ARRAYS: [CallKey; 6] = [
+    /// The call's arrays (its data), in the table's order: first those of rows × hidden
+    /// ([`CallKey::ROW_ARRAYS`] of them), then those of `hidden`.
+    pub const ARRAYS: [CallKey; 7] = [
         CallKey::Input,
         CallKey::Residual,
+        CallKey::Input2,
         CallKey::Gamma,
         CallKey::Beta,
         CallKey::Bias,
         CallKey::PostGamma,
     ];
+
+    /// How many of [`CallKey::ARRAYS`] hold rows.
+    pub const ROW_ARRAYS: usize = 3;
 
     /// The field's name in the argument object.
     pub const fn name(self) -> &'static str {
@@ -119,9 +125,11 @@ const fn call(id: CallKey, name: &'static str, kind: Kind) -> Key {
 
 /// A call's arguments (`run`, `runWithSum`, the timing calls, `encode`, `bind`).
 #[rustfmt::skip]
-pub const CALL_KEYS: [Key; 16] = [
+pub const CALL_KEYS: [Key; 17] = [
     call(CallKey::Input, "input", Kind::Array),
     call(CallKey::Residual, "residual", Kind::Array),
+    // A parallel block's second sublayer output.
+    call(CallKey::Input2, "input2", Kind::Array),
     call(CallKey::Gamma, "gamma", Kind::Array),
     call(CallKey::Beta, "beta", Kind::Array),
     call(CallKey::Bias, "bias", Kind::Array),
@@ -159,14 +167,14 @@ const fn kernel(name: &'static str, kind: Kind, readers: Readers) -> Key {
 
 /// A kernel description (`prepare`, `kernelSource`): which arrays its calls pass, as flags.
 #[rustfmt::skip]
-pub const KERNEL_KEYS: [Key; 12] = [
+pub const KERNEL_KEYS: [Key; 13] = [
     kernel("hidden", Kind::Number, Readers::KERNELS), kernel("bias", Kind::Array, Readers::KERNELS),
     kernel("beta", Kind::Array, Readers::KERNELS),
     // `runWithSum`'s.
     kernel("sum", Kind::Array, Readers::KERNELS),
     kernel("dtype", Kind::Name, Readers::KERNELS), kernel("inPlace", Kind::Flag, Readers::KERNELS),
     kernel("kind", Kind::Name, Readers::KERNELS), kernel("residual", Kind::Array, Readers::KERNELS),
-    kernel("postGamma", Kind::Array, Readers::KERNELS),
+    kernel("postGamma", Kind::Array, Readers::KERNELS), kernel("input2", Kind::Array, Readers::KERNELS),
     kernel("gammaOffset", Kind::Number, Readers::KERNELS),
     kernel("outputDtype", Kind::Name, Readers::KERNELS),
     // The rows to size the grid for.

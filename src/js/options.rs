@@ -50,7 +50,7 @@ pub fn parse_source(v: &JsValue) -> Result<(Kernel, Option<u32>), Error> {
 fn parse_kernel(o: &JsValue, keys: &'static [&'static str]) -> Result<Kernel, Error> {
     if !o.is_object() || o.is_function() {
         return Err(Error::Type(format!(
-            "kernels: expected {{ hidden, bias?, beta?, sum?, dtype?, inPlace?, kind?, residual?, postGamma?, gammaOffset?, outputDtype? }}, got {}",
+            "kernels: expected {{ hidden, bias?, beta?, sum?, dtype?, inPlace?, kind?, residual?, postGamma?, input2?, gammaOffset?, outputDtype? }}, got {}",
             describe(o)
         )));
     }
@@ -85,6 +85,7 @@ fn parse_kernel(o: &JsValue, keys: &'static [&'static str]) -> Result<Kernel, Er
             sum: flag("sum")? || (in_place && residual),
             residual,
             post_gamma: flag("postGamma")?,
+            input2: flag("input2")?,
             kind: kind_field(o)?,
             gamma_offset,
         },

@@ -10,6 +10,7 @@ export const MAX_ELEMENTS = 1 << 23;
 export const DEMO_RANGES = {
   input: [-2, 2],
   residual: [-2, 2],
+  input2: [-2, 2],
   gamma: [0.5, 1.5],
   bias: [-0.5, 0.5],
   beta: [-0.1, 0.1],
@@ -17,7 +18,7 @@ export const DEMO_RANGES = {
 
 /**
  * The Problem controls as { rows, hidden, bias, beta, eps, seed, dtype, kind, residual,
- * postGamma, gammaOffset, outputDtype } (outputDtype undefined: the data's).
+ * postGamma, input2, gammaOffset, outputDtype } (outputDtype undefined: the data's).
  */
 export function readProblem() {
   const rowsText = $("rows").value.trim();
@@ -45,7 +46,7 @@ export function readProblem() {
   const outputDtype = $("output-dtype").value || undefined;
   return {
     rows, hidden, bias: $("bias").checked, beta: $("beta").checked, eps, seed, dtype,
-    kind, residual: $("residual").checked, postGamma: $("post-gamma").checked, gammaOffset, outputDtype,
+    kind, residual: $("residual").checked, postGamma: $("post-gamma").checked, input2: $("input2").checked, gammaOffset, outputDtype,
   };
 }
 
@@ -54,13 +55,15 @@ export function readProblem() {
  * arrays only need some length meanwhile. The normalization's fields are passed only where
  * they differ from the defaults, so that a plain problem is the plain call.
  */
-export function makeArgs({ rows, hidden, bias, beta, eps, seed, kind = "rms", residual = true, postGamma = false, gammaOffset = 0, outputDtype }) {
+export function makeArgs({ rows, hidden, bias, beta, eps, seed, kind = "rms", residual = true, postGamma = false, input2 = false, gammaOffset = 0, outputDtype }) {
   const width = Number.isInteger(hidden) && hidden > 0 ? hidden : 1;
   const next = rng(seed);
   const args = { ...randomArgs({ rows, hidden: width, bias, beta, eps }, next, DEMO_RANGES), hidden };
   if (!residual) delete args.residual;
   // The post-norm's γ, drawn after the others so that the rest of a seed's data stays the same.
   if (postGamma) args.postGamma = filled(width, next, ...DEMO_RANGES.gamma);
+  // A parallel block's second sublayer output, drawn last for the same reason.
+  if (input2) args.input2 = filled(rows * width, next, ...DEMO_RANGES.input2);
   if (kind !== "rms") args.kind = kind;
   if (gammaOffset !== 0) args.gammaOffset = gammaOffset;
   if (outputDtype) args.outputDtype = outputDtype;

@@ -53,7 +53,7 @@ export async function runOnce(norm) {
         : `f32 output, against ${of}`;
     $("max-rel").textContent = fmtErr(maxRel);
     $("js-time").textContent = jsMs === undefined ? "—" : fmtMs(jsMs);
-    $("js-time").title = jsMs === undefined ? "The plain loop is an RMSNorm pre-norm: no baseline for LayerNorm or the sandwich." : "";
+    $("js-time").title = jsMs === undefined ? "The plain loop is an RMSNorm pre-norm: no baseline for LayerNorm, the sandwich or a parallel block." : "";
     renderPreview(y, host, { ...problem, dtype: outDtype });
     const verdict = ok ? "matches the f64 reference" : "DOES NOT match the f64 reference";
     setStatus(
@@ -68,9 +68,10 @@ export async function runOnce(norm) {
 }
 
 /** "RMSNorm, with a residual", "RMSNorm, the sandwich, with a residual, γ + 1", …: what the call normalized. */
-function describeNorm({ kind, residual, postGamma, gammaOffset }) {
+function describeNorm({ kind, residual, postGamma, input2, gammaOffset }) {
   const parts = [kind === "layer" ? "LayerNorm" : "RMSNorm"];
   if (postGamma) parts.push("the sandwich");
+  if (input2) parts.push("a parallel block");
   parts.push(residual ? "with a residual" : "no residual");
   if (gammaOffset) parts.push(`γ + ${gammaOffset}`);
   return parts.join(", ");

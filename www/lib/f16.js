@@ -58,8 +58,8 @@ export function fromF16(h) {
 
 /** The array arguments of a pre-norm call; the rest (hidden, eps, options) are not data. */
 export const ARRAY_KEYS = ["input", "residual", "gamma", "bias", "beta"];
-/** Every array argument a call may have: the sandwich's `postGamma` too. */
-export const ALL_ARRAY_KEYS = [...ARRAY_KEYS, "postGamma"];
+/** Every array argument a call may have: the sandwich's `postGamma` and a parallel block's `input2` too. */
+export const ALL_ARRAY_KEYS = [...ARRAY_KEYS, "postGamma", "input2"];
 
 /**
  * The same call in f16: `bits`, its arrays as Uint16Arrays of halves (what the package gets),

@@ -3,12 +3,12 @@
 // the same contract as src/reference.rs. For every row, with N the normalization `kind` names
 // (RMSNorm or LayerNorm) and g = gammaOffset:
 //
-//   u = input + bias                       (bias optional)
+//   u = input + input2 + bias              (input2: a parallel block's; both optional)
 //   w = postGamma ? N(u) · (postGamma + g) : u
 //   v = residual + w                       (residual optional: 0; runWithSum's `sum`)
 //   y = N(v) · (gamma + g) + beta          (beta optional: 0; the `output`)
 //
-// v is summed in f32 in the kernel's order, (input + residual) + bias, since it is itself an
+// v is summed in f32 in the kernel's order, ((input + input2) + residual) + bias, since it is itself an
 // output that must match bit for bit (with a post-norm, w in f64 rounded once into v, which
 // the kernel forms in f32 and so matches within a few ulps); the means, the inverse square
 // root, the scale and the shift in f64; eps and gammaOffset rounded to f32, as the kernel's
@@ -54,7 +54,7 @@ function normalize(x, kind, eps, out) {
  *   because the residual cancels w would be held to a bound relative to what is left.
  */
 function normRow(args, r, v, y, scale, at) {
-  const { input, residual, gamma, beta, bias, postGamma, hidden, eps = 1e-6, kind = "rms", gammaOffset = 0 } = args;
+  const { input, residual, input2, gamma, beta, bias, postGamma, hidden, eps = 1e-6, kind = "rms", gammaOffset = 0 } = args;
   const o = r * hidden;
   const g = Math.fround(gammaOffset);
   const [wide, t, w] = rowsOf(hidden);
@@ -67,7 +67,8 @@ function normRow(args, r, v, y, scale, at) {
     }
   } else {
     for (let i = 0; i < hidden; i++) {
-      const s = residual ? Math.fround(input[o + i] + residual[o + i]) : input[o + i];
+      const a = input2 ? Math.fround(input[o + i] + input2[o + i]) : input[o + i];
+      const s = residual ? Math.fround(a + residual[o + i]) : a;
       v[at + i] = bias ? Math.fround(s + bias[i]) : s;
     }
   }

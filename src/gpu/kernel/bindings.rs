@@ -32,11 +32,19 @@ pub mod slot {
     pub const OUTPUT: usize = 5;
     pub const SUM: usize = 6;
     pub const PARAMS: usize = 7;
+    /// `post_gamma`, or `input2` in a kernel of a parallel block ([`super::SHARED`]).
     pub const POST_GAMMA: usize = 8;
+    pub const INPUT2: usize = 8;
 }
 
-/// The kernel's signature. Shapes: `input`, `residual`, `output`, `sum` are rows × width;
-/// `gamma`, `beta`, `bias`, `post_gamma` are width (width = hidden / lanes, in elements of `S`).
+/// The binding that carries `post_gamma` in the sandwich's kernels and `input2` (rows ×
+/// width) in a parallel block's: a call has at most one of them (`Kernel::check`), and so the
+/// kernels keep to eight storage bindings, the most WebGPU's default limits allow.
+pub const SHARED: (usize, &str) = (slot::INPUT2, "input2");
+
+/// The kernel's signature. Shapes: `input`, `residual`, `output`, `sum` (and `input2`) are
+/// rows × width; `gamma`, `beta`, `bias`, `post_gamma` are width (width = hidden / lanes, in
+/// elements of `S`).
 pub const BINDINGS: [Binding; 9] = [
     required(slot::INPUT, "input", READ_WRITTEN_IN_PLACE),
     optional(slot::RESIDUAL, "residual", READ_WRITTEN_IN_PLACE),
@@ -81,6 +89,16 @@ const fn optional(index: usize, name: &'static str, role: Role) -> Binding {
 pub type Bound<'a> = [Option<&'a wgpu::Buffer>; BINDINGS.len()];
 
 impl Binding {
+    /// The binding's name in a kernel with (`input2`) or without a parallel block's second
+    /// input ([`SHARED`]).
+    pub fn name_in(&self, input2: bool) -> &'static str {
+        if input2 && self.index as usize == SHARED.0 {
+            SHARED.1
+        } else {
+            self.name
+        }
+    }
+
     /// Whether the binding exists in the in-place or the out-of-place kernel.
     pub fn present(&self, in_place: bool) -> bool {
         !(in_place && self.role == Role::Output)
@@ -164,12 +182,13 @@ mod tests {
             timestamps: false,
             cpu_tiling: false,
         };
-        for kind in [NormKind::Rms, NormKind::Layer] {
+        for (kind, input2) in [(NormKind::Rms, false), (NormKind::Layer, false), (NormKind::Layer, true)] {
             for in_place in [false, true] {
                 let kernel = Kernel {
                     hidden: 4096,
                     options: Options {
                         kind,
+                        input2,
                         ..Options::default()
                     },
                     dtype: Dtype::F32,
@@ -199,7 +218,7 @@ mod tests {
                 let table: Vec<(u32, String, Kind)> = BINDINGS
                     .iter()
                     .filter(|b| b.present(in_place))
-                    .map(|b| (b.index, b.name.to_string(), b.kind(in_place)))
+                    .map(|b| (b.index, b.name_in(input2).to_string(), b.kind(in_place)))
                     .collect();
                 assert_eq!(declared, table, "{}", v.label());
             }

@@ -147,6 +147,7 @@ impl Variant {
             ("HAS_BIAS", Bool(o.bias)),
             ("HAS_BETA", Bool(o.beta)),
             ("HAS_RESIDUAL", Bool(o.residual)),
+            ("HAS_INPUT2", Bool(o.input2)),
             // In place, v goes over the residual whether or not the call asked for it.
             ("WRITE_SUM", Bool(o.sum || (self.in_place && o.residual))),
             ("IN_PLACE", Bool(self.in_place)),
@@ -186,7 +187,7 @@ impl Variant {
     pub fn label(&self) -> String {
         let o = self.options;
         let data = format!(
-            "{:?}{}{}{}{} lanes={} bias={} beta={} sum={}",
+            "{:?}{}{}{}{}{} lanes={} bias={} beta={} sum={}",
             self.storage,
             if self.out_storage != self.storage {
                 format!(" out={:?}", self.out_storage)
@@ -195,6 +196,7 @@ impl Variant {
             },
             if o.residual { "" } else { " no-residual" },
             if o.post_gamma { " sandwich" } else { "" },
+            if o.input2 { " parallel" } else { "" },
             if self.in_place { " in-place" } else { "" },
             self.lanes,
             o.bias,

@@ -16,14 +16,21 @@ export type OutputDtypeField<D extends Dtype, O extends Dtype> = [O] extends [D]
 
 /**
  * What every call takes, its arrays of type `A`. For each row, with `N` the normalization
- * `kind` names and `g = gammaOffset`: `u = input + bias`, `w = postGamma ? N(u)·(postGamma + g)
- * : u`, `v = residual + w` (the `sum`), `y = N(v)·(gamma + g) + beta` (the `output`).
+ * `kind` names and `g = gammaOffset`: `u = input + input2 + bias`, `w = postGamma ?
+ * N(u)·(postGamma + g) : u`, `v = residual + w` (the `sum`), `y = N(v)·(gamma + g) + beta`
+ * (the `output`).
  */
 interface FusedRmsNormFields<D extends Dtype, A> {
   /** rows × hidden, row-major. */
   input: A;
   /** rows × hidden, added after `input` (and its post-norm). Omitted: none (QK-norm, a model's final norm). */
   residual?: A;
+  /**
+   * rows × hidden; a parallel block's second sublayer output (GPT-J, Phi-2, Falcon,
+   * Command-R: `x + attn(LN(x)) + mlp(LN(x))`), added to `input` before the residual. Not with
+   * `postGamma`. Omitted: none.
+   */
+  input2?: A;
   /** hidden; the scale applied after normalizing (plus `gammaOffset`). */
   gamma: A;
   /** hidden; the shift applied last. Omitted: zeros. */

@@ -8,7 +8,7 @@ const KERNEL: &'static str = r#"
 /** A binding of the kernel, as `kernelSource` describes it (its `@binding` in `@group(0)`). */
 export interface FusedRmsNormBinding {
   readonly binding: number;
-  readonly name: "input" | "residual" | "gamma" | "beta" | "bias" | "post_gamma" | "output" | "sum" | "params";
+  readonly name: "input" | "residual" | "gamma" | "beta" | "bias" | "post_gamma" | "input2" | "output" | "sum" | "params";
   /** WebGPU's `GPUBufferBindingType`. */
   readonly type: "read-only-storage" | "storage" | "uniform";
   /** Absent from a call that has no such array: bind any small storage buffer there. */
@@ -60,6 +60,8 @@ interface FusedRmsNormKernelBase {
   /** Whether calls pass a `residual` (default true). */
   residual?: boolean;
   postGamma?: boolean;
+  /** Whether calls pass a parallel block's `input2` (not with `postGamma`). */
+  input2?: boolean;
   bias?: boolean;
   beta?: boolean;
   sum?: boolean;

@@ -10,6 +10,7 @@
 import assert from "node:assert/strict";
 
 import { pageSuite, test } from "../support/page.mjs";
+import { FAMILY_VARIANTS } from "../support/family-variants.mjs";
 
 const { inPage, problems } = pageSuite("rmsnorm-family-");
 
@@ -26,7 +27,7 @@ test("every combination of kind × residual × postGamma × gammaOffset, f32, th
     return H.sweep(n, { entries, shapes: [{ rows: 3, hidden: 64 }, { rows: 2, hidden: 37 }] });
   }, GPU_ENTRIES);
   assert.deepEqual(r.failures, []);
-  assert.equal(r.checked, 16 * 2 * GPU_ENTRIES.length);
+  assert.equal(r.checked, FAMILY_VARIANTS * 2 * GPU_ENTRIES.length);
   t.diagnostic(`${r.checked} results checked`);
 });
 
@@ -40,7 +41,7 @@ for (const shaderF16 of [true, false])
     }, [GPU_ENTRIES, shaderF16, dtype, outputDtype ?? null]);
     assert.deepEqual(r.failures, []);
     // In place runs only where the output's dtype is the data's.
-    assert.equal(r.checked, 16 * (outputDtype ? GPU_ENTRIES.length - 2 : GPU_ENTRIES.length));
+    assert.equal(r.checked, FAMILY_VARIANTS * (outputDtype ? GPU_ENTRIES.length - 2 : GPU_ENTRIES.length));
     assert.equal(r.path, shaderF16 && r.offered, "shader-f16 is used exactly where asked for and offered");
     t.diagnostic(`${r.checked} results checked on the ${r.path ? "shader-f16" : "packed"} path`);
   });
@@ -60,7 +61,7 @@ test("CPU backend: every combination, f32 and f16 data, outputDtype both ways, t
   assert.equal(r.backend, "cpu");
   assert.deepEqual(r.failures, []);
   assert.equal(r.entries.length, 7, "run, runWithSum, output gpu, runWithSum output gpu with tensors, in place, bound run in place and into tensors");
-  assert.equal(r.checked, 16 * 2 * (7 + 7 + 5 + 5));
+  assert.equal(r.checked, FAMILY_VARIANTS * 2 * (7 + 7 + 5 + 5));
   t.diagnostic(`${r.checked} results checked`);
 });
 
@@ -102,7 +103,7 @@ test("prepare compiles each combination's kernel (the call then compiles none), 
         const a = H.caseOf(v, { rows, hidden, seed: 5 });
         const { call, host } = H.inDtype(a, dtype);
         const outD = outputDtype ?? dtype;
-        const kernel = { hidden, kind: v.kind, residual: v.residual, postGamma: v.postGamma, bias: v.bias, beta: v.beta, sum: true, dtype, gammaOffset: v.gammaOffset };
+        const kernel = { hidden, kind: v.kind, residual: v.residual, postGamma: v.postGamma, input2: !!v.input2, bias: v.bias, beta: v.beta, sum: true, dtype, gammaOffset: v.gammaOffset };
         if (outputDtype) kernel.outputDtype = outputDtype;
         try {
           const before = n.debugStats().pipelines;
@@ -116,7 +117,7 @@ test("prepare compiles each combination's kernel (the call then compiles none), 
           const names = k.bindings.map((b) => b.name);
           const storage = (d) => (d === "f16" ? half : "f32");
           if (k.storage !== storage(dtype) || k.outputStorage !== storage(outD)) failures.push(`${what}: storage ${k.storage}, outputStorage ${k.outputStorage}`);
-          if ((v.postGamma && !names.includes("post_gamma")) || (v.residual && !names.includes("residual"))) failures.push(`${what}: bindings ${names.join(", ")}`);
+          if ((v.postGamma && !names.includes("post_gamma")) || (v.residual && !names.includes("residual")) || names.includes("input2") !== !!v.input2 || names.includes("post_gamma") === !!v.input2) failures.push(`${what}: bindings ${names.join(", ")}`);
           if (k.params.size !== 32) failures.push(`${what}: params.size ${k.params.size}`);
           const values = { rows, width: hidden / k.lanes, hidden, eps: 1e-6, gamma_offset: v.gammaOffset };
           const params = new DataView(new ArrayBuffer(k.params.size));
@@ -130,7 +131,7 @@ test("prepare compiles each combination's kernel (the call then compiles none), 
           const len = rows * hidden;
           const bytes = (d) => len * (d === "f16" ? 2 : 4);
           const data = {
-            input: call.input, residual: call.residual, gamma: call.gamma, beta: call.beta, bias: call.bias, post_gamma: call.postGamma,
+            input: call.input, residual: call.residual, gamma: call.gamma, beta: call.beta, bias: call.bias, post_gamma: call.postGamma, input2: call.input2,
           };
           const buffers = { output: emptyBuffer(device, bytes(outD), S), sum: emptyBuffer(device, bytes(dtype), S), params: bufferOf(device, new Uint8Array(params.buffer), GPUBufferUsage.UNIFORM) };
           for (const [name, arr] of Object.entries(data)) if (arr) buffers[name] = bufferOf(device, arr, S);
@@ -187,6 +188,10 @@ for (const backend of ["webgpu", "cpu"]) test(`the new fields' named errors reje
       ["postGamma of another length", { ...a, postGamma: new Float32Array(9) }, SE, "postGamma"],
       ["postGamma of another dtype", { ...a, postGamma: new Uint16Array(8) }, TE, "postGamma"],
       ["postGamma a boolean", { ...a, postGamma: true }, TE, "postGamma"],
+      ["input2 with postGamma", { ...a, input2: new Float32Array(16) }, TE, "input2"],
+      ["input2 of another length", { ...a, postGamma: undefined, input2: new Float32Array(15) }, SE, "input2"],
+      ["input2 of another dtype", { ...a, postGamma: undefined, input2: new Uint16Array(16) }, TE, "input2"],
+      ["input2 a number", { ...a, postGamma: undefined, input2: 2 }, TE, "input2"],
       ["outputDtype bf16", { ...a, outputDtype: "bf16" }, TE, "outputDtype"],
       ["outputDtype f16 with hidden 6", { ...odd, outputDtype: "f16" }, SE, "hidden"],
     ];
@@ -232,6 +237,7 @@ for (const backend of ["webgpu", "cpu"]) test(`the new fields' named errors reje
       [{ hidden: 8, kind: "group" }, TE, "kind"], [{ hidden: 8, gammaOffset: NaN }, SE, "gammaOffset"],
       [{ hidden: 8, residual: "no" }, TE, "residual"], [{ hidden: 8, postGamma: 1 }, TE, "postGamma"],
       [{ hidden: 8, outputDtype: "bf16" }, TE, "outputDtype"], [{ hidden: 6, outputDtype: "f16" }, SE, "hidden"],
+      [{ hidden: 8, input2: "yes" }, TE, "input2"], [{ hidden: 8, input2: true, postGamma: true }, TE, "input2"],
     ];
     for (const [k, name, field] of kernels) {
       expect(`prepare ${JSON.stringify(k)}`, await rejection(() => n.prepare(k)), name, field);

@@ -12,6 +12,7 @@ import { join } from "node:path";
 
 import { ROOT } from "../support/repo.mjs";
 import { appWithPackage, runSuite } from "../support/runtime-app.mjs";
+import { FAMILY_VARIANTS } from "../support/family-variants.mjs";
 
 const DENO = join(ROOT, "node_modules", ".bin", "deno");
 
@@ -24,12 +25,12 @@ test("Deno: init() with no argument, then every entry point on Deno's WebGPU mat
     assert.equal(r.backend, "webgpu");
     // 16 variants × 2 shapes × every GPU entry point (two of them into the caller's arrays,
     // five bound), and each f16 case on both paths (in place takes no other outputDtype).
-    assert.equal(r.checked.family, 16 * 2 * 15);
-    assert.equal(r.checked["f16 packed"], 16 * (3 * 15 - 2 * 5));
+    assert.equal(r.checked.family, FAMILY_VARIANTS * 2 * 15);
+    assert.equal(r.checked["f16 packed"], FAMILY_VARIANTS * (3 * 15 - 2 * 5));
     // lavapipe offers shader-f16, so Deno runs the WGSL f16 path too (Chromium's SwiftShader
     // does not offer it).
     if (/llvmpipe/.test(r.adapter)) assert.equal(r.shaderF16Offered, true, "lavapipe offers shader-f16");
-    if (r.shaderF16Offered) assert.equal(r.checked["f16 shader-f16"], 16 * (3 * 15 - 2 * 5));
+    if (r.shaderF16Offered) assert.equal(r.checked["f16 shader-f16"], FAMILY_VARIANTS * (3 * 15 - 2 * 5));
     assert.deepEqual([r.checked.errors, r.checked.webgpuObjects, r.checked.timing, r.checked.deviceLoss], [12, 5, 2, 3]);
     t.diagnostic(`adapter ${r.adapter}; checked ${JSON.stringify(r.checked)}; shader-f16 ${r.shaderF16Offered}; timestamp-query ${r.timestampQuery}`);
   } finally {

@@ -6,6 +6,8 @@
 /** The helpers over the shared www/lib/ modules (`reference.js`, `seeded.js`, `f16.js`, `app-gpu.js`). */
 export function familyHelpers({ ref, seeded, f16, appGpu }) {
   // kind × residual × postGamma × gammaOffset; bias and beta ride along, each on in half.
+  // Then a parallel block's input2 (no postGamma: a parallel block has no post-norm) with
+  // each kind, with and without a residual.
   const VARIANTS = [];
   for (const kind of ["rms", "layer"])
     for (const residual of [true, false])
@@ -14,13 +16,19 @@ export function familyHelpers({ ref, seeded, f16, appGpu }) {
           const i = VARIANTS.length;
           VARIANTS.push({ kind, residual, postGamma, gammaOffset, bias: i % 4 === 1 || i % 4 === 2, beta: i % 2 === 1 });
         }
-  const label = (v) => [v.kind, v.residual ? "residual" : "no residual", v.postGamma && "postGamma", v.gammaOffset && "gammaOffset " + v.gammaOffset, v.bias && "bias", v.beta && "beta"].filter(Boolean).join(" + ");
+  for (const kind of ["rms", "layer"])
+    for (const residual of [true, false]) {
+      const i = VARIANTS.length;
+      VARIANTS.push({ kind, residual, postGamma: false, input2: true, gammaOffset: i % 3 === 0 ? 1 : 0, bias: i % 2 === 0, beta: kind === "layer" });
+    }
+  const label = (v) => [v.kind, v.residual ? "residual" : "no residual", v.postGamma && "postGamma", v.input2 && "input2", v.gammaOffset && "gammaOffset " + v.gammaOffset, v.bias && "bias", v.beta && "beta"].filter(Boolean).join(" + ");
 
   /** Variant v's f32 arguments: only the fields it has (kind always, to name it). */
   function caseOf(v, { rows = 3, hidden = 64, seed = 1 } = {}) {
     const a = seeded.caseArgs({ rows, hidden, bias: v.bias, beta: v.beta, seed: seed * 17 + VARIANTS.indexOf(v) });
     if (!v.residual) delete a.residual;
     if (v.postGamma) a.postGamma = seeded.filled(hidden, seeded.rng(seed + 99), -1.5, 1.5);
+    if (v.input2) a.input2 = seeded.filled(rows * hidden, seeded.rng(seed + 101), -2, 2);
     if (v.gammaOffset) a.gammaOffset = v.gammaOffset;
     a.kind = v.kind;
     return a;
