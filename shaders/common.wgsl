@@ -10,6 +10,7 @@
 //   ENABLE_F16    S or SO is vec4<f16>
 //   HAS_BIAS, HAS_BETA, HAS_RESIDUAL, HAS_INPUT2   which optional inputs the call has
 //   WRITE_SUM     v is written (to `sum`, or in place to `residual`)
+//   WRITE_Y       y is computed and written (not for a post-norm's sum alone, without gamma)
 //   IN_PLACE      y goes to `input` and v to `residual`; there is no `output` or `sum`
 
 #if ENABLE_F16

@@ -6,6 +6,9 @@
 //   v = residual + w                                  (the `sum` output)
 //   y = N(v) * (gamma + offset) + beta                (`output`, in its own storage SO)
 //
+// Without gamma (WRITE_Y false) a call is a post-norm's sum alone (OLMo 2): v is written
+// and the second normalization is not made.
+//
 //   N_rms(x)   = x * inverseSqrt(mean(x^2) + eps)
 //   N_layer(x) = (x - m) * inverseSqrt(mean((x - m)^2) + eps),  m = mean(x)
 //
@@ -196,6 +199,9 @@ fn normalized(x: V, s: Stat) -> V {
 }
 
 fn gamma_at(i: u32) -> V {
+    if !WRITE_Y {
+        return V(0.0);
+    }
     return ld(gamma[i]) + params.gamma_offset;
 }
 
@@ -347,6 +353,9 @@ fn store(base: u32, i: u32, v: V, s: Stat, g: V, b: V) {
     if WRITE_SUM {
         put_v(base + i, v);
     }
+    if !WRITE_Y {
+        return;
+    }
     var y = normalized(v, s) * g;
     if HAS_BETA {
         y += b;
@@ -414,7 +423,9 @@ fn main(
                 cache[k] = v_from_u(cache[k], s1, post, r);
             }
         }
-        s = stats(lid, t, base, width, &cache, 1u, s1);
+        if WRITE_Y {
+            s = stats(lid, t, base, width, &cache, 1u, s1);
+        }
     }
     // Every output is written here, after the last read of the row: in place, y goes over
     // input and v over residual, which the passes above read. Rows that take the exact path

@@ -410,7 +410,7 @@ fn the_checks_fail_the_shortcuts_and_the_mistakes() {
             .flat_map(|row| {
                 let (c, var) = centre(row);
                 let inv = 1.0 / (var + x.eps).sqrt();
-                c.into_iter().zip(x.gamma).map(move |(c, g)| c * inv * g)
+                c.into_iter().zip(x.gamma.unwrap()).map(move |(c, g)| c * inv * g)
             })
             .collect()
     }
@@ -910,7 +910,7 @@ fn staged<T: Element, O: Element>(
         input: span(x.input),
         residual: x.residual.map(span),
         input2: x.input2.map(span),
-        gamma: span(x.gamma),
+        gamma: x.gamma.map(span),
         beta: x.beta.map(span),
         bias: x.bias.map(span),
         post_gamma: x.post_gamma.map(span),
@@ -940,8 +940,8 @@ fn staged<T: Element, O: Element>(
             std::ptr::copy_nonoverlapping(a.as_ptr().cast::<u8>(), to, s.len * dtype.bytes());
         }
     };
-    let columns = [Some(x.gamma), x.beta, x.bias, x.post_gamma];
-    let placed = [Some(spans.gamma), spans.beta, spans.bias, spans.post_gamma];
+    let columns = [x.gamma, x.beta, x.bias, x.post_gamma];
+    let placed = [spans.gamma, spans.beta, spans.bias, spans.post_gamma];
     for (a, s) in columns
         .into_iter()
         .zip(placed)
@@ -1068,6 +1068,38 @@ fn calls_in_one_reused_scratch_match_the_kernel_and_the_reference() {
                 panic!("{what}: the driver took a short input");
             };
             assert_eq!(got.message(), native.message(), "{what}: refusal");
+        }
+    }
+}
+
+/// A post-norm's sum alone (no `gamma`) on the CPU backend: the sandwich's `v` bit for bit,
+/// no `y`, read back and as a new tensor; refused where the call asks for no sum.
+#[test]
+fn a_post_norms_sum_alone_is_the_sandwichs_sum() {
+    let mut rng = Rng(0x5EED_50A2);
+    let ctx = CpuContext::default();
+    for shape in [(3, 64), (2, 4099), (5, 1)] {
+        for family in Family::all().filter(|f| f.post) {
+            let call = Call::random(&mut rng, shape, true, false, 1e-6, 1.0, family);
+            let full = call.inputs();
+            let alone = GenericInputs {
+                gamma: None,
+                ..full
+            };
+            let what = format!("{shape:?} {family}");
+            let want = ctx.submit(&full, Request::host(true)).unwrap().host.unwrap();
+            let got = ctx.submit(&alone, Request::host(true)).unwrap_or_else(|e| panic!("{what}: {e}"));
+            let got = got.host.unwrap();
+            assert!(got.y.is_none(), "{what}: a y without gamma");
+            assert_same_bits(got.sum.as_ref().unwrap(), want.sum.as_ref().unwrap(), &what);
+            let gpu = ctx.submit(&alone, Request::to_gpu(true)).unwrap().gpu.unwrap();
+            assert!(gpu.y.is_none(), "{what}: a y tensor without gamma");
+            let read = ctx.read(gpu.sum.as_ref().unwrap()).unwrap().host.unwrap().y.unwrap();
+            assert_same_bits(&read, want.sum.as_ref().unwrap(), &format!("{what}: the sum tensor"));
+            let Err(e) = ctx.submit(&alone, Request::host(false)) else {
+                panic!("{what}: run without a sum");
+            };
+            assert!(e.message().starts_with("gamma: missing"), "{what}: {e}");
         }
     }
 }

@@ -62,6 +62,7 @@ fn each_reader_accepts_the_keys_it_names_in_its_unknown_field_message() {
         "residual",
         "postGamma",
         "input2",
+        "gamma",
         "gammaOffset",
         "outputDtype",
     ];

@@ -42,24 +42,24 @@ impl Check for Case {
         let x = self.inputs();
         let out = pollster::block_on(ctx.run(&x, true)).unwrap_or_else(|e| panic!("{what}: {e}"));
         let (want_y, want_v) = norm_family(&x);
-        let err = worst_error(&out.y, &want_y, &x, RTOL);
+        let err = worst_error(out.y.as_ref().unwrap(), &want_y, &x, RTOL);
         let gpu_v = out.sum.clone().unwrap_or_default();
         if err > 1.0 {
             // Name the element, so a failure on a new GPU says what went wrong.
             let (_, v) = norm_family(&x);
-            let (_, at) = worst_error_at(&out.y, &want_y, &x, RTOL);
+            let (_, at) = worst_error_at(out.y.as_ref().unwrap(), &want_y, &x, RTOL);
             panic!(
                 "{}",
                 format!("{what}: y is {err:.2} tolerances off the f64 reference; worst at {at}: got {}, want {}, \
                  v {:e} (GPU {:e}), input {:e}, residual {:e}, row v {:?}",
-                out.y[at],
+                out.y.as_ref().unwrap()[at],
                 want_y[at],
                 v[at],
                 gpu_v.get(at).copied().unwrap_or(f32::NAN),
                 x.input[at],
                 x.residual.map_or(0.0, |r| r[at]),
                 &v[at / x.hidden * x.hidden..(at / x.hidden + 1) * x.hidden].iter().take(8).collect::<Vec<_>>()
-            ) + &short_row_dump(&x, &out.y, at));
+            ) + &short_row_dump(&x, out.y.as_ref().unwrap(), at));
         }
         let sum = out.sum.expect("sum was asked for");
         assert!(
@@ -79,7 +79,7 @@ fn resident<'a, T>(
         input: Arg::Gpu(upload(x.input)),
         residual: x.residual.map(|r| Arg::Gpu(upload(r))),
         input2: x.input2.map(|r| Arg::Gpu(upload(r))),
-        gamma: Arg::Host(x.gamma),
+        gamma: x.gamma.map(Arg::Host),
         beta: x.beta.map(Arg::Host),
         bias: x.bias.map(Arg::Host),
         post_gamma: x.post_gamma.map(Arg::Host),
@@ -107,6 +107,7 @@ fn read<H>(ctx: &GpuContext, a: &Arg<H>) -> Vec<f32> {
     pollster::block_on(ctx.read_tensor(tensor(a)).unwrap().read())
         .unwrap()
         .y
+        .expect("y")
 }
 
 /// A short row in full, every input and output, for a failure on a GPU not at hand.
@@ -258,10 +259,10 @@ fn nan_and_inf_poison_only_their_own_row() {
         case.check(&ctx, &format!("4x{hidden} with NaN/Inf"));
         let out = pollster::block_on(ctx.run(&case.inputs(), false)).unwrap();
         assert!(
-            out.y[3 * hidden..].iter().all(|y| y.is_finite()),
+            out.y.as_ref().unwrap()[3 * hidden..].iter().all(|y| y.is_finite()),
             "clean row stayed clean"
         );
-        assert!(out.y[..hidden].iter().all(|y| y.is_nan()), "NaN row is NaN");
+        assert!(out.y.as_ref().unwrap()[..hidden].iter().all(|y| y.is_nan()), "NaN row is NaN");
     }
 }
 
@@ -293,7 +294,7 @@ fn bad_shapes_are_named_errors_and_the_context_keeps_working() {
     x.eps = 1e-6;
     let out = pollster::block_on(ctx.run(&x, false)).expect("the context survived");
     let (want, _) = norm_family(&x);
-    assert_within(&out.y, &want, &x, RTOL, "after the rejections");
+    assert_within(out.y.as_ref().unwrap(), &want, &x, RTOL, "after the rejections");
 }
 
 #[test]
@@ -330,7 +331,7 @@ fn buffers_are_reused_not_leaked() {
         for (i, case) in cases.iter().enumerate() {
             let want_sum = i % 2 == 1;
             let out = pollster::block_on(ctx.run(&case.inputs(), want_sum)).unwrap();
-            assert_eq!(out.y.len(), case.input.len());
+            assert_eq!(out.y.as_ref().unwrap().len(), case.input.len());
         }
         if round == 1 {
             live_after_warmup = ctx.buffer_stats().live;
@@ -365,7 +366,7 @@ fn gpu_resident_chain_matches_layer_by_layer_reference() {
         let x = bare(x_in.clone(), x_res.clone(), g.clone(), hidden);
         let out = pollster::block_on(ctx.submit_to_gpu(&x, true).unwrap().read_gpu()).unwrap();
         let out = out.expect("new tensors");
-        x_in = Arg::Gpu(out.y);
+        x_in = Arg::Gpu(out.y.unwrap());
         x_res = Arg::Gpu(out.sum.expect("sum"));
     }
     let got = read(&ctx, &x_in);
@@ -391,7 +392,7 @@ fn gpu_results_take_freed_tensors_buffers_never_a_live_ones_and_stay_right() {
         );
         let out = out.unwrap().expect("new tensors");
         (
-            Arg::<&[f32]>::Gpu(out.y),
+            Arg::<&[f32]>::Gpu(out.y.unwrap()),
             Arg::<&[f32]>::Gpu(out.sum.expect("sum")),
         )
     };
@@ -443,7 +444,7 @@ fn gpu_results_take_freed_tensors_buffers_never_a_live_ones_and_stay_right() {
             let out = pollster::block_on(p.read_gpu())
                 .unwrap()
                 .expect("new tensors");
-            let made = (Arg::Gpu(out.y), Arg::Gpu(out.sum.expect("sum")));
+            let made = (Arg::Gpu(out.y.unwrap()), Arg::Gpu(out.sum.expect("sum")));
             check(&cases[i], &made, &format!("round {round}, case {i}"));
             live.push((i, made));
         }
@@ -546,7 +547,7 @@ fn f16_storage_matches_the_reference_on_both_paths() {
             eprintln!("f16 {rows}x{hidden} on the {path} path");
             // One f16 rounding of the result: 2^-11 relative, and 1e-3 leaves room for f32.
             assert_within(
-                &out.y,
+                out.y.as_ref().unwrap(),
                 &want_y,
                 &r,
                 1e-3,
@@ -627,7 +628,7 @@ fn timed_dispatches_report_gpu_time_where_the_device_has_timestamps() {
     let x = case.inputs();
     let (out, ns) = pollster::block_on(ctx.submit_timed(&x, 4).unwrap().read_timed()).unwrap();
     let (want, _) = norm_family(&x);
-    assert_within(&out.y, &want, &x, RTOL, "a timed call");
+    assert_within(out.y.as_ref().unwrap(), &want, &x, RTOL, "a timed call");
     if ctx
         .device()
         .features()
@@ -663,7 +664,7 @@ fn in_place_equals_out_of_place_bit_for_bit_on_every_storage() {
                     .count()
             };
             assert_eq!(
-                same(&read(&ctx, &x.input), &want.y),
+                same(&read(&ctx, &x.input), want.y.as_ref().unwrap()),
                 0,
                 "{what}: y in place differs"
             );
@@ -736,22 +737,22 @@ fn cpu_backend_runs_the_case_matrix_and_every_kind_of_call() {
         let x = case.inputs();
         let out = cpu.submit(&x, Request::host(true)).unwrap().host.unwrap();
         let (want_y, want_v) = norm_family(&x);
-        assert_within(&out.y, &want_y, &x, RTOL, &format!("cpu {c}"));
+        assert_within(out.y.as_ref().unwrap(), &want_y, &x, RTOL, &format!("cpu {c}"));
         assert_eq!(out.sum.unwrap(), want_v, "cpu {c}: sum");
     }
     // Tensors: out of place to new tensors, then in place, read back.
     let case = Case::new(3, 768, true, true, 1e-6, 0x5EED_000F);
     let up = |a: &[f32]| cpu.upload(&a).unwrap();
     let x = webgpu_rmsnorm::Inputs {
-        gamma: Arg::Gpu(up(&case.gamma)),
+        gamma: Some(Arg::Gpu(up(&case.gamma))),
         ..resident(&case.inputs(), up)
     };
     let gpu = cpu.submit(&x, Request::to_gpu(true)).unwrap().gpu.unwrap();
     cpu.submit(&x, Request::in_place()).unwrap();
-    let read = |t: &Rc<Tensor>| cpu.read(t).unwrap().host.unwrap().y;
+    let read = |t: &Rc<Tensor>| cpu.read(t).unwrap().host.unwrap().y.unwrap();
     let (want_y, want_v) = norm_family(&case.inputs());
     for (what, y, v) in [
-        ("new tensors", read(&gpu.y), read(gpu.sum.as_ref().unwrap())),
+        ("new tensors", read(gpu.y.as_ref().unwrap()), read(gpu.sum.as_ref().unwrap())),
         (
             "in place",
             read(tensor(&x.input)),
@@ -772,7 +773,7 @@ fn cpu_backend_runs_the_case_matrix_and_every_kind_of_call() {
     };
     assert_eq!(rejection(&foreign, Request::host(false)), Some("TypeError"));
     let short = webgpu_rmsnorm::Inputs {
-        gamma: Arg::Host(&case.gamma[..5]),
+        gamma: Some(Arg::Host(&case.gamma[..5])),
         ..x.clone()
     };
     assert_eq!(rejection(&short, Request::host(false)), Some("ShapeError"));
@@ -884,12 +885,12 @@ where
         Request::repeated(3, false),
     ] {
         let got = cpu.submit(x, request).unwrap().host.unwrap();
-        same(&got.y, &y, &format!("y of {request:?}"));
+        same(got.y.as_ref().unwrap(), &y, &format!("y of {request:?}"));
         if request.sum {
             same(&got.sum.unwrap(), &v, "sum");
         }
     }
-    let read = |t: &Rc<Tensor>| cpu.read(t).unwrap().host.unwrap().y;
+    let read = |t: &Rc<Tensor>| cpu.read(t).unwrap().host.unwrap().y.unwrap();
     let up = |a: &[T]| cpu.upload(&a).unwrap();
     let tensors = resident(x, up);
     let gpu = cpu
@@ -897,7 +898,7 @@ where
         .unwrap()
         .gpu
         .unwrap();
-    same(&read(&gpu.y), &y, "y tensor");
+    same(&read(gpu.y.as_ref().unwrap()), &y, "y tensor");
     same(&read(gpu.sum.as_ref().unwrap()), &v, "sum tensor");
     let in_place = cpu.submit(&tensors, Request::in_place());
     if x.norm.output_dtype.is_some_and(|o| o != x.input.dtype()) {
@@ -925,7 +926,7 @@ fn run_variant(ctx: &GpuContext, variant: Variant, case: &Case) -> (Vec<f32>, Ve
     let (input, residual, gamma) = (
         up(x.input),
         up(x.residual.expect("a residual")),
-        up(x.gamma),
+        up(x.gamma.unwrap()),
     );
     let beta = x.beta.map(up);
     let bias = x.bias.map(up);
@@ -974,6 +975,7 @@ fn run_variant(ctx: &GpuContext, variant: Variant, case: &Case) -> (Vec<f32>, Ve
         pollster::block_on(ctx.read_tensor(t).unwrap().read())
             .unwrap()
             .y
+            .expect("y")
     };
     (read(&output), read(&sum))
 }
@@ -1094,7 +1096,7 @@ fn large_uploads_are_staged_through_reused_buffers() {
     let mut live = Vec::new();
     for round in 0..3 {
         let out = pollster::block_on(ctx.run(&x, true)).unwrap();
-        assert_within(&out.y, &want_y, &x, RTOL, &format!("staged call {round}"));
+        assert_within(out.y.as_ref().unwrap(), &want_y, &x, RTOL, &format!("staged call {round}"));
         let sum = out.sum.expect("sum was asked for");
         assert!(
             same_sum(&x, &sum, &want_v),

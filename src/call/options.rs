@@ -16,6 +16,8 @@ pub struct Options {
     pub post_gamma: bool,
     /// A parallel block's second sublayer output (`input2`).
     pub input2: bool,
+    /// `y` is computed (the call has `gamma`); else `v` alone, a post-norm's sum.
+    pub output: bool,
     pub kind: NormKind,
     /// A `gammaOffset` other than 0: the fused kernel adds it only then.
     pub gamma_offset: bool,
@@ -32,7 +34,7 @@ impl Options {
     /// computes (LayerNorm, the sandwich, a parallel block), so that they need its family
     /// kernel whatever the shape.
     pub fn need_family(&self) -> bool {
-        self.kind == NormKind::Layer || self.post_gamma || self.input2
+        self.kind == NormKind::Layer || self.post_gamma || self.input2 || !self.output
     }
 
     /// A pre-norm: a residual, no optional array, RMSNorm.
@@ -43,6 +45,7 @@ impl Options {
         residual: true,
         post_gamma: false,
         input2: false,
+        output: true,
         kind: NormKind::Rms,
         gamma_offset: false,
     };
@@ -67,6 +70,7 @@ impl Options {
             residual: x.residual.is_some(),
             post_gamma: x.post_gamma.is_some(),
             input2: x.input2.is_some(),
+            output: x.gamma.is_some(),
             kind: x.norm.kind,
             gamma_offset: x.norm.gamma_offset != 0.0,
         }

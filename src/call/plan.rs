@@ -209,17 +209,14 @@ impl Plan {
             Outputs::To { sum, .. } => Request::to_gpu(sum.is_some()),
         };
         let plan = Plan::of_inputs(x, request, caps, owner)?;
+        // In place, `y` goes over `input` (where there is `gamma`) and `v` over `residual`.
+        let y_over_input = x.gamma.is_some().then_some(&x.input);
         let written: Vec<(&str, &Arg<H>)> = match outputs {
-            Outputs::InPlace => {
-                let mut w = vec![("input", &x.input)];
-                w.extend(x.residual.as_ref().map(|r| ("residual", r)));
-                w
-            }
-            Outputs::To { output, sum } => {
-                let mut w = vec![("output", output)];
-                w.extend(sum.as_ref().map(|s| ("sum", s)));
-                w
-            }
+            Outputs::InPlace => [("input", y_over_input), ("residual", x.residual.as_ref())]
+                .into_iter()
+                .filter_map(|(name, a)| a.map(|a| (name, a)))
+                .collect(),
+            Outputs::To { .. } => outputs.named().collect(),
         };
         for (name, a) in &written {
             if let Some(t) = a.resident() {
@@ -270,6 +267,12 @@ impl Plan {
                 )));
             }
         }
+        if x.gamma.is_none() && x.norm.output_dtype.is_some() {
+            return Err(Error::Type(
+                "outputDtype: expected undefined without gamma (the call computes the sum alone)"
+                    .into(),
+            ));
+        }
         let out_dtype = x.norm.output_dtype.unwrap_or(dtype);
         if request.to == Destination::InPlace && out_dtype != dtype {
             return Err(Error::Type(format!(
@@ -306,6 +309,25 @@ impl Plan {
     }
 }
 
+/// A call without `gamma` computes a post-norm's sum alone (OLMo 2's `h = x + N(attn(x)) · w`):
+/// it needs `postGamma`, asks for the sum (or writes it over the residual in place), and has
+/// no `beta`.
+fn sum_alone(o: Options, in_place: bool) -> Result<(), Error> {
+    let alone = "a call without gamma computes a post-norm's sum alone";
+    let refused = if !o.post_gamma {
+        format!("gamma: missing ({alone}, of postGamma)")
+    } else if !(o.sum || in_place) {
+        format!("gamma: missing ({alone}: runWithSum, encode or bind with a sum, or inPlace)")
+    } else if in_place && !o.residual {
+        format!("residual: missing ({alone}, in place over the residual)")
+    } else if o.beta {
+        format!("beta: expected undefined without gamma ({alone})")
+    } else {
+        return Ok(());
+    };
+    Err(Error::Type(refused))
+}
+
 /// Which kernel a call needs, from what it passes: what `prepare` compiles ahead of time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Kernel {
@@ -333,12 +355,16 @@ impl Kernel {
     /// `gpu/kernel/bindings.rs`).
     pub fn check(&self) -> Result<(), Error> {
         hidden_from_number(self.hidden as f64)?;
-        if self.options.input2 && self.options.post_gamma {
+        let o = self.options;
+        if o.input2 && o.post_gamma {
             return Err(Error::Type(
                 "input2: expected undefined with postGamma (a parallel block adds its two \
                  sublayers' outputs with no post-norm)"
                     .into(),
             ));
+        }
+        if !o.output {
+            sum_alone(o, self.in_place)?;
         }
         // Halves are moved four at a time (two 32-bit words); a row must not end mid-word.
         for (f16, what) in [(self.dtype, "data"), (self.out_dtype, "output")] {

@@ -21,15 +21,16 @@ pub type ResultArray = Vec<f32>;
 #[cfg(target_arch = "wasm32")]
 pub type ResultArray = crate::support::typed_result::TypedResult;
 
-/// A call's results read back: `y`, and `v` when the `sum` output was asked for.
+/// A call's results read back: `y` (not without `gamma`: a post-norm's sum alone), and `v`
+/// when the `sum` output was asked for.
 pub struct Output {
-    pub y: ResultArray,
+    pub y: Option<ResultArray>,
     pub sum: Option<ResultArray>,
 }
 
-/// Results left on the device, as new tensors.
+/// Results left on the device, as new tensors, as [`Output`] has them.
 pub struct GpuOutput {
-    pub y: Rc<Tensor>,
+    pub y: Option<Rc<Tensor>>,
     pub sum: Option<Rc<Tensor>>,
 }
 

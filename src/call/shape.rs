@@ -16,6 +16,8 @@ use crate::support::number_text::number_text;
 /// For every row, with `N` the normalization `norm.kind` names:
 /// `u = input + input2 + bias`, `w = post_gamma ? N(u) · (post_gamma + offset) : u`,
 /// `v = residual + w` (the `sum` output), `y = N(v) · (gamma + offset) + beta` (`output`).
+/// Without `gamma` a call computes `v` alone: OLMo 2's post-norm, `h = x + N(attn(x)) · w`,
+/// with no norm of `h` in the same step.
 #[derive(Clone, Copy, Debug)]
 pub struct Inputs<A> {
     pub input: A,
@@ -24,7 +26,8 @@ pub struct Inputs<A> {
     /// A parallel block's second sublayer output (GPT-J, Phi-2, Falcon, Command-R:
     /// `x + attn(LN(x)) + mlp(LN(x))`), added to `input` in the same pass.
     pub input2: Option<A>,
-    pub gamma: A,
+    /// Absent: the call writes `sum` only (a post-norm with no next norm).
+    pub gamma: Option<A>,
     pub beta: Option<A>,
     pub bias: Option<A>,
     /// The sandwich's post-norm (Gemma 2/3, OLMo 2): the sublayer's output normalized and
@@ -66,11 +69,24 @@ pub struct Norm {
 }
 
 /// Where `encode` writes the results: over `input` (`y`) and `residual` (`v`), or into
-/// the app's buffers or tensors.
+/// the app's buffers or tensors (no `output` without `gamma`: the sum alone).
 #[derive(Clone)]
 pub enum Outputs<A> {
     InPlace,
-    To { output: A, sum: Option<A> },
+    To { output: Option<A>, sum: Option<A> },
+}
+
+impl<A> Outputs<A> {
+    /// The app's arrays the results go into, by name (none in place).
+    pub fn named(&self) -> impl Iterator<Item = (&'static str, &A)> {
+        let (output, sum) = match self {
+            Outputs::InPlace => (None, None),
+            Outputs::To { output, sum } => (output.as_ref(), sum.as_ref()),
+        };
+        [("output", output), ("sum", sum)]
+            .into_iter()
+            .filter_map(|(name, a)| a.map(|a| (name, a)))
+    }
 }
 
 /// A checked problem: `rows × hidden`.
@@ -102,7 +118,7 @@ impl Shape {
             }
         }
         let per_row = [
-            ("gamma", Some(&x.gamma)),
+            ("gamma", x.gamma.as_ref()),
             ("beta", x.beta.as_ref()),
             ("bias", x.bias.as_ref()),
             ("postGamma", x.post_gamma.as_ref()),
@@ -154,7 +170,7 @@ impl<A> Inputs<A> {
             input,
             residual: None,
             input2: None,
-            gamma,
+            gamma: Some(gamma),
             beta: None,
             bias: None,
             post_gamma: None,
@@ -170,7 +186,7 @@ impl<A> Inputs<A> {
             ("input", Some(&self.input)),
             ("residual", self.residual.as_ref()),
             ("input2", self.input2.as_ref()),
-            ("gamma", Some(&self.gamma)),
+            ("gamma", self.gamma.as_ref()),
             ("beta", self.beta.as_ref()),
             ("bias", self.bias.as_ref()),
             ("postGamma", self.post_gamma.as_ref()),
@@ -185,7 +201,7 @@ impl<A> Inputs<A> {
             input: f(&self.input),
             residual: self.residual.as_ref().map(&mut f),
             input2: self.input2.as_ref().map(&mut f),
-            gamma: f(&self.gamma),
+            gamma: self.gamma.as_ref().map(&mut f),
             beta: self.beta.as_ref().map(&mut f),
             bias: self.bias.as_ref().map(&mut f),
             post_gamma: self.post_gamma.as_ref().map(&mut f),
@@ -242,17 +258,15 @@ pub fn fit_buffers<H: Len>(
     for r in [x.residual.as_mut(), x.input2.as_mut()].into_iter().flatten() {
         fit(r, n);
     }
-    fit(&mut x.gamma, hidden);
-    for a in [x.beta.as_mut(), x.bias.as_mut(), x.post_gamma.as_mut()]
+    for a in [x.gamma.as_mut(), x.beta.as_mut(), x.bias.as_mut(), x.post_gamma.as_mut()]
         .into_iter()
         .flatten()
     {
         fit(a, hidden);
     }
     if let Some(Outputs::To { output, sum }) = outputs {
-        fit(output, n);
-        if let Some(s) = sum.as_mut() {
-            fit(s, n);
+        for a in [output.as_mut(), sum.as_mut()].into_iter().flatten() {
+            fit(a, n);
         }
     }
     Ok(())

@@ -20,6 +20,9 @@ use crate::cpu;
 use crate::cpu::memory::room;
 use crate::cpu::results::{host_result, host_result_into};
 
+
+/// A call's `y` and `v`, each where it has one.
+type Results = (Option<CpuData>, Option<CpuData>);
 /// No device limits: a call is one pass over wasm memory, whatever its size.
 pub(crate) const CAPS: Caps = Caps {
     max_binding: u64::MAX,
@@ -109,14 +112,14 @@ impl CpuContext {
     ) -> Result<Finished, Error> {
         let plan = Plan::new(x, request, &CAPS, self.id)?;
         refuse_buffers(x.named())?;
-        let (y, v) = match (plan.kernel.dtype, plan.kernel.out_dtype) {
+        let results = match (plan.kernel.dtype, plan.kernel.out_dtype) {
             (Dtype::F32, Dtype::F32) => self.compute::<f32, f32, A>(x, &plan),
             (Dtype::F32, Dtype::F16) => self.compute::<f32, u16, A>(x, &plan),
             (Dtype::F16, Dtype::F32) => self.compute::<u16, f32, A>(x, &plan),
             (Dtype::F16, Dtype::F16) => self.compute::<u16, u16, A>(x, &plan),
         }?;
-        match y {
-            Some(y) => self.finished(&plan, y, v, given),
+        match results {
+            Some((y, v)) => self.finished(&plan, y, v, given),
             None => Ok(Finished::default()),
         }
     }
@@ -129,14 +132,7 @@ impl CpuContext {
         outputs: &Outputs<Arg<H>>,
     ) -> Result<(), Error> {
         Plan::encoded(x, outputs, &CAPS, self.id)?;
-        let written = match outputs {
-            Outputs::InPlace => vec![],
-            Outputs::To { output, sum } => {
-                let sum = sum.as_ref().map(|s| ("sum", s));
-                [("output", output)].into_iter().chain(sum).collect()
-            }
-        };
-        refuse_buffers(x.named().chain(written))
+        refuse_buffers(x.named().chain(outputs.named()))
     }
 
     /// Computes a checked call ([`check_into_tensors`](Self::check_into_tensors)) into its tensors.
@@ -153,21 +149,23 @@ impl CpuContext {
         let Some(out) = done.gpu else {
             return Ok(());
         };
-        move_into("output", output, &out.y)?;
-        match (sum, &out.sum) {
-            (Some(sum), Some(v)) => move_into("sum", sum, v),
-            _ => Ok(()),
+        for (name, to, from) in [("output", output, &out.y), ("sum", sum, &out.sum)] {
+            if let (Some(to), Some(from)) = (to, from) {
+                move_into(name, to, from)?;
+            }
         }
+        Ok(())
     }
 
-    /// A call of `T` data with `y` in `O`: its results, none in place.
+    /// A call of `T` data with `y` in `O`: its [`Results`] `y` (not without `gamma`) and `v`
+    /// (where asked for), none in place.
     fn compute<T: Stored, O: Stored, A: HostArray>(
         &self,
         x: &Inputs<A>,
         plan: &Plan,
-    ) -> Result<(Option<CpuData>, Option<CpuData>), Error> {
-        let gamma = data("gamma", &x.gamma)?;
-        let (beta, bias, post_gamma, input2) = (
+    ) -> Result<Option<Results>, Error> {
+        let (gamma, beta, bias, post_gamma, input2) = (
+            optional("gamma", &x.gamma)?,
             optional("beta", &x.beta)?,
             optional("bias", &x.bias)?,
             optional("postGamma", &x.post_gamma)?,
@@ -179,7 +177,7 @@ impl CpuContext {
             input: &[][..],
             residual: None,
             input2: input2.as_deref().map(T::of),
-            gamma: T::of(&gamma),
+            gamma: gamma.as_deref().map(T::of),
             beta: beta.as_deref().map(T::of),
             bias: bias.as_deref().map(T::of),
             post_gamma: post_gamma.as_deref().map(T::of),
@@ -199,14 +197,15 @@ impl CpuContext {
                 residual.as_deref_mut().map(T::of_mut),
                 &columns,
             )?;
-            return Ok((None, None));
+            return Ok(None);
         }
         let input = data("input", &x.input)?;
         let residual = optional("residual", &x.residual)?;
         // Host arrays were copied into memory of the call's own: where y has their dtype,
         // normalize those copies in place (bit for bit the same result) rather than fill
         // more arrays.
-        let reuse = repeat == 1 && plan.kernel.out_dtype == plan.kernel.dtype;
+        let with_y = plan.kernel.options.output;
+        let reuse = repeat == 1 && plan.kernel.out_dtype == plan.kernel.dtype && with_y;
         let (y, v) = match (input, residual) {
             (Data::Copied(mut input), Some(Data::Copied(mut residual))) if reuse => {
                 let residual_rows = Some(T::of_mut(&mut residual));
@@ -219,8 +218,9 @@ impl CpuContext {
             }
             (input, residual) => {
                 let n = plan.shape().len();
-                let mut y = room(n, "output")?;
-                y.resize(n, O::default());
+                let y_len = if with_y { n } else { 0 };
+                let mut y = room(y_len, "output")?;
+                y.resize(y_len, O::default());
                 let mut v = sum.then(|| room(n, "sum")).transpose()?;
                 if let Some(v) = v.as_mut() {
                     v.resize(n, T::default());
@@ -236,7 +236,7 @@ impl CpuContext {
                 (O::wrap(y), v.map(T::wrap))
             }
         };
-        Ok((Some(y), v))
+        Ok(Some((with_y.then_some(y), v)))
     }
 
     /// A call's results `y` (and `v`) where its request wants them: new tensors of this
@@ -244,27 +244,28 @@ impl CpuContext {
     fn finished(
         &self,
         plan: &Plan,
-        y: CpuData,
+        y: Option<CpuData>,
         v: Option<CpuData>,
         mut given: Given,
     ) -> Result<Finished, Error> {
         if plan.request.to == Destination::Gpu {
+            let tensor = |d| Rc::new(Tensor::on_cpu(d, self.id));
             return Ok(Finished {
                 gpu: Some(GpuOutput {
-                    y: Rc::new(Tensor::on_cpu(y, self.id)),
-                    sum: v.map(|v| Rc::new(Tensor::on_cpu(v, self.id))),
+                    y: y.map(tensor),
+                    sum: v.map(tensor),
                 }),
                 ..Finished::default()
             });
         }
         given.check_intact(plan.shape().len())?;
-        let sum = v
-            .map(|v| host_result_into(&v, given.sum.take()))
-            .transpose()?;
+        let host = |d: Option<CpuData>, to: Option<_>| {
+            d.map(|d| host_result_into(&d, to)).transpose()
+        };
         Ok(Finished {
             host: Some(Output {
-                y: host_result_into(&y, given.y.take())?,
-                sum,
+                y: host(y, given.y.take())?,
+                sum: host(v, given.sum.take())?,
             }),
             ..Finished::default()
         })
@@ -284,7 +285,7 @@ impl CpuContext {
         let data = data.try_borrow().map_err(|_| busy("tensor"))?;
         Ok(Finished {
             host: Some(Output {
-                y: host_result(&data),
+                y: Some(host_result(&data)),
                 sum: None,
             }),
             ..Finished::default()

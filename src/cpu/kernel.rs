@@ -30,18 +30,21 @@ use crate::call::shape::{Inputs, NormKind};
 /// is not read, `O` says it. Every input is widened exactly, the math is f32, and each result
 /// is rounded once to its storage.
 ///
+/// Without `x.gamma` only `v` is computed (a post-norm's sum alone), and `y` is empty.
+///
 /// Fails only where wasm memory has no room for the row's scratch and the widened per-column
 /// arrays (a few times `hidden` in f32), before anything is written.
 ///
 /// # Panics
-/// If `y` or `v` is not as long as `x.input`.
+/// If `y` (with `gamma`) or `v` is not as long as `x.input`.
 pub fn norm<T: Element, O: Element>(
     x: &Inputs<&[T]>,
     y: &mut [O],
     mut v: Option<&mut [T]>,
 ) -> Result<(), Error> {
     let n = x.input.len();
-    assert_eq!(y.len(), n, "y: expected the length of input");
+    let y_len = if x.gamma.is_some() { n } else { 0 };
+    assert_eq!(y.len(), y_len, "y: expected the length of input, or none without gamma");
     if let Some(v) = &v {
         assert_eq!(v.len(), n, "v: expected the length of input");
     }
@@ -50,17 +53,19 @@ pub fn norm<T: Element, O: Element>(
         return Ok(());
     }
     let mut rows = Rows::new(x)?;
-    for (r, y) in y.chunks_exact_mut(hidden).enumerate() {
+    for r in 0..n / hidden {
         let at = r * hidden..(r + 1) * hidden;
         let input2 = x.input2.map(|a| &a[at.clone()]);
         rows.read(&x.input[at.clone()], input2, x.residual.map(|a| &a[at.clone()]));
+        let y = y.get_mut(at.clone()).unwrap_or_default();
         rows.write(v.as_deref_mut().map(|v| &mut v[at.clone()]), y);
     }
     Ok(())
 }
 
-/// [`norm`] over `input` and `residual`: `residual ← v` (where there is one), `input ← y`, bit
-/// for bit what [`norm`] returns (both are computed from the original values). `x` gives the
+/// [`norm`] over `input` and `residual`: `residual ← v` (where there is one), `input ← y`
+/// (where there is `gamma`), bit for bit what [`norm`] returns (both are computed from the
+/// original values). `x` gives the
 /// call's per-column arrays, `input2` and options; its `input` and `residual` are not read.
 /// Fails as
 /// [`norm`] does, before anything is written.
@@ -108,7 +113,8 @@ pub fn norm_in_place<T: Element>(
 /// (and offset) once per call rather than once per row.
 struct Rows<'a> {
     kind: NormKind,
-    gamma: Cow<'a, [f32]>,
+    /// Absent: `y` is not computed.
+    gamma: Option<Cow<'a, [f32]>>,
     post_gamma: Option<Cow<'a, [f32]>>,
     beta: Option<Cow<'a, [f32]>>,
     bias: Option<Cow<'a, [f32]>>,
@@ -133,7 +139,7 @@ impl<'a> Rows<'a> {
         v.resize(x.hidden, 0.0);
         Ok(Rows {
             kind: x.norm.kind,
-            gamma: gamma(x.gamma, "gamma")?,
+            gamma: x.gamma.map(|g| gamma(g, "gamma")).transpose()?,
             post_gamma: x.post_gamma.map(|g| gamma(g, "postGamma")).transpose()?,
             beta: x.beta.map(|b| T::widen_all(b, "beta")).transpose()?,
             bias: x.bias.map(|b| T::widen_all(b, "bias")).transpose()?,
@@ -153,12 +159,16 @@ impl<'a> Rows<'a> {
         row::add_post(&mut self.v, post, post_gamma, residual);
     }
 
-    /// Stores the row's `v` (before normalizing changes the scratch) and writes its `y`.
+    /// Stores the row's `v` (before normalizing changes the scratch) and writes its `y`
+    /// where the call has `gamma`.
     fn write<T: Element, O: Element>(&mut self, v: Option<&mut [T]>, y: &mut [O]) {
         if let Some(v) = v {
             row::store(&self.v, v);
         }
+        let Some(gamma) = &self.gamma else {
+            return;
+        };
         let post = row::normalize(&mut self.v, self.kind, self.eps);
-        row::write_y(&self.v, &self.gamma, self.beta.as_deref(), post, y);
+        row::write_y(&self.v, gamma, self.beta.as_deref(), post, y);
     }
 }

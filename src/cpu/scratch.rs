@@ -157,6 +157,10 @@ impl Layout {
 /// `out_per_block`: the results go into the caller's arrays, so each block's can be copied
 /// out while in cache, where a fresh array's whole call is copied out in one `slice()`.
 pub fn lay_out(x: &mut Inputs<Span>, sum: bool, out_per_block: bool) -> Result<Layout, Error> {
+    // A post-norm's sum alone is no common call: it is computed as any other call is.
+    if x.gamma.is_none() {
+        return Err(Error::Type("gamma: missing (the scratch path lays out y)".into()));
+    }
     let total = x.input.len;
     let block = ((BLOCK / x.hidden.max(1)).max(1) * x.hidden).min(total);
     fits(x, block, sum)?;
@@ -174,7 +178,7 @@ pub fn lay_out(x: &mut Inputs<Span>, sum: bool, out_per_block: bool) -> Result<L
     for s in [
         x.residual.as_mut(),
         x.input2.as_mut(),
-        Some(&mut x.gamma),
+        x.gamma.as_mut(),
         x.beta.as_mut(),
         x.bias.as_mut(),
         x.post_gamma.as_mut(),
@@ -223,7 +227,7 @@ fn fits(x: &Inputs<Span>, block: usize, sum: bool) -> Result<(), Error> {
     let bytes = |len: usize, d: Dtype| (len as u64 * d.bytes() as u64).div_ceil(16) * 16;
     let total = x.input.len;
     let rows = [Some(x.input), x.residual, x.input2].into_iter().flatten();
-    let columns = [Some(x.gamma), x.beta, x.bias, x.post_gamma]
+    let columns = [x.gamma, x.beta, x.bias, x.post_gamma]
         .into_iter()
         .flatten();
     let out = x.norm.output_dtype.unwrap_or(x.input.dtype);
@@ -324,7 +328,7 @@ fn staged<T: Word, O: Word>(
             Some(x.input),
             x.residual,
             x.input2,
-            Some(x.gamma),
+            x.gamma,
             x.beta,
             x.bias,
             x.post_gamma,
@@ -332,14 +336,14 @@ fn staged<T: Word, O: Word>(
             v,
         ],
     );
-    let (Some(input), Some(gamma)) = (input, column::<T>(gamma, Some(x.gamma))) else {
-        unreachable!("input and gamma are always laid out")
+    let Some(input) = input else {
+        unreachable!("input is always laid out")
     };
     let columns = Inputs {
         input: &[][..],
         residual: None,
         input2: column(input2, x.input2),
-        gamma,
+        gamma: column(gamma, x.gamma),
         beta: column(beta, x.beta),
         bias: column(bias, x.bias),
         post_gamma: column(post_gamma, x.post_gamma),

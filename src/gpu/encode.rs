@@ -151,14 +151,14 @@ fn bind<H: HostArray>(
     };
     set(slot::INPUT, Some(&x.input), all_bytes);
     set(slot::RESIDUAL, x.residual.as_ref(), all_bytes);
-    set(slot::GAMMA, Some(&x.gamma), row_bytes);
+    set(slot::GAMMA, x.gamma.as_ref(), row_bytes);
     set(slot::BETA, x.beta.as_ref(), row_bytes);
     set(slot::BIAS, x.bias.as_ref(), row_bytes);
     set(slot::POST_GAMMA, x.post_gamma.as_ref(), row_bytes);
     set(slot::INPUT2, x.input2.as_ref(), all_bytes);
     if let Outputs::To { output, sum } = outputs {
         let output_bytes = plan.kernel.out_dtype.copy_bytes(plan.shape().len());
-        set(slot::OUTPUT, Some(output), output_bytes);
+        set(slot::OUTPUT, output.as_ref(), output_bytes);
         set(slot::SUM, sum.as_ref(), all_bytes);
     }
     bound[slot::PARAMS] = Some((raw::buffer(&params), Some(Params::SIZE as u64)));

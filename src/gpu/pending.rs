@@ -45,7 +45,8 @@ pub struct Chunk {
     /// Where the chunk's first element goes in the result.
     pub start: usize,
     pub len: usize,
-    pub y: Pooled,
+    /// `y`'s copy: none for a post-norm's sum alone.
+    pub y: Option<Pooled>,
     pub sum: Option<Pooled>,
 }
 
@@ -57,6 +58,8 @@ type ScopeFuture = Pin<Box<dyn Future<Output = Option<wgpu::Error>>>>;
 /// (JavaScript's `free()`) while it is in flight.
 pub struct Pending {
     pub(crate) shape: Shape,
+    /// `y` is a result (not for a post-norm's sum alone).
+    pub(crate) want_y: bool,
     pub(crate) want_sum: bool,
     /// Results are read back into host arrays (else they stay on the GPU).
     pub(crate) read_back: bool,
@@ -106,7 +109,7 @@ impl Pending {
             for t in self
                 .gpu
                 .iter()
-                .flat_map(|g| std::iter::once(&g.y).chain(&g.sum))
+                .flat_map(|g| g.y.iter().chain(&g.sum))
             {
                 t.discard();
             }
@@ -256,7 +259,7 @@ impl Pending {
         let buffers = self.timestamps.iter().map(|(staging, _)| staging).chain(
             self.chunks
                 .iter()
-                .flat_map(|c| std::iter::once(&c.y).chain(&c.sum)),
+                .flat_map(|c| c.y.iter().chain(&c.sum)),
         );
         self.mapped = buffers
             .map(|b| {
@@ -277,18 +280,20 @@ impl Pending {
         if intact.is_err() {
             self.given = Given::default();
         }
-        let mut y = given_or_new(self.given.y.take(), total, self.out_dtype);
+        let mut y = self
+            .want_y
+            .then(|| given_or_new(self.given.y.take(), total, self.out_dtype));
         let mut sum = self
             .want_sum
             .then(|| given_or_new(self.given.sum.take(), total, self.dtype));
         for chunk in std::mem::take(&mut self.chunks) {
-            read_mapped(&chunk.y, &mut y, chunk.start, chunk.len, self.out_dtype);
-            chunk.y.unmap();
-            self.pool.give_back(chunk.y, now);
-            if let (Some(dst), Some(s)) = (sum.as_mut(), chunk.sum) {
-                read_mapped(&s, dst, chunk.start, chunk.len, self.dtype);
-                s.unmap();
-                self.pool.give_back(s, now);
+            let copies = [(y.as_mut(), chunk.y, self.out_dtype), (sum.as_mut(), chunk.sum, self.dtype)];
+            for (dst, copy, dtype) in copies {
+                if let (Some(dst), Some(copy)) = (dst, copy) {
+                    read_mapped(&copy, dst, chunk.start, chunk.len, dtype);
+                    copy.unmap();
+                    self.pool.give_back(copy, now);
+                }
             }
         }
         self.pool_kept(now);

@@ -126,14 +126,19 @@ impl WgpuRecording {
         (staging, ctx.dev.queue.get_timestamp_period())
     }
 
-    /// The copies the chunk's `output` and `sum` are read back from.
+    /// The copies the chunk's `output` and `sum` are read back from (no `output` for a
+    /// post-norm's sum alone).
     fn read_back(&mut self, ctx: &GpuContext, chunk: &ChunkWork<'_>) -> Option<Chunk> {
         let plan = chunk.plan;
-        let output = chunk.bound[slot::OUTPUT]?;
         let len = chunk.len();
-        let y = ctx.readback(&mut self.encoder, output, len, plan.kernel.out_dtype);
+        let y = chunk.bound[slot::OUTPUT]
+            .filter(|_| plan.kernel.options.output)
+            .map(|y| ctx.readback(&mut self.encoder, y, len, plan.kernel.out_dtype));
         let sum = chunk.bound[slot::SUM]
             .map(|s| ctx.readback(&mut self.encoder, s, len, plan.kernel.dtype));
+        if y.is_none() && sum.is_none() {
+            return None;
+        }
         Some(Chunk {
             start: chunk.rows.first * plan.shape().hidden,
             len,

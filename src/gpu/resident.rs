@@ -108,7 +108,7 @@ impl GpuContext {
         pending.chunks.push(Chunk {
             start: 0,
             len: t.len,
-            y,
+            y: Some(y),
             sum: None,
         });
         pending.holds.push(t.clone());

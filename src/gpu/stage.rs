@@ -16,7 +16,7 @@ use super::GpuContext;
 
 /// A call's per-column arrays, staged once for all its chunks.
 pub(super) struct Columns {
-    pub gamma: StagedBuffer,
+    pub gamma: Option<StagedBuffer>,
     pub beta: Option<StagedBuffer>,
     pub bias: Option<StagedBuffer>,
     pub post_gamma: Option<StagedBuffer>,
@@ -25,7 +25,8 @@ pub(super) struct Columns {
 impl Columns {
     /// In the order the call keeps them until the GPU is done.
     pub fn into_kept(self) -> impl Iterator<Item = StagedBuffer> {
-        std::iter::once(self.gamma)
+        self.gamma
+            .into_iter()
             .chain(self.beta)
             .chain(self.bias)
             .chain(self.post_gamma)
@@ -65,11 +66,11 @@ impl<'a> Staging<'a> {
         }
     }
 
-    /// `gamma`, and `beta`, `bias` and `postGamma` where given.
+    /// `gamma`, `beta`, `bias` and `postGamma` where given.
     pub fn columns<A: HostArray>(&mut self, x: &Inputs<A>) -> Result<Columns, Error> {
         let hidden = self.hidden;
         Ok(Columns {
-            gamma: self.stage("gamma", &x.gamma, 0, hidden)?,
+            gamma: self.optional("gamma", x.gamma.as_ref(), 0, hidden)?,
             beta: self.optional("beta", x.beta.as_ref(), 0, hidden)?,
             bias: self.optional("bias", x.bias.as_ref(), 0, hidden)?,
             post_gamma: self.optional("postGamma", x.post_gamma.as_ref(), 0, hidden)?,

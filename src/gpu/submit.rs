@@ -65,6 +65,7 @@ impl GpuContext {
             (plan.kernel.dtype, plan.kernel.out_dtype),
             request.to == Destination::Host,
         );
+        pending.want_y = plan.kernel.options.output;
         self.in_call.set(true);
         // Everything from the first push to the pops is synchronous, so calls that
         // interleave at their awaits never share a scope.
@@ -160,7 +161,7 @@ impl GpuContext {
     fn gpu_results(&self, plan: &Plan) -> Option<GpuOutput> {
         let tensor = |dtype| self.tensor(plan.shape().len(), dtype);
         (plan.request.to == Destination::Gpu).then(|| GpuOutput {
-            y: tensor(plan.kernel.out_dtype),
+            y: plan.kernel.options.output.then(|| tensor(plan.kernel.out_dtype)),
             sum: plan.request.sum.then(|| tensor(plan.kernel.dtype)),
         })
     }
@@ -176,7 +177,7 @@ impl GpuContext {
         match (plan.request.to, &pending.gpu) {
             (Destination::InPlace, _) => (None, None),
             (_, Some(out)) => (
-                Some(StagedBuffer::Resident(out.y.clone())),
+                out.y.clone().map(StagedBuffer::Resident),
                 out.sum.clone().map(StagedBuffer::Resident),
             ),
             (_, None) => {
@@ -189,7 +190,7 @@ impl GpuContext {
                     ))
                 };
                 (
-                    Some(out(plan.kernel.out_dtype)),
+                    plan.kernel.options.output.then(|| out(plan.kernel.out_dtype)),
                     plan.request.sum.then(|| out(plan.kernel.dtype)),
                 )
             }
@@ -205,6 +206,7 @@ impl GpuContext {
     ) -> Pending {
         Pending {
             shape,
+            want_y: true,
             want_sum,
             read_back,
             dtype,
@@ -262,7 +264,7 @@ fn bind<'a>(
     let mut bound: Bound = [None; BINDINGS.len()];
     bound[slot::INPUT] = Some(&data.input);
     bound[slot::RESIDUAL] = data.residual.as_deref();
-    bound[slot::GAMMA] = Some(&columns.gamma);
+    bound[slot::GAMMA] = columns.gamma.as_deref();
     bound[slot::BETA] = columns.beta.as_deref();
     bound[slot::BIAS] = columns.bias.as_deref();
     bound[slot::POST_GAMMA] = columns.post_gamma.as_deref();

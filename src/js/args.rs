@@ -111,6 +111,7 @@ pub fn parse_call(call: &Call, sum: bool) -> Result<(Args, Request, CallerArrays
         _ if output == What::Absent => Request::host(sum),
         Some(Word::Array) => Request::host(sum),
         Some(Word::Gpu) => Request::to_gpu(sum),
+        _ if x.gamma.is_none() => return Err(no_output(call)),
         _ if arrays.read(call, CallKey::Output)? => Request::host(sum),
         _ => {
             return Err(Error::Type(format!(
@@ -156,6 +157,14 @@ pub fn parse_call(call: &Call, sum: bool) -> Result<(Args, Request, CallerArrays
     Ok((x, Request::in_place(), CallerArrays::default()))
 }
 
+/// An `output` given to a call without `gamma`, which has no `y` to write.
+fn no_output(call: &Call) -> Error {
+    Error::Type(format!(
+        "output: expected undefined without gamma (the call computes a post-norm's sum alone), got {}",
+        call.got(CallKey::Output)
+    ))
+}
+
 /// `encode`'s encoder: a `GPUCommandEncoder`, as this runtime's WebGPU recognises its own
 /// (`is_webgpu`).
 pub fn encoder_arg(v: &JsValue) -> Result<&RawEncoder, Error> {
@@ -192,8 +201,9 @@ pub fn parse_encode(call: &Call) -> Result<(Args, Outputs<Arg<JsArray>>), Error>
                 "output: expected no output or sum with inPlace: true (the results overwrite input and residual)".into(),
             ))
         }
-        (false, Some(output)) => Outputs::To { output, sum },
-        (false, None) => {
+        (false, Some(_)) if x.gamma.is_none() => return Err(no_output(call)),
+        (false, output) if x.gamma.is_none() || output.is_some() => Outputs::To { output, sum },
+        (false, _) => {
             return Err(Error::Type(
                 "output: expected a GPUBuffer or a GpuTensor for the result (or inPlace: true), got undefined".into(),
             ))
@@ -224,10 +234,14 @@ pub fn parse_inputs<A>(
     let input = array(CallKey::Input, true, from)?.ok_or_else(|| missing(CallKey::Input))?;
     let residual = array(CallKey::Residual, false, from)?;
     let input2 = array(CallKey::Input2, false, from)?;
-    let gamma = array(CallKey::Gamma, true, from)?.ok_or_else(|| missing(CallKey::Gamma))?;
+    let gamma = array(CallKey::Gamma, false, from)?;
     let beta = array(CallKey::Beta, false, from)?;
     let bias = array(CallKey::Bias, false, from)?;
     let post_gamma = array(CallKey::PostGamma, false, from)?;
+    // Without gamma only a post-norm's sum is computed (`plan::sum_alone` checks the rest).
+    if gamma.is_none() && post_gamma.is_none() {
+        return Err(missing(CallKey::Gamma));
+    }
     let norm = Norm {
         kind: kind(call)?,
         gamma_offset: optional_number(call, CallKey::GammaOffset)?
@@ -274,5 +288,8 @@ pub fn parse_timed(call: &Call, repeat: &JsValue, timed: bool) -> Result<(Args, 
             describe(repeat)
         )));
     };
-    Ok((x, Request::repeated(repeat_from_number(r)?, timed)))
+    let mut request = Request::repeated(repeat_from_number(r)?, timed);
+    // A post-norm's sum alone is timed computing its sum, its one result.
+    request.sum = x.gamma.is_none();
+    Ok((x, request))
 }

@@ -241,14 +241,7 @@ fn all<'a>(
     x: &'a Args,
     outputs: &'a Outputs<Arg<JsArray>>,
 ) -> impl Iterator<Item = (&'static str, &'a Arg<JsArray>)> {
-    let written = match outputs {
-        Outputs::InPlace => vec![],
-        Outputs::To { output, sum } => {
-            let sum = sum.as_ref().map(|s| ("sum", s));
-            [("output", output)].into_iter().chain(sum).collect()
-        }
-    };
-    x.named().chain(written)
+    x.named().chain(outputs.named())
 }
 
 fn freed(name: &str) -> Error {

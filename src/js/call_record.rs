@@ -309,9 +309,13 @@ impl<'a> Call<'a> {
         call_value(key as u32)
     }
 
-    /// How the value of `key` looks in a message: what the call got.
+    /// How the value of `key` looks in a message: what the call got. A tensor is read as its
+    /// handle alone, not held as an object.
     pub fn got(&self, key: CallKey) -> String {
-        describe(&self.value(key))
+        match self.what(key) {
+            What::Tensor | What::FreedTensor => "a GpuTensor".into(),
+            _ => describe(&self.value(key)),
+        }
     }
 
     /// How the argument object itself looks in a message.

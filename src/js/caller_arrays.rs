@@ -19,7 +19,7 @@ use crate::call::results::{Given, Output};
 use crate::js::array::{Args, JsArray, Memory};
 use crate::js::call_record::Call;
 use crate::js::keys::CallKey;
-use crate::js::value::object;
+use crate::js::value::results_value;
 use crate::support::typed_result::TypedResult;
 
 /// One array given for a result.
@@ -127,16 +127,14 @@ impl CallerArrays {
         }
     }
 
-    /// What a call resolves with: `y`, or `{ output, sum }` for `runWithSum` (`want_sum`),
-    /// each the caller's own array where it gave one.
+    /// What a call resolves with: `y`, or `{ output, sum }` for `runWithSum` (`want_sum`;
+    /// `{ sum }` for a post-norm's sum alone), each the caller's own array where it gave one.
     pub fn resolve(&self, out: Output, want_sum: bool) -> JsValue {
-        let own = |a: &Option<CallerArray>, v: TypedResult| {
-            a.as_ref().map_or_else(|| v.into(), |a| a.array.clone())
+        let own = |a: &Option<CallerArray>, v: Option<TypedResult>| {
+            v.map(|v| a.as_ref().map_or_else(|| v.into(), |a| a.array.clone()))
         };
         let y = own(&self.output, out.y);
-        match (want_sum, out.sum) {
-            (true, Some(sum)) => object(&[("output", y), ("sum", own(&self.sum, sum))]),
-            _ => y,
-        }
+        let sum = own(&self.sum, out.sum);
+        results_value(y, sum.filter(|_| want_sum))
     }
 }

@@ -68,13 +68,15 @@ pub fn run(ctx: &CpuContext, call: &Call, sum: bool) -> Option<Promise> {
     }
 }
 
-/// Whether every array of `call` is a typed array over a fixed, live buffer and its results
-/// go to fresh arrays or to such arrays apart from the rest.
+/// Whether every array of `call` is a typed array over a fixed, live buffer, it has `gamma`
+/// (a post-norm's sum alone is decoded as every call is), and its results go to fresh arrays
+/// or to such arrays apart from the rest.
 fn takes(call: &Call) -> bool {
     let host = |k| call.dtype(k).is_some() && !call.detached(k) && !call.resizable(k);
     let absent = |k| call.what(k) == What::Absent;
     let given = |k| host(k) && !call.in_wasm_memory(k) && call.overlap(k).is_none();
     call.status() == Status::Read
+        && !absent(CallKey::Gamma)
         && CallKey::ARRAYS.iter().all(|&k| absent(k) || host(k))
         && absent(CallKey::Rows)
         && matches!(call.what(CallKey::InPlace), What::Absent | What::No)
@@ -99,8 +101,7 @@ fn in_scratch(ctx: &CpuContext, x: &Inputs<Span>, staged: &Layout) -> Option<Pro
         let address = |s: &Span| base + 4 * s.at as u32;
         let at = ADDRESSES.with(|slots| {
             let mut slots = slots.borrow_mut();
-            let spans = [x.input, x.gamma].map(Some);
-            let spans = [spans[0], x.residual, x.input2, spans[1], x.beta, x.bias, x.post_gamma];
+            let spans = [Some(x.input), x.residual, x.input2, x.gamma, x.beta, x.bias, x.post_gamma];
             for (slot, s) in slots.iter_mut().zip(spans) {
                 *slot = s.map_or(-1.0, |s| f64::from(address(&s)));
             }

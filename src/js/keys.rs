@@ -167,7 +167,7 @@ const fn kernel(name: &'static str, kind: Kind, readers: Readers) -> Key {
 
 /// A kernel description (`prepare`, `kernelSource`): which arrays its calls pass, as flags.
 #[rustfmt::skip]
-pub const KERNEL_KEYS: [Key; 13] = [
+pub const KERNEL_KEYS: [Key; 14] = [
     kernel("hidden", Kind::Number, Readers::KERNELS), kernel("bias", Kind::Array, Readers::KERNELS),
     kernel("beta", Kind::Array, Readers::KERNELS),
     // `runWithSum`'s.
@@ -175,6 +175,8 @@ pub const KERNEL_KEYS: [Key; 13] = [
     kernel("dtype", Kind::Name, Readers::KERNELS), kernel("inPlace", Kind::Flag, Readers::KERNELS),
     kernel("kind", Kind::Name, Readers::KERNELS), kernel("residual", Kind::Array, Readers::KERNELS),
     kernel("postGamma", Kind::Array, Readers::KERNELS), kernel("input2", Kind::Array, Readers::KERNELS),
+    // `false`: a post-norm's sum alone.
+    kernel("gamma", Kind::Array, Readers::KERNELS),
     kernel("gammaOffset", Kind::Number, Readers::KERNELS),
     kernel("outputDtype", Kind::Name, Readers::KERNELS),
     // The rows to size the grid for.

@@ -50,7 +50,7 @@ pub fn parse_source(v: &JsValue) -> Result<(Kernel, Option<u32>), Error> {
 fn parse_kernel(o: &JsValue, keys: &'static [&'static str]) -> Result<Kernel, Error> {
     if !o.is_object() || o.is_function() {
         return Err(Error::Type(format!(
-            "kernels: expected {{ hidden, bias?, beta?, sum?, dtype?, inPlace?, kind?, residual?, postGamma?, input2?, gammaOffset?, outputDtype? }}, got {}",
+            "kernels: expected {{ hidden, bias?, beta?, sum?, dtype?, inPlace?, kind?, residual?, gamma?, postGamma?, input2?, gammaOffset?, outputDtype? }}, got {}",
             describe(o)
         )));
     }
@@ -66,9 +66,15 @@ fn parse_kernel(o: &JsValue, keys: &'static [&'static str]) -> Result<Kernel, Er
     let dtype = dtype_field(o, "dtype")?.unwrap_or(Dtype::F32);
     let in_place = flag("inPlace")?;
     let residual = flag_or_true(o, "residual")?;
+    let output = flag_or_true(o, "gamma")?;
     // A uniform; the kernel only knows whether there is one.
     let gamma_offset = gamma_offset_field(o)? != 0.0;
     let out_dtype = dtype_field(o, "outputDtype")?.unwrap_or(dtype);
+    if !output && dtype_field(o, "outputDtype")?.is_some() {
+        return Err(Error::Type(
+            "outputDtype: expected undefined without gamma (the call computes the sum alone)".into(),
+        ));
+    }
     if in_place && out_dtype != dtype {
         return Err(Error::Type(format!(
             "outputDtype: expected {} (the data's) in place, where y is written over input, got {}",
@@ -86,6 +92,7 @@ fn parse_kernel(o: &JsValue, keys: &'static [&'static str]) -> Result<Kernel, Er
             residual,
             post_gamma: flag("postGamma")?,
             input2: flag("input2")?,
+            output,
             kind: kind_field(o)?,
             gamma_offset,
         },

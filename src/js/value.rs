@@ -266,6 +266,17 @@ pub fn rows_field(args: &JsValue) -> Result<Option<usize>, Error> {
 }
 
 /// A plain object of `fields`, for results.
+/// What a call resolves with, from its results: `y` alone (`run`), `{ output, sum }`
+/// (`runWithSum`), `{ sum }` (a post-norm's sum alone), or `undefined` (in place).
+pub fn results_value(y: Option<JsValue>, sum: Option<JsValue>) -> JsValue {
+    match (y, sum) {
+        (Some(y), Some(sum)) => object(&[("output", y), ("sum", sum)]),
+        (Some(y), None) => y,
+        (None, Some(sum)) => object(&[("sum", sum)]),
+        (None, None) => JsValue::UNDEFINED,
+    }
+}
+
 pub fn object(fields: &[(&str, JsValue)]) -> JsValue {
     let o = Object::new();
     for (key, value) in fields {

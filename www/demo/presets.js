@@ -7,31 +7,28 @@ import { $ } from "./dom.js";
 /** Every option a preset sets, and so every control it writes (ids in www/index.html). */
 const FIELDS = ["rows", "hidden", "eps", "kind", "residual", "postGamma", "input2", "gammaOffset", "bias", "beta"];
 
+/** What a preset leaves as a plain pre-norm has it. */
+const PLAIN = { rows: 4, kind: "rms", residual: true, postGamma: false, input2: false, gammaOffset: 0, bias: false, beta: false };
+
 export const PRESETS = {
-  llama: {
-    label: "Llama / Mistral / Qwen2: RMSNorm pre-norm with the residual add",
-    rows: 4, hidden: 4096, eps: "1e-5", kind: "rms", residual: true, postGamma: false, input2: false, gammaOffset: 0, bias: false, beta: false,
-  },
+  llama: { ...PLAIN, label: "Llama / Mistral / Qwen2: RMSNorm pre-norm with the residual add", hidden: 4096, eps: "1e-5" },
   gemma3: {
-    label: "Gemma 3: the sandwich (post-norm, residual add, pre-norm) with 1 + γ",
-    rows: 4, hidden: 2560, eps: "1e-6", kind: "rms", residual: true, postGamma: true, input2: false, gammaOffset: 1, bias: false, beta: false,
+    ...PLAIN, label: "Gemma 3: the sandwich (post-norm, residual add, pre-norm) with 1 + γ", hidden: 2560, eps: "1e-6",
+    postGamma: true, gammaOffset: 1,
   },
   gpt2: {
-    label: "GPT-2: LayerNorm with the residual add, the projection's bias and β",
-    rows: 4, hidden: 768, eps: "1e-5", kind: "layer", residual: true, postGamma: false, input2: false, gammaOffset: 0, bias: true, beta: true,
+    ...PLAIN, label: "GPT-2: LayerNorm with the residual add, the projection's bias and β", hidden: 768, eps: "1e-5",
+    kind: "layer", bias: true, beta: true,
   },
   phi2: {
-    label: "Phi-2 / GPT-J: a parallel block's attention and MLP outputs added to the stream, then LayerNorm",
-    rows: 4, hidden: 2560, eps: "1e-5", kind: "layer", residual: true, postGamma: false, input2: true, gammaOffset: 0, bias: false, beta: true,
+    ...PLAIN, label: "Phi-2 / GPT-J: a parallel block's attention and MLP outputs added to the stream, then LayerNorm",
+    hidden: 2560, eps: "1e-5", kind: "layer", input2: true, beta: true,
   },
   "qwen3-qk": {
-    label: "Qwen3 QK-norm: RMSNorm of each head of 128, no residual, many rows",
-    rows: 4096, hidden: 128, eps: "1e-6", kind: "rms", residual: false, postGamma: false, input2: false, gammaOffset: 0, bias: false, beta: false,
+    ...PLAIN, label: "Qwen3 QK-norm: RMSNorm of each head of 128, no residual, many rows", rows: 4096, hidden: 128,
+    eps: "1e-6", residual: false,
   },
-  final: {
-    label: "A model's final norm: RMSNorm, no residual",
-    rows: 4, hidden: 4096, eps: "1e-5", kind: "rms", residual: false, postGamma: false, input2: false, gammaOffset: 0, bias: false, beta: false,
-  },
+  final: { ...PLAIN, label: "A model's final norm: RMSNorm, no residual", hidden: 4096, eps: "1e-5", residual: false },
 };
 
 /** The control that holds option `key`, and how it is read and written. */

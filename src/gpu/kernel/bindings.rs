@@ -48,10 +48,11 @@ pub const SHARED: (usize, &str) = (slot::INPUT2, "input2");
 pub const BINDINGS: [Binding; 9] = [
     required(slot::INPUT, "input", READ_WRITTEN_IN_PLACE),
     optional(slot::RESIDUAL, "residual", READ_WRITTEN_IN_PLACE),
-    required(slot::GAMMA, "gamma", READ),
+    // Absent from a post-norm's sum alone, as `output` is.
+    optional(slot::GAMMA, "gamma", READ),
     optional(slot::BETA, "beta", READ),
     optional(slot::BIAS, "bias", READ),
-    required(slot::OUTPUT, "output", Role::Output),
+    optional(slot::OUTPUT, "output", Role::Output),
     optional(slot::SUM, "sum", Role::Output),
     required(slot::PARAMS, "params", Role::Params),
     optional(slot::POST_GAMMA, "post_gamma", READ),

@@ -150,6 +150,7 @@ impl Variant {
             ("HAS_INPUT2", Bool(o.input2)),
             // In place, v goes over the residual whether or not the call asked for it.
             ("WRITE_SUM", Bool(o.sum || (self.in_place && o.residual))),
+            ("WRITE_Y", Bool(o.output)),
             ("IN_PLACE", Bool(self.in_place)),
         ];
         match self.tiling {
@@ -187,7 +188,7 @@ impl Variant {
     pub fn label(&self) -> String {
         let o = self.options;
         let data = format!(
-            "{:?}{}{}{}{}{} lanes={} bias={} beta={} sum={}",
+            "{:?}{}{}{}{}{}{} lanes={} bias={} beta={} sum={}",
             self.storage,
             if self.out_storage != self.storage {
                 format!(" out={:?}", self.out_storage)
@@ -197,6 +198,7 @@ impl Variant {
             if o.residual { "" } else { " no-residual" },
             if o.post_gamma { " sandwich" } else { "" },
             if o.input2 { " parallel" } else { "" },
+            if o.output { "" } else { " sum-alone" },
             if self.in_place { " in-place" } else { "" },
             self.lanes,
             o.bias,

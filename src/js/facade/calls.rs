@@ -19,7 +19,7 @@ use crate::js::call_record::Call;
 use crate::js::caller_arrays::CallerArrays;
 use crate::js::options::{parse_kernels, parse_source};
 use crate::js::tensor::tensor_value;
-use crate::js::value::{object, to_js};
+use crate::js::value::{results_value, to_js};
 use crate::support::clock::now_ms;
 
 use super::FusedRmsNorm;
@@ -235,13 +235,9 @@ impl FusedRmsNorm {
         settle(async move {
             let mut done = call.await.map_err(to_js)?;
             if let Some(out) = done.gpu.take() {
-                let y = tensor_value(out.y, &engine);
-                return Ok(match out.sum {
-                    Some(sum) if request.sum && request.to == Destination::Gpu => {
-                        object(&[("output", y), ("sum", tensor_value(sum, &engine))])
-                    }
-                    _ => y,
-                });
+                let tensor = |t| tensor_value(t, &engine);
+                let sum = out.sum.filter(|_| request.sum && request.to == Destination::Gpu);
+                return Ok(results_value(out.y.map(tensor), sum.map(tensor)));
             }
             if request.to == Destination::InPlace {
                 return Ok(JsValue::UNDEFINED);

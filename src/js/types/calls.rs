@@ -175,7 +175,35 @@ export interface FusedRmsNormEncodeInPlaceArgs<D extends Dtype = "f32"> extends 
 export type FusedRmsNormEncodeArgs<D extends Dtype = "f32"> =
   | FusedRmsNormEncodeToArgs<D, "f32">
   | FusedRmsNormEncodeToArgs<D, "f16">
-  | FusedRmsNormEncodeInPlaceArgs<D>;
+  | FusedRmsNormEncodeInPlaceArgs<D>
+  | (SumAloneFields<D, FusedRmsNormGpuData<D>> & { output?: undefined; sum: FusedRmsNormGpuData<D>; inPlace?: false })
+  | (SumAloneFields<D, FusedRmsNormGpuData<D>> & { output?: undefined; sum?: undefined; inPlace: true });
+
+/**
+ * A post-norm's sum alone (OLMo 2: `h = x + N(attn(x))·(postGamma + gammaOffset)`, with no
+ * norm of `h` in the same step): no `gamma`, so no `y`, no `beta` and no `outputDtype`; only
+ * `v` is computed and written (`runWithSum`'s `sum`, `encode`'s `sum`, or over `residual` in
+ * place).
+ */
+type SumAloneFields<D extends Dtype, A> = Omit<FusedRmsNormFields<D, A>, "gamma" | "beta" | "postGamma"> & {
+  gamma?: undefined;
+  beta?: undefined;
+  /** hidden; the post-norm's weight. */
+  postGamma: A;
+  outputDtype?: undefined;
+};
+
+/** `runWithSum` of a post-norm's sum alone, read back (into the caller's `sum` where given). */
+export type FusedRmsNormSumAloneArgs<D extends Dtype = "f32", S extends HostArray<D> = HostArray<D>> =
+  SumAloneFields<D, FusedRmsNormArray<D>> & { output?: "array"; sum?: S; inPlace?: false };
+
+/** `runWithSum` of a post-norm's sum alone, left on the GPU as a new tensor. */
+export type FusedRmsNormSumAloneGpuArgs<D extends Dtype = "f32"> =
+  SumAloneFields<D, FusedRmsNormArray<D>> & { output: "gpu"; sum?: undefined; inPlace?: false };
+
+/** `runWithSum` of a post-norm's sum alone in place: `residual ← v`, `input` as it was. */
+export type FusedRmsNormSumAloneInPlaceArgs<D extends Dtype = "f32"> =
+  SumAloneFields<D, FusedRmsNormArray<D>> & { input: GpuTensor<D>; residual: GpuTensor<D>; inPlace: true; output?: undefined; sum?: undefined };
 
 /** Arguments of the timing calls: any call whose results are read back. */
 export type FusedRmsNormTimedArgs =

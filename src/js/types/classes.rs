@@ -142,6 +142,11 @@ export class FusedRmsNorm {
   runWithSum(args: FusedRmsNormGpuArgs<"f32", "f16">): Promise<FusedRmsNormGpuWithSum<"f32", "f16">>;
   runWithSum(args: FusedRmsNormGpuArgs<"f16", "f32">): Promise<FusedRmsNormGpuWithSum<"f16", "f32">>;
   runWithSum(args: FusedRmsNormInPlaceArgs<"f32"> | FusedRmsNormInPlaceArgs<"f16">): Promise<void>;
+  /** A post-norm's sum alone (no `gamma`): resolves with `{ sum }`, or nothing in place. */
+  runWithSum<S extends Float32Array = Float32Array>(args: FusedRmsNormSumAloneArgs<"f32", S>): Promise<{ sum: S }>;
+  runWithSum<S extends F16Array = Uint16Array>(args: FusedRmsNormSumAloneArgs<"f16", S>): Promise<{ sum: S }>;
+  runWithSum<D extends Dtype>(args: FusedRmsNormSumAloneGpuArgs<D>): Promise<{ sum: GpuTensor<D> }>;
+  runWithSum(args: FusedRmsNormSumAloneInPlaceArgs<"f32"> | FusedRmsNormSumAloneInPlaceArgs<"f16">): Promise<void>;
   /**
    * Uploads `data` as a tensor calls accept in place of an array. Synchronous; throws
    * `TypeError`, `ShapeError` (too large for one binding), `RangeError` (the CPU backend's
