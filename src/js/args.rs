@@ -22,7 +22,7 @@ use crate::js::call_js::is_webgpu;
 use crate::js::call_record::{Call, Status, What, Word};
 use crate::js::caller_arrays::CallerArrays;
 use crate::js::fields::{
-    array_arg, dtype, flag, kind, missing, optional_number, rows, Sources,
+    array_arg, dtype, flag, kind, missing, no_output, optional_number, rows, Sources,
 };
 use crate::js::keys::{keys_of, CallKey, Readers, CALL_KEYS};
 use crate::js::value::{check_keys, describe};
@@ -157,14 +157,6 @@ pub fn parse_call(call: &Call, sum: bool) -> Result<(Args, Request, CallerArrays
     Ok((x, Request::in_place(), CallerArrays::default()))
 }
 
-/// An `output` given to a call without `gamma`, which has no `y` to write.
-fn no_output(call: &Call) -> Error {
-    Error::Type(format!(
-        "output: expected undefined without gamma (the call computes a post-norm's sum alone), got {}",
-        call.got(CallKey::Output)
-    ))
-}
-
 /// `encode`'s encoder: a `GPUCommandEncoder`, as this runtime's WebGPU recognises its own
 /// (`is_webgpu`).
 pub fn encoder_arg(v: &JsValue) -> Result<&RawEncoder, Error> {
@@ -234,14 +226,12 @@ pub fn parse_inputs<A>(
     let input = array(CallKey::Input, true, from)?.ok_or_else(|| missing(CallKey::Input))?;
     let residual = array(CallKey::Residual, false, from)?;
     let input2 = array(CallKey::Input2, false, from)?;
-    let gamma = array(CallKey::Gamma, false, from)?;
+    // Optional beside a postGamma: a post-norm's sum alone (`plan::sum_alone` checks the rest).
+    let gamma_required = call.what(CallKey::PostGamma) == What::Absent;
+    let gamma = array(CallKey::Gamma, gamma_required, from)?;
     let beta = array(CallKey::Beta, false, from)?;
     let bias = array(CallKey::Bias, false, from)?;
     let post_gamma = array(CallKey::PostGamma, false, from)?;
-    // Without gamma only a post-norm's sum is computed (`plan::sum_alone` checks the rest).
-    if gamma.is_none() && post_gamma.is_none() {
-        return Err(missing(CallKey::Gamma));
-    }
     let norm = Norm {
         kind: kind(call)?,
         gamma_offset: optional_number(call, CallKey::GammaOffset)?

@@ -130,6 +130,14 @@ fn gpu_buffer_arg(call: &Call, key: CallKey, from: Sources) -> Result<AppBuffer,
     Ok(AppBuffer::new(call.value(key), size as u64, from.dtype))
 }
 
+/// An `output` given to a call without `gamma`, which has no `y` to write.
+pub fn no_output(call: &Call) -> Error {
+    Error::Type(format!(
+        "output: expected undefined without gamma (the call computes a post-norm's sum alone), got {}",
+        call.got(CallKey::Output)
+    ))
+}
+
 pub fn missing(key: CallKey) -> Error {
     Error::Type(format!("{}: missing", key.name()))
 }

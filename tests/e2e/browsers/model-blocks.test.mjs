@@ -178,7 +178,7 @@ for (const backend of ["webgpu", "cpu"])
     }, backend, { query: `?backend=${backend}` });
     const want = {
       run: "TypeError: gamma: missing (a call without gamma computes a post-norm's sum alone: runWithSum, encode or bind with a sum, or inPlace)",
-      "no postGamma": "TypeError: gamma: missing",
+      "no postGamma": "TypeError: gamma: expected a Float32Array (or Uint16Array/Float16Array for f16), a GpuTensor or a GPUBuffer, got undefined",
       beta: "TypeError: beta: expected undefined without gamma (a call without gamma computes a post-norm's sum alone)",
       outputDtype: "TypeError: outputDtype: expected undefined without gamma (the call computes the sum alone)",
       "an output array": "TypeError: output: expected undefined without gamma (the call computes a post-norm's sum alone), got a Float32Array",
