@@ -11,6 +11,8 @@ export async function misuse(norm: FusedRmsNorm, good: FusedRmsNormArgs): Promis
   await norm.run({ input: [1, 2, 3, 4], residual, gamma, hidden: 4 }); // misuse: number[] for input
   await norm.run({ input, residual, gamma, hidden: "4" }); // misuse: string hidden
   await norm.run({ input, residual, hidden: 4 }); // misuse: missing gamma
+  await norm.run({ input, residual, postGamma: gamma, hidden: 4 }); // misuse: run without gamma (its result is y)
+  await norm.runWithSum({ input, residual, postGamma: gamma, beta: gamma, hidden: 4 }); // misuse: beta without gamma
   await norm.run({ input, residual, gamma, hidden: 4, eps: "1e-6" }); // misuse: string eps
   await norm.run({ input, residual: new Float64Array(4), gamma, hidden: 4 }); // misuse: Float64Array residual
   await norm.run({ input, residual, gamma, hidden: 4, gama: gamma }); // misuse: misspelt field

@@ -1,6 +1,7 @@
-// The normalization family's fields (`kind`, an optional `residual`, `postGamma`,
-// `gammaOffset`, `outputDtype`) on every entry point, with the exact type each call resolves
-// with: `outputDtype` decides the output's dtype and the data's decides the sum's.
+// The normalization family's fields (`kind`, an optional `residual`, `postGamma`, `input2`,
+// `gammaOffset`, `outputDtype`, a post-norm's sum alone without `gamma`) on every entry point,
+// with the exact type each call resolves with: `outputDtype` decides the output's dtype and the
+// data's decides the sum's.
 // Type-checked (never run) like use.ts; the misuses are in misuse.ts, encode and kernelSource
 // with WebGPU's types in interop.ts.
 import {
@@ -75,6 +76,20 @@ export async function normFamily(norm: FusedRmsNorm): Promise<void> {
   const alone = await norm.runWithSum({ input: x, gamma: g, hidden, inPlace: true, outputDtype: "f32" });
   type _InPlace = [Expect<Equal<typeof done, void>>, Expect<Equal<typeof alone, void>>];
 
+  // A parallel block's second sublayer output; OLMo 2's post-norm alone (no gamma): `{ sum }`.
+  const parallel = await norm.runWithSum({ input: f32(), input2: f32(), residual: f32(), gamma, beta: f32(hidden), hidden, kind: "layer" });
+  const olmo = await norm.runWithSum({ input: f32(), residual: f32(), postGamma: gamma, hidden });
+  const olmo16 = await norm.runWithSum({ input: f16(), residual: f16(), postGamma: gamma16, hidden });
+  const olmoGpu = await norm.runWithSum({ input: f32(), residual: f32(), postGamma: g, hidden, output: "gpu" });
+  const olmoInPlace = await norm.runWithSum({ input: x, residual: r, postGamma: g, hidden, inPlace: true });
+  type _Glue = [
+    Expect<Equal<typeof parallel, FusedRmsNormWithSum<"f32">>>,
+    Expect<Equal<typeof olmo, { sum: Float32Array }>>,
+    Expect<Equal<typeof olmo16, { sum: Uint16Array }>>,
+    Expect<Equal<typeof olmoGpu, { sum: GpuTensor<"f32"> }>>,
+    Expect<Equal<typeof olmoInPlace, void>>,
+  ];
+
   // The timing calls take every call whose results are read back.
   const ms: number = await norm.timeDispatches({ input: f32(), gamma, hidden, kind: "layer", outputDtype: "f16" }, 5);
   const gpu: number | undefined = await norm.gpuTime({ input: f16(), residual: f16(), gamma: gamma16, postGamma: gamma16, hidden, outputDtype: "f32" }, 5);
@@ -87,6 +102,8 @@ export async function normFamily(norm: FusedRmsNorm): Promise<void> {
     { hidden: 2560, postGamma: true, gammaOffset: 1, sum: true },
     { hidden: 4096, outputDtype: "f16", sum: true },
     { hidden: 4096, dtype: "f16", inPlace: true, outputDtype: "f16" },
+    { hidden: 2560, kind: "layer", input2: true, beta: true, sum: true },
+    { hidden: 2048, postGamma: true, gamma: false, sum: true },
   ];
   await norm.prepare(kernels);
   const k: FusedRmsNormKernelSource = norm.kernelSource({ hidden: 128, residual: false, kind: "layer", outputDtype: "f16", rows: 65536 });
@@ -97,6 +114,7 @@ export async function normFamily(norm: FusedRmsNorm): Promise<void> {
     Expect<Equal<typeof k.outputStorage, "f32" | "f16" | "f16-packed">>,
     Expect<Equal<typeof k.params.fields[number]["name"], "rows" | "width" | "hidden" | "eps" | "gamma_offset">>,
     Expect<Equal<Extract<typeof k.bindings[number]["name"], "post_gamma">, "post_gamma">>,
+    Expect<Equal<Extract<typeof k.bindings[number]["name"], "input2">, "input2">>,
     Expect<Equal<typeof viaVariable, Uint16Array>>,
   ];
   console.log(ms, gpu);

@@ -145,7 +145,8 @@ export class FusedRmsNorm {
   /** A post-norm's sum alone (no `gamma`): resolves with `{ sum }`, or nothing in place. */
   runWithSum<S extends Float32Array = Float32Array>(args: FusedRmsNormSumAloneArgs<"f32", S>): Promise<{ sum: S }>;
   runWithSum<S extends F16Array = Uint16Array>(args: FusedRmsNormSumAloneArgs<"f16", S>): Promise<{ sum: S }>;
-  runWithSum<D extends Dtype>(args: FusedRmsNormSumAloneGpuArgs<D>): Promise<{ sum: GpuTensor<D> }>;
+  runWithSum(args: FusedRmsNormSumAloneGpuArgs<"f32">): Promise<{ sum: GpuTensor<"f32"> }>;
+  runWithSum(args: FusedRmsNormSumAloneGpuArgs<"f16">): Promise<{ sum: GpuTensor<"f16"> }>;
   runWithSum(args: FusedRmsNormSumAloneInPlaceArgs<"f32"> | FusedRmsNormSumAloneInPlaceArgs<"f16">): Promise<void>;
   /**
    * Uploads `data` as a tensor calls accept in place of an array. Synchronous; throws

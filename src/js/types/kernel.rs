@@ -62,6 +62,8 @@ interface FusedRmsNormKernelBase {
   postGamma?: boolean;
   /** Whether calls pass a parallel block's `input2` (not with `postGamma`). */
   input2?: boolean;
+  /** Whether calls pass `gamma` (default true); `false`: a post-norm's sum alone (with `postGamma`, and `sum` or `inPlace`). */
+  gamma?: boolean;
   bias?: boolean;
   beta?: boolean;
   sum?: boolean;
