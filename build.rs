@@ -25,7 +25,11 @@ fn main() {
     assert!(!js.contains("\"####"), "{JS}: a raw string's delimiter");
     let out = Path::new(&env::var("OUT_DIR").unwrap()).join("call_js.rs");
     let fields = format!("const FIELDS: [&str; {}] = {names:?};\n", names.len());
-    fs::write(out, format!("{fields}call_js_imports!(r####\"{js}\"####);\n")).unwrap();
+    fs::write(
+        out,
+        format!("{fields}call_js_imports!(r####\"{js}\"####);\n"),
+    )
+    .unwrap();
 }
 
 /// The names of `CALL_KEYS`' rows, `call(CallKey::Input, "input", Kind::Array),`, in order.

@@ -218,7 +218,7 @@ fn y_reference<'a>(x: &Inputs<'a>, v: &'a [f32]) -> Inputs<'a> {
     if x.post_gamma.is_some() {
         from_sum(x, v)
     } else {
-        *x
+        x.clone()
     }
 }
 
@@ -410,7 +410,9 @@ fn the_checks_fail_the_shortcuts_and_the_mistakes() {
             .flat_map(|row| {
                 let (c, var) = centre(row);
                 let inv = 1.0 / (var + x.eps).sqrt();
-                c.into_iter().zip(x.gamma.unwrap()).map(move |(c, g)| c * inv * g)
+                c.into_iter()
+                    .zip(x.gamma.unwrap())
+                    .map(move |(c, g)| c * inv * g)
             })
             .collect()
     }
@@ -478,22 +480,28 @@ fn the_checks_fail_the_shortcuts_and_the_mistakes() {
         (
             Inputs {
                 norm: no_offset,
-                ..x
+                ..x.clone()
             },
             "gamma offset",
         ),
-        (Inputs { norm: rms, ..x }, "kind"),
+        (
+            Inputs {
+                norm: rms,
+                ..x.clone()
+            },
+            "kind",
+        ),
         (
             Inputs {
                 post_gamma: None,
-                ..x
+                ..x.clone()
             },
             "post-norm",
         ),
         (
             Inputs {
                 residual: None,
-                ..x
+                ..x.clone()
             },
             "residual",
         ),
@@ -920,6 +928,7 @@ fn staged<T: Element, O: Element>(
             output_dtype,
             ..x.norm
         },
+        rotary: x.rotary.clone(),
     };
     let ctx = CpuContext::default();
     ctx.check_staged(&spans, sum)?;
@@ -1033,7 +1042,7 @@ fn calls_in_one_reused_scratch_match_the_kernel_and_the_reference() {
                         output_dtype: Some(Dtype::F16),
                         ..x.norm
                     },
-                    ..x
+                    ..x.clone()
                 };
                 let Err(native) = CpuContext::default().submit(&f16_out, Request::host(sum)) else {
                     panic!("{what}: the driver took f16 output of hidden {}", shape.1);
@@ -1062,12 +1071,63 @@ fn calls_in_one_reused_scratch_match_the_kernel_and_the_reference() {
                 continue;
             }
             let short = &call.case.input[..call.case.input.len() - 1];
-            let bad = GenericInputs { input: short, ..x };
+            let bad = GenericInputs {
+                input: short,
+                ..x.clone()
+            };
             let got = staged::<f32, f32>(&mut scratch, &bad, None, sum, per_block).unwrap_err();
             let Err(native) = CpuContext::default().submit(&bad, Request::host(sum)) else {
                 panic!("{what}: the driver took a short input");
             };
             assert_eq!(got.message(), native.message(), "{what}: refusal");
+        }
+    }
+}
+
+/// The rotary stage through the scratch path, a block at a time: each block's rows turned
+/// by their own tokens' positions (the block's first row carried), bit for bit what the
+/// driver computes in one piece, in f32 and with f16 output.
+#[test]
+fn the_rotary_stage_in_scratch_turns_each_block_by_its_own_rows() {
+    use webgpu_rmsnorm::call::rotary::{Positions, Rotary, RotaryStyle};
+    let mut rng = Rng(0x5C07E);
+    let mut scratch = Vec::new();
+    // 3 blocks of 64 rows of 1024 and a short one; 8 rows a token, so tokens straddle none
+    // and blocks start mid-call.
+    let (rows, hidden, heads) = (200, 1024, 8);
+    let input = rng.vec(rows * hidden, 1.0);
+    let gamma = rng.vec(hidden, 1.0);
+    let inv_freq: Vec<f32> = (0..64).map(|k| 0.5f32.powi(k / 4)).collect();
+    let positions: Vec<u32> = (0..(rows / heads) as u32).map(|t| 1000 + 3 * t).collect();
+    for (style, each) in [(RotaryStyle::NeoX, true), (RotaryStyle::Interleaved, false)] {
+        let at = if each {
+            Positions::Each(positions.clone().into())
+        } else {
+            Positions::From(77)
+        };
+        let rotary = Rotary {
+            style,
+            head_size: Some(256),
+            rotary_dim: Some(128),
+            heads: Some(heads),
+            ..Rotary::new(at, &inv_freq)
+        };
+        let x = GenericInputs {
+            rotary: Some(rotary),
+            ..Inputs::without_residual(&input[..], &gamma[..], hidden)
+        };
+        let done = CpuContext::default()
+            .submit(&x, Request::host(false))
+            .unwrap();
+        let want = done.host.unwrap().y.unwrap();
+        for per_block in [false, true] {
+            let what = format!("{style:?}, per block {per_block}");
+            let (y, _) = staged::<f32, f32>(&mut scratch, &x, None, false, per_block).unwrap();
+            assert_same_bits(&y, &want, &what);
+            let (y16, _) =
+                staged::<f32, u16>(&mut scratch, &x, Some(Dtype::F16), false, per_block).unwrap();
+            let rounded: Vec<u16> = want.iter().map(|&y| f16_bits(y)).collect();
+            assert_eq!(y16, rounded, "{what}: f16 y is the f32 y rounded once");
         }
     }
 }
@@ -1084,18 +1144,38 @@ fn a_post_norms_sum_alone_is_the_sandwichs_sum() {
             let full = call.inputs();
             let alone = GenericInputs {
                 gamma: None,
-                ..full
+                ..full.clone()
             };
             let what = format!("{shape:?} {family}");
-            let want = ctx.submit(&full, Request::host(true)).unwrap().host.unwrap();
-            let got = ctx.submit(&alone, Request::host(true)).unwrap_or_else(|e| panic!("{what}: {e}"));
+            let want = ctx
+                .submit(&full, Request::host(true))
+                .unwrap()
+                .host
+                .unwrap();
+            let got = ctx
+                .submit(&alone, Request::host(true))
+                .unwrap_or_else(|e| panic!("{what}: {e}"));
             let got = got.host.unwrap();
             assert!(got.y.is_none(), "{what}: a y without gamma");
             assert_same_bits(got.sum.as_ref().unwrap(), want.sum.as_ref().unwrap(), &what);
-            let gpu = ctx.submit(&alone, Request::to_gpu(true)).unwrap().gpu.unwrap();
+            let gpu = ctx
+                .submit(&alone, Request::to_gpu(true))
+                .unwrap()
+                .gpu
+                .unwrap();
             assert!(gpu.y.is_none(), "{what}: a y tensor without gamma");
-            let read = ctx.read(gpu.sum.as_ref().unwrap()).unwrap().host.unwrap().y.unwrap();
-            assert_same_bits(&read, want.sum.as_ref().unwrap(), &format!("{what}: the sum tensor"));
+            let read = ctx
+                .read(gpu.sum.as_ref().unwrap())
+                .unwrap()
+                .host
+                .unwrap()
+                .y
+                .unwrap();
+            assert_same_bits(
+                &read,
+                want.sum.as_ref().unwrap(),
+                &format!("{what}: the sum tensor"),
+            );
             let Err(e) = ctx.submit(&alone, Request::host(false)) else {
                 panic!("{what}: run without a sum");
             };

@@ -107,6 +107,7 @@ impl Form {
                 gamma_offset: self.offset,
                 output_dtype: None,
             },
+            rotary: None,
         }
     }
 
@@ -154,7 +155,7 @@ fn check(ctx: &GpuContext, x: &Inputs, what: &str) {
 /// `y` against the reference of the `v` the kernel formed (`from_sum`), where it wrote one;
 /// else against the reference of `x`.
 fn assert_y_of_sum(x: &Inputs, y: &[f32], v: Option<&[f32]>, what: &str) {
-    let second = v.map_or(*x, |v| from_sum(x, v));
+    let second = v.map_or(x.clone(), |v| from_sum(x, v));
     let (want_y, _) = norm_family(&second);
     let (err, at) = worst_error_at(y, &want_y, &second, RTOL);
     assert!(
@@ -198,14 +199,14 @@ fn the_checks_can_fail_a_wrong_offset_or_kind() {
             gamma_offset: 0.0,
             ..x.norm
         },
-        ..x
+        ..x.clone()
     };
     let wrong_kind = Inputs {
         norm: Norm {
             kind: NormKind::Rms,
             ..x.norm
         },
-        ..x
+        ..x.clone()
     };
     for wrong in [wrong_offset, wrong_kind] {
         let (want, _) = norm_family(&wrong);
@@ -407,12 +408,10 @@ fn check_in_place(ctx: &GpuContext, x: &Inputs, what: &str) {
     let up = |a: &[f32]| Arg::Gpu(ctx.upload(&a).expect("upload"));
     let on_gpu = x.map(|a| up(a));
     let read = |a: &Arg<&[f32]>| match a {
-        Arg::Gpu(t) => {
-            pollster::block_on(ctx.read_tensor(t).expect("read").read())
-                .expect("read")
-                .y
-                .expect("a tensor's values")
-        }
+        Arg::Gpu(t) => pollster::block_on(ctx.read_tensor(t).expect("read").read())
+            .expect("read")
+            .y
+            .expect("a tensor's values"),
         _ => unreachable!("uploaded"),
     };
     pollster::block_on(ctx.submit_in_place(&on_gpu).expect("in place").finish())
@@ -442,35 +441,58 @@ fn a_post_norms_sum_alone_is_the_sandwichs_sum() {
             let alone = Inputs {
                 gamma: None,
                 beta: None,
-                ..full
+                ..full.clone()
             };
             let want = pollster::block_on(ctx.run(&full, true)).expect("the sandwich");
             let want_v = want.sum.expect("sum");
-            let got = pollster::block_on(ctx.run(&alone, true)).unwrap_or_else(|e| panic!("{what}: {e}"));
+            let got =
+                pollster::block_on(ctx.run(&alone, true)).unwrap_or_else(|e| panic!("{what}: {e}"));
             assert!(got.y.is_none(), "{what}: a y without gamma");
             let v = got.sum.expect("sum");
-            assert!(v.iter().zip(&want_v).all(|(a, b)| a.to_bits() == b.to_bits()), "{what}: v");
-            assert!(same_sum(&alone, &v, &norm_family(&alone).1), "{what}: v against the reference");
+            assert!(
+                v.iter()
+                    .zip(&want_v)
+                    .all(|(a, b)| a.to_bits() == b.to_bits()),
+                "{what}: v"
+            );
+            assert!(
+                same_sum(&alone, &v, &norm_family(&alone).1),
+                "{what}: v against the reference"
+            );
             let gpu = ctx.submit_to_gpu(&alone, true).expect("to tensors");
-            let out = pollster::block_on(gpu.finish()).expect("tensors").gpu.expect("tensors");
+            let out = pollster::block_on(gpu.finish())
+                .expect("tensors")
+                .gpu
+                .expect("tensors");
             assert!(out.y.is_none(), "{what}: a y tensor without gamma");
             let read = |t: &std::rc::Rc<webgpu_rmsnorm::call::tensor::Tensor>| {
-                pollster::block_on(ctx.read_tensor(t).unwrap().read()).unwrap().y.unwrap()
+                pollster::block_on(ctx.read_tensor(t).unwrap().read())
+                    .unwrap()
+                    .y
+                    .unwrap()
             };
             assert_eq!(read(out.sum.as_ref().unwrap()), v, "{what}: the sum tensor");
             if form.residual {
                 let up = |a: &[f32]| Arg::Gpu(ctx.upload(&a).expect("upload"));
                 let on_gpu = alone.map(|a| up(a));
-                let pending = ctx.submit_in_place(&on_gpu).unwrap_or_else(|e| panic!("{what}: {e}"));
+                let pending = ctx
+                    .submit_in_place(&on_gpu)
+                    .unwrap_or_else(|e| panic!("{what}: {e}"));
                 pollster::block_on(pending.finish()).expect("in place");
                 let tensor = |a: &Arg<&[f32]>| match a {
                     Arg::Gpu(t) => read(t),
                     _ => unreachable!("uploaded"),
                 };
-                assert_eq!(tensor(on_gpu.residual.as_ref().unwrap()), v, "{what}: v over the residual");
+                assert_eq!(
+                    tensor(on_gpu.residual.as_ref().unwrap()),
+                    v,
+                    "{what}: v over the residual"
+                );
                 assert_eq!(tensor(&on_gpu.input), d.input, "{what}: the input in place");
             }
-            let err = pollster::block_on(ctx.run(&alone, false)).err().expect("run without a sum");
+            let err = pollster::block_on(ctx.run(&alone, false))
+                .err()
+                .expect("run without a sum");
             assert!(err.message().starts_with("gamma: missing"), "{what}: {err}");
         }
     }

@@ -49,6 +49,15 @@ fn each_reader_accepts_the_keys_it_names_in_its_unknown_field_message() {
         "dtype",
         "rows",
         "sum",
+        "positions",
+        "position",
+        "invFreq",
+        "theta",
+        "rotaryDim",
+        "rotaryStyle",
+        "attentionScaling",
+        "headSize",
+        "heads",
     ];
     let encode = run.to_vec();
     let prepare = [

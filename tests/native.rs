@@ -86,6 +86,7 @@ fn resident<'a, T>(
         hidden: x.hidden,
         eps: x.eps,
         norm: x.norm,
+        rotary: x.rotary.clone(),
     }
 }
 
@@ -259,10 +260,15 @@ fn nan_and_inf_poison_only_their_own_row() {
         case.check(&ctx, &format!("4x{hidden} with NaN/Inf"));
         let out = pollster::block_on(ctx.run(&case.inputs(), false)).unwrap();
         assert!(
-            out.y.as_ref().unwrap()[3 * hidden..].iter().all(|y| y.is_finite()),
+            out.y.as_ref().unwrap()[3 * hidden..]
+                .iter()
+                .all(|y| y.is_finite()),
             "clean row stayed clean"
         );
-        assert!(out.y.as_ref().unwrap()[..hidden].iter().all(|y| y.is_nan()), "NaN row is NaN");
+        assert!(
+            out.y.as_ref().unwrap()[..hidden].iter().all(|y| y.is_nan()),
+            "NaN row is NaN"
+        );
     }
 }
 
@@ -294,7 +300,13 @@ fn bad_shapes_are_named_errors_and_the_context_keeps_working() {
     x.eps = 1e-6;
     let out = pollster::block_on(ctx.run(&x, false)).expect("the context survived");
     let (want, _) = norm_family(&x);
-    assert_within(out.y.as_ref().unwrap(), &want, &x, RTOL, "after the rejections");
+    assert_within(
+        out.y.as_ref().unwrap(),
+        &want,
+        &x,
+        RTOL,
+        "after the rejections",
+    );
 }
 
 #[test]
@@ -737,7 +749,13 @@ fn cpu_backend_runs_the_case_matrix_and_every_kind_of_call() {
         let x = case.inputs();
         let out = cpu.submit(&x, Request::host(true)).unwrap().host.unwrap();
         let (want_y, want_v) = norm_family(&x);
-        assert_within(out.y.as_ref().unwrap(), &want_y, &x, RTOL, &format!("cpu {c}"));
+        assert_within(
+            out.y.as_ref().unwrap(),
+            &want_y,
+            &x,
+            RTOL,
+            &format!("cpu {c}"),
+        );
         assert_eq!(out.sum.unwrap(), want_v, "cpu {c}: sum");
     }
     // Tensors: out of place to new tensors, then in place, read back.
@@ -752,7 +770,11 @@ fn cpu_backend_runs_the_case_matrix_and_every_kind_of_call() {
     let read = |t: &Rc<Tensor>| cpu.read(t).unwrap().host.unwrap().y.unwrap();
     let (want_y, want_v) = norm_family(&case.inputs());
     for (what, y, v) in [
-        ("new tensors", read(gpu.y.as_ref().unwrap()), read(gpu.sum.as_ref().unwrap())),
+        (
+            "new tensors",
+            read(gpu.y.as_ref().unwrap()),
+            read(gpu.sum.as_ref().unwrap()),
+        ),
         (
             "in place",
             read(tensor(&x.input)),
@@ -779,7 +801,7 @@ fn cpu_backend_runs_the_case_matrix_and_every_kind_of_call() {
     assert_eq!(rejection(&short, Request::host(false)), Some("ShapeError"));
     let host = webgpu_rmsnorm::Inputs {
         input: Arg::Host(case.input.as_slice()),
-        ..x
+        ..x.clone()
     };
     assert_eq!(rejection(&host, Request::in_place()), Some("TypeError"));
 }
@@ -816,7 +838,7 @@ fn cpu_backend_runs_the_whole_family_through_the_driver() {
         let (y, v) = cpu_call(&cpu, &x, Dtype::F32, &what);
         let (_, want_v) = norm_family(&x);
         assert!(same_sum(&x, &v, &want_v), "{what}: sum");
-        let r = if post { from_sum(&x, &v) } else { x };
+        let r = if post { from_sum(&x, &v) } else { x.clone() };
         assert_within(&y, &norm_family(&r).0, &r, RTOL, &what);
         let halves = case.halves();
         let post_halves: Vec<u16> = post_gamma.iter().map(|&g| f16_bits(g)).collect();
@@ -826,7 +848,7 @@ fn cpu_backend_runs_the_whole_family_through_the_driver() {
             ..halves.inputs()
         };
         for out in [Dtype::F32, Dtype::F16] {
-            let with = |norm| webgpu_rmsnorm::Inputs { norm, ..x };
+            let with = |norm| webgpu_rmsnorm::Inputs { norm, ..x.clone() };
             cpu_call(
                 &cpu,
                 &with(norm(Some(out))),
@@ -835,7 +857,7 @@ fn cpu_backend_runs_the_whole_family_through_the_driver() {
             );
             let h = webgpu_rmsnorm::Inputs {
                 norm: norm(Some(out)),
-                ..h
+                ..h.clone()
             };
             cpu_call(&cpu, &h, out, &format!("f16 {what} to {out:?}"));
         }
@@ -1096,7 +1118,13 @@ fn large_uploads_are_staged_through_reused_buffers() {
     let mut live = Vec::new();
     for round in 0..3 {
         let out = pollster::block_on(ctx.run(&x, true)).unwrap();
-        assert_within(out.y.as_ref().unwrap(), &want_y, &x, RTOL, &format!("staged call {round}"));
+        assert_within(
+            out.y.as_ref().unwrap(),
+            &want_y,
+            &x,
+            RTOL,
+            &format!("staged call {round}"),
+        );
         let sum = out.sum.expect("sum was asked for");
         assert!(
             same_sum(&x, &sum, &want_v),

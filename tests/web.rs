@@ -706,9 +706,25 @@ async fn gpu_tilings_with_split_rows_match_the_reference_on_both_dispatch_paths(
                 .await
                 .unwrap()
                 .unwrap();
-            let gy = floats(ctx.read_tensor(gpu.y.as_ref().unwrap()).unwrap().read().await.unwrap().y.unwrap());
+            let gy = floats(
+                ctx.read_tensor(gpu.y.as_ref().unwrap())
+                    .unwrap()
+                    .read()
+                    .await
+                    .unwrap()
+                    .y
+                    .unwrap(),
+            );
             let sum = gpu.sum.unwrap();
-            let gv = floats(ctx.read_tensor(&sum).unwrap().read().await.unwrap().y.unwrap());
+            let gv = floats(
+                ctx.read_tensor(&sum)
+                    .unwrap()
+                    .read()
+                    .await
+                    .unwrap()
+                    .y
+                    .unwrap(),
+            );
             let bits = |a: &[f32]| a.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
             assert_eq!(
                 bits(&gy),
@@ -776,6 +792,7 @@ async fn the_family_gpu_tilings_match_the_reference() {
                 hidden,
                 eps: c.eps,
                 norm: f.norm,
+                rotary: None,
             };
             let v = Kernel::f32(hidden, Options::of(&host, true)).variant(ctx.caps(), rows);
             // The tiling each shape is here for (plain RMSNorm of long rows is the fused
@@ -799,7 +816,13 @@ async fn the_family_gpu_tilings_match_the_reference() {
             let x = f.inputs(c, f.post.as_deref());
             let sum = floats(out.sum.unwrap());
             let (want_y, v) = want_from_sum(&x, &sum, &what);
-            assert_within(&floats(out.y.unwrap()), &want_y, &from_sum(&x, &v), RTOL, &what);
+            assert_within(
+                &floats(out.y.unwrap()),
+                &want_y,
+                &from_sum(&x, &v),
+                RTOL,
+                &what,
+            );
         }
     }
 }

@@ -15,5 +15,6 @@ pub mod numbers;
 pub mod options;
 pub mod plan;
 pub mod results;
+pub mod rotary;
 pub mod shape;
 pub mod tensor;

@@ -267,6 +267,13 @@ impl Plan {
                 )));
             }
         }
+        if x.gamma.is_none() && x.rotary.is_some() {
+            return Err(Error::Type(
+                "positions: expected undefined without gamma (the call computes the sum alone, \
+                 and the rotary stage turns y)"
+                    .into(),
+            ));
+        }
         if x.gamma.is_none() && x.norm.output_dtype.is_some() {
             return Err(Error::Type(
                 "outputDtype: expected undefined without gamma (the call computes the sum alone)"

@@ -8,6 +8,7 @@ use crate::call::dtype::Dtype;
 use crate::call::error::Error;
 use crate::call::host::Arg;
 use crate::call::numbers::Len;
+use crate::call::rotary::Rotary;
 use crate::support::number_text::number_text;
 
 /// The arguments of one call. `A` is where the numbers live: a Rust slice natively, a JS
@@ -17,8 +18,12 @@ use crate::support::number_text::number_text;
 /// `u = input + input2 + bias`, `w = post_gamma ? N(u) · (post_gamma + offset) : u`,
 /// `v = residual + w` (the `sum` output), `y = N(v) · (gamma + offset) + beta` (`output`).
 /// Without `gamma` a call computes `v` alone: OLMo 2's post-norm, `h = x + N(attn(x)) · w`,
-/// with no norm of `h` in the same step.
-#[derive(Clone, Copy, Debug)]
+/// with no norm of `h` in the same step. With `rotary`, each row's `y` is then rotated by its
+/// token's position (`call/rotary.rs`).
+///
+/// Not `Copy`: a rotary stage owns its positions, one a token, as many as the call has.
+/// Cloning is cheap (the arrays of a rotary stage are behind an `Rc`).
+#[derive(Clone, Debug)]
 pub struct Inputs<A> {
     pub input: A,
     /// Absent: QK-norm and a model's final norm, which add no residual.
@@ -36,6 +41,8 @@ pub struct Inputs<A> {
     pub hidden: usize,
     pub eps: f32,
     pub norm: Norm,
+    /// A rotation of each row's `y` by its token's position (RoPE), after `gamma` and `beta`.
+    pub rotary: Option<Rotary>,
 }
 
 /// Which normalization a row gets.
@@ -140,6 +147,9 @@ impl Shape {
                 u32::MAX
             )));
         }
+        if let Some(r) = &x.rotary {
+            r.check(rows, hidden)?;
+        }
         Ok(Shape { rows, hidden })
     }
 
@@ -177,6 +187,7 @@ impl<A> Inputs<A> {
             hidden,
             eps: DEFAULT_EPS,
             norm: Norm::default(),
+            rotary: None,
         }
     }
 
@@ -208,6 +219,7 @@ impl<A> Inputs<A> {
             hidden: self.hidden,
             eps: self.eps,
             norm: self.norm,
+            rotary: self.rotary.clone(),
         }
     }
 }
@@ -255,12 +267,20 @@ pub fn fit_buffers<H: Len>(
         }
     };
     fit(&mut x.input, n);
-    for r in [x.residual.as_mut(), x.input2.as_mut()].into_iter().flatten() {
-        fit(r, n);
-    }
-    for a in [x.gamma.as_mut(), x.beta.as_mut(), x.bias.as_mut(), x.post_gamma.as_mut()]
+    for r in [x.residual.as_mut(), x.input2.as_mut()]
         .into_iter()
         .flatten()
+    {
+        fit(r, n);
+    }
+    for a in [
+        x.gamma.as_mut(),
+        x.beta.as_mut(),
+        x.bias.as_mut(),
+        x.post_gamma.as_mut(),
+    ]
+    .into_iter()
+    .flatten()
     {
         fit(a, hidden);
     }

@@ -20,7 +20,6 @@ use crate::cpu;
 use crate::cpu::memory::room;
 use crate::cpu::results::{host_result, host_result_into};
 
-
 /// A call's `y` and `v`, each where it has one.
 type Results = (Option<CpuData>, Option<CpuData>);
 /// No device limits: a call is one pass over wasm memory, whatever its size.
@@ -184,6 +183,7 @@ impl CpuContext {
             hidden: x.hidden,
             eps: x.eps,
             norm: x.norm,
+            rotary: x.rotary.clone(),
         };
         let Request {
             sum, to, repeat, ..
@@ -259,9 +259,8 @@ impl CpuContext {
             });
         }
         given.check_intact(plan.shape().len())?;
-        let host = |d: Option<CpuData>, to: Option<_>| {
-            d.map(|d| host_result_into(&d, to)).transpose()
-        };
+        let host =
+            |d: Option<CpuData>, to: Option<_>| d.map(|d| host_result_into(&d, to)).transpose();
         Ok(Finished {
             host: Some(Output {
                 y: host(y, given.y.take())?,

@@ -21,6 +21,7 @@ use std::borrow::Cow;
 
 use super::element::Element;
 use super::memory::room;
+use super::rope::Rotation;
 use super::row;
 use crate::call::error::Error;
 use crate::call::shape::{Inputs, NormKind};
@@ -44,7 +45,11 @@ pub fn norm<T: Element, O: Element>(
 ) -> Result<(), Error> {
     let n = x.input.len();
     let y_len = if x.gamma.is_some() { n } else { 0 };
-    assert_eq!(y.len(), y_len, "y: expected the length of input, or none without gamma");
+    assert_eq!(
+        y.len(),
+        y_len,
+        "y: expected the length of input, or none without gamma"
+    );
     if let Some(v) = &v {
         assert_eq!(v.len(), n, "v: expected the length of input");
     }
@@ -52,13 +57,17 @@ pub fn norm<T: Element, O: Element>(
     if hidden == 0 {
         return Ok(());
     }
-    let mut rows = Rows::new(x)?;
+    let mut rows = Rows::new(x, n / hidden)?;
     for r in 0..n / hidden {
         let at = r * hidden..(r + 1) * hidden;
         let input2 = x.input2.map(|a| &a[at.clone()]);
-        rows.read(&x.input[at.clone()], input2, x.residual.map(|a| &a[at.clone()]));
+        rows.read(
+            &x.input[at.clone()],
+            input2,
+            x.residual.map(|a| &a[at.clone()]),
+        );
         let y = y.get_mut(at.clone()).unwrap_or_default();
-        rows.write(v.as_deref_mut().map(|v| &mut v[at.clone()]), y);
+        rows.write(r, v.as_deref_mut().map(|v| &mut v[at.clone()]), y);
     }
     Ok(())
 }
@@ -88,7 +97,7 @@ pub fn norm_in_place<T: Element>(
     if hidden == 0 {
         return Ok(());
     }
-    let mut rows = Rows::new(x)?;
+    let mut rows = Rows::new(x, input.len() / hidden)?;
     let inputs = input.chunks_exact_mut(hidden).enumerate();
     let input2 = |r: usize| x.input2.map(|a| &a[r * hidden..(r + 1) * hidden]);
     // The row is read whole before either of its arrays is written.
@@ -96,13 +105,13 @@ pub fn norm_in_place<T: Element>(
         Some(residual) => {
             for ((r, y), v) in inputs.zip(residual.chunks_exact_mut(hidden)) {
                 rows.read(y, input2(r), Some(v));
-                rows.write(Some(v), y);
+                rows.write(r, Some(v), y);
             }
         }
         None => {
             for (r, y) in inputs {
                 rows.read(y, input2(r), None);
-                rows.write(None::<&mut [T]>, y);
+                rows.write(r, None::<&mut [T]>, y);
             }
         }
     }
@@ -120,10 +129,14 @@ struct Rows<'a> {
     bias: Option<Cow<'a, [f32]>>,
     eps: f32,
     v: Vec<f32>,
+    /// The call's rotary stage, applied to each row's `y` in f32 before it is stored.
+    rotation: Option<Rotation>,
 }
 
 impl<'a> Rows<'a> {
-    fn new<T: Element>(x: &Inputs<&'a [T]>) -> Result<Self, Error> {
+    /// The rows of `x`, `rows` of them (its `input` is not read: the call's rows may be
+    /// given apart).
+    fn new<T: Element>(x: &Inputs<&'a [T]>, rows: usize) -> Result<Self, Error> {
         let offset = x.norm.gamma_offset;
         let gamma = |g: &'a [T], what: &str| -> Result<Cow<'a, [f32]>, Error> {
             let g = T::widen_all(g, what)?;
@@ -145,13 +158,19 @@ impl<'a> Rows<'a> {
             bias: x.bias.map(|b| T::widen_all(b, "bias")).transpose()?,
             eps: x.eps,
             v,
+            rotation: x.rotary.as_ref().map(|r| Rotation::new(r, rows, x.hidden)),
         })
     }
 
     /// Forms the row's `v` into scratch.
     fn read<T: Element>(&mut self, input: &[T], input2: Option<&[T]>, residual: Option<&[T]>) {
         let Some(post_gamma) = &self.post_gamma else {
-            row::form_v([input, input2.unwrap_or_default()], residual, self.bias.as_deref(), &mut self.v);
+            row::form_v(
+                [input, input2.unwrap_or_default()],
+                residual,
+                self.bias.as_deref(),
+                &mut self.v,
+            );
             return;
         };
         row::form_v([input, &[]], None, self.bias.as_deref(), &mut self.v);
@@ -160,8 +179,8 @@ impl<'a> Rows<'a> {
     }
 
     /// Stores the row's `v` (before normalizing changes the scratch) and writes its `y`
-    /// where the call has `gamma`.
-    fn write<T: Element, O: Element>(&mut self, v: Option<&mut [T]>, y: &mut [O]) {
+    /// where the call has `gamma`; `r` is the row's index, which its rotation needs.
+    fn write<T: Element, O: Element>(&mut self, r: usize, v: Option<&mut [T]>, y: &mut [O]) {
         if let Some(v) = v {
             row::store(&self.v, v);
         }
@@ -169,6 +188,13 @@ impl<'a> Rows<'a> {
             return;
         };
         let post = row::normalize(&mut self.v, self.kind, self.eps);
-        row::write_y(&self.v, gamma, self.beta.as_deref(), post, y);
+        let Some(rotation) = &mut self.rotation else {
+            row::write_y(&self.v, gamma, self.beta.as_deref(), post, y);
+            return;
+        };
+        // `y` in f32 in the scratch row, turned there, then rounded once to its storage.
+        row::scale(&mut self.v, gamma, self.beta.as_deref(), post);
+        rotation.rotate(r, &mut self.v);
+        row::store(&self.v, y);
     }
 }

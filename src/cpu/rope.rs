@@ -1,11 +1,75 @@
-//! The cos and sin of a rotary (RoPE) angle as Hugging Face models compute them, for the CPU
-//! backend: the angle is one f32 product `f32(position) * inv_freq`, and its cos and sin are
-//! taken in f64 and rounded once to f32.
+//! The rotary (RoPE) stage on the CPU backend ([`Rotation`]: a row of `y` turned in f32),
+//! and the cos and sin of its angle as Hugging Face models compute them: the angle is one f32
+//! product `f32(position) * inv_freq`, and its cos and sin are taken in f64 and rounded once
+//! to f32.
 //!
 //! f64's `cos` and `sin` reduce their argument exactly (the platform's libm, or the `libm`
 //! port Rust's std uses in wasm), and an f32 angle is exactly an f64, so the result is the
 //! exact cos and sin of the f32 angle rounded to f32 (half an ulp, plus f64's own sub-ulp
 //! error). `shaders/rotary_angle.wgsl` computes the same values on the GPU in f32 and u32.
+
+use std::rc::Rc;
+
+use crate::call::rotary::{Rotary, RotaryStyle};
+
+/// A call's rotary stage as the CPU kernel applies it to a row of `y` in f32: each pair
+/// `(a, b)` becomes `(a·c − b·s, b·c + a·s)` in f32, `c` and `s` the f32 cos and sin of the
+/// angle times the f32 attention scaling, as the models' `q·cos + rotate_half(q)·sin`.
+pub struct Rotation {
+    rotary: Rotary,
+    style: RotaryStyle,
+    rotary_dim: usize,
+    head_size: usize,
+    heads: usize,
+    inv_freq: Rc<[f32]>,
+    /// The position whose `(c, s)` are in `cos_sin`: the heads of a token share them.
+    at: Option<u32>,
+    cos_sin: Vec<(f32, f32)>,
+}
+
+impl Rotation {
+    /// The stage of a checked call (or of a block of one) of `rows` of `hidden`.
+    pub fn new(rotary: &Rotary, rows: usize, hidden: usize) -> Rotation {
+        let shape = rotary.shape(rows, hidden);
+        Rotation {
+            style: shape.style,
+            rotary_dim: shape.rotary_dim,
+            head_size: shape.head_size,
+            heads: shape.heads,
+            inv_freq: rotary.inv_freq(shape.rotary_dim),
+            rotary: rotary.clone(),
+            at: None,
+            cos_sin: Vec::new(),
+        }
+    }
+
+    /// Rotates `y`, row `row` of the call (of its block), in place.
+    pub fn rotate(&mut self, row: usize, y: &mut [f32]) {
+        let position = self.rotary.position(row, self.heads);
+        if self.at != Some(position) {
+            let scaling = self.rotary.attention_scaling;
+            self.cos_sin.clear();
+            self.cos_sin.extend(self.inv_freq.iter().map(|&f| {
+                let (c, s) = rope_cos_sin(position, f);
+                (c * scaling, s * scaling)
+            }));
+            self.at = Some(position);
+        }
+        let half = self.rotary_dim / 2;
+        for head in y.chunks_exact_mut(self.head_size) {
+            let turned = &mut head[..self.rotary_dim];
+            for (k, &(c, s)) in self.cos_sin.iter().enumerate() {
+                let (i, j) = match self.style {
+                    RotaryStyle::NeoX => (k, k + half),
+                    RotaryStyle::Interleaved => (2 * k, 2 * k + 1),
+                };
+                let (a, b) = (turned[i], turned[j]);
+                turned[i] = a * c - b * s;
+                turned[j] = b * c + a * s;
+            }
+        }
+    }
+}
 
 /// `(cos, sin)` of `f32(position) * inv_freq`, the f32 product rounded once, as the models'
 /// rotary embeddings compute it.

@@ -82,7 +82,9 @@ fn form_v_of_two<T: Element>(
         *v = a.widen() + b.widen();
     }
     if let Some(residual) = residual {
-        v.iter_mut().zip(residual).for_each(|(v, &r)| *v += r.widen());
+        v.iter_mut()
+            .zip(residual)
+            .for_each(|(v, &r)| *v += r.widen());
     }
     if let Some(bias) = bias {
         v.iter_mut().zip(bias).for_each(|(v, &b)| *v += b);
@@ -224,6 +226,24 @@ pub fn write_y<T: Element>(v: &[f32], gamma: &[f32], beta: Option<&[f32]>, post:
         None => {
             for ((y, &v), &g) in y.iter_mut().zip(v).zip(gamma) {
                 *y = T::narrow(v * post * g);
+            }
+        }
+    }
+}
+
+/// [`write_y`] in f32, over the row itself: `x = x * post * gamma + beta`, for a stage that
+/// works on `y` before it is stored (the rotary stage).
+#[inline(always)]
+pub fn scale(x: &mut [f32], gamma: &[f32], beta: Option<&[f32]>, post: f32) {
+    match beta {
+        Some(beta) => {
+            for ((x, &g), &b) in x.iter_mut().zip(gamma).zip(beta) {
+                *x = *x * post * g + b;
+            }
+        }
+        None => {
+            for (x, &g) in x.iter_mut().zip(gamma) {
+                *x = *x * post * g;
             }
         }
     }

@@ -133,11 +133,16 @@ impl Layout {
             len,
             ..s
         };
+        let hidden = x.hidden.max(1);
         let x = Inputs {
             input: block(x.input),
             residual: x.residual.map(block),
             input2: x.input2.map(block),
-            ..*x
+            rotary: x
+                .rotary
+                .as_ref()
+                .map(|r| r.from_row(from / hidden, self.total / hidden)),
+            ..x.clone()
         };
         let staged = Layout {
             y: result(self.y),
@@ -159,14 +164,19 @@ impl Layout {
 pub fn lay_out(x: &mut Inputs<Span>, sum: bool, out_per_block: bool) -> Result<Layout, Error> {
     // A post-norm's sum alone is no common call: it is computed as any other call is.
     if x.gamma.is_none() {
-        return Err(Error::Type("gamma: missing (the scratch path lays out y)".into()));
+        return Err(Error::Type(
+            "gamma: missing (the scratch path lays out y)".into(),
+        ));
     }
     let total = x.input.len;
     let block = ((BLOCK / x.hidden.max(1)).max(1) * x.hidden).min(total);
     fits(x, block, sum)?;
     let per_block = out_per_block && block < total;
     x.input.len = block;
-    for r in [x.residual.as_mut(), x.input2.as_mut()].into_iter().flatten() {
+    for r in [x.residual.as_mut(), x.input2.as_mut()]
+        .into_iter()
+        .flatten()
+    {
         r.len = block;
     }
     let mut end = 0;
@@ -350,6 +360,7 @@ fn staged<T: Word, O: Word>(
         hidden: x.hidden,
         eps: x.eps,
         norm: x.norm,
+        rotary: x.rotary.clone(),
     };
     let input = elements::<T>(input, x.input);
     let residual = residual.zip(x.residual).map(|(w, s)| elements::<T>(w, s));

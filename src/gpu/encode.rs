@@ -24,7 +24,7 @@ use crate::call::shape::Outputs;
 use crate::gpu::browser_pipelines::{BrowserPipelines, RawBound};
 use crate::gpu::kernel::bindings::{slot, BINDINGS};
 use crate::gpu::kernel::params::Params;
-use crate::gpu::submit::call_params;
+use crate::gpu::submit::{call_params, refuse_rotary};
 use crate::gpu::tensor_buffer::TensorBuffer;
 use crate::gpu::webgpu_raw::{self as raw, descriptor, RawDevice, RawEncoder};
 use crate::gpu::GpuContext;
@@ -54,6 +54,7 @@ pub fn dispatch<H: HostArray>(
     outputs: &Outputs<Arg<H>>,
 ) -> Result<Option<Dispatch>, Error> {
     let plan = Plan::encoded(x, outputs, ctx.caps(), ctx.id())?;
+    refuse_rotary(x)?;
     ctx.dev.check_live()?;
     if plan.shape().is_empty() {
         return Ok(None);

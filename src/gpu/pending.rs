@@ -106,11 +106,7 @@ impl Pending {
     /// Waits for the GPU and hands back what the call asked for.
     pub async fn finish(mut self) -> Result<Finished, Error> {
         if let Err(e) = self.check_scopes().await {
-            for t in self
-                .gpu
-                .iter()
-                .flat_map(|g| g.y.iter().chain(&g.sum))
-            {
+            for t in self.gpu.iter().flat_map(|g| g.y.iter().chain(&g.sum)) {
                 t.discard();
             }
             return Err(e);
@@ -256,11 +252,11 @@ impl Pending {
 
     /// Asks for every staging buffer to be mapped once the GPU is done with it.
     fn request_maps(&mut self) {
-        let buffers = self.timestamps.iter().map(|(staging, _)| staging).chain(
-            self.chunks
-                .iter()
-                .flat_map(|c| c.y.iter().chain(&c.sum)),
-        );
+        let buffers = self
+            .timestamps
+            .iter()
+            .map(|(staging, _)| staging)
+            .chain(self.chunks.iter().flat_map(|c| c.y.iter().chain(&c.sum)));
         self.mapped = buffers
             .map(|b| {
                 let b: wgpu::Buffer = (**b).clone();
@@ -287,7 +283,10 @@ impl Pending {
             .want_sum
             .then(|| given_or_new(self.given.sum.take(), total, self.dtype));
         for chunk in std::mem::take(&mut self.chunks) {
-            let copies = [(y.as_mut(), chunk.y, self.out_dtype), (sum.as_mut(), chunk.sum, self.dtype)];
+            let copies = [
+                (y.as_mut(), chunk.y, self.out_dtype),
+                (sum.as_mut(), chunk.sum, self.dtype),
+            ];
             for (dst, copy, dtype) in copies {
                 if let (Some(dst), Some(copy)) = (dst, copy) {
                     read_mapped(&copy, dst, chunk.start, chunk.len, dtype);

@@ -57,6 +57,7 @@ impl GpuContext {
     /// soon as it has the pending call.
     pub fn submit<A: HostArray>(&self, x: &Inputs<A>, request: Request) -> Result<Pending, Error> {
         let plan = Plan::new(x, request, &self.dev.caps, self.dev.id)?;
+        refuse_rotary(x)?;
         self.dev.check_live()?;
         self.trim_now_and_then();
         let mut pending = self.pending(
@@ -161,7 +162,11 @@ impl GpuContext {
     fn gpu_results(&self, plan: &Plan) -> Option<GpuOutput> {
         let tensor = |dtype| self.tensor(plan.shape().len(), dtype);
         (plan.request.to == Destination::Gpu).then(|| GpuOutput {
-            y: plan.kernel.options.output.then(|| tensor(plan.kernel.out_dtype)),
+            y: plan
+                .kernel
+                .options
+                .output
+                .then(|| tensor(plan.kernel.out_dtype)),
             sum: plan.request.sum.then(|| tensor(plan.kernel.dtype)),
         })
     }
@@ -190,7 +195,10 @@ impl GpuContext {
                     ))
                 };
                 (
-                    plan.kernel.options.output.then(|| out(plan.kernel.out_dtype)),
+                    plan.kernel
+                        .options
+                        .output
+                        .then(|| out(plan.kernel.out_dtype)),
                     plan.request.sum.then(|| out(plan.kernel.dtype)),
                 )
             }
@@ -275,6 +283,19 @@ fn bind<'a>(
     bound[slot::SUM] = sum.as_deref();
     bound[slot::PARAMS] = Some(params);
     bound
+}
+
+/// The rotary stage runs on the CPU backend only, so far: a GPU call with one is refused
+/// before anything is recorded, with the same words from every entry point.
+pub(crate) fn refuse_rotary<A>(x: &Inputs<A>) -> Result<(), Error> {
+    match x.rotary {
+        Some(_) => Err(Error::Type(
+            "positions: expected undefined on the WebGPU backend (the rotary stage runs on \
+             the CPU backend so far: create the instance with backend: \"cpu\")"
+                .into(),
+        )),
+        None => Ok(()),
+    }
 }
 
 /// The uniform block of a dispatch of `rows` rows of `x` as `plan` runs it.

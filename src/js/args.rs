@@ -25,6 +25,7 @@ use crate::js::fields::{
     array_arg, dtype, flag, kind, missing, no_output, optional_number, rows, Sources,
 };
 use crate::js::keys::{keys_of, CallKey, Readers, CALL_KEYS};
+use crate::js::rotary_args::rotary;
 use crate::js::value::{check_keys, describe};
 
 static KEYS: &[&str] = keys_of!(CALL_KEYS, Readers::RUN);
@@ -259,6 +260,7 @@ pub fn parse_inputs<A>(
         hidden,
         eps,
         norm,
+        rotary: rotary(call)?,
     })
 }
 

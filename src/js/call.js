@@ -111,6 +111,10 @@ function describe(v, proto, slot, o) {
       | (b === memory.buffer ? F.wasm : 0);
     return;
   }
+  if (tag === "Int32Array" || tag === "Uint32Array") {
+    slot[o + 1] = lengthOf.call(v);
+    return (slot[o] = tag === "Int32Array" ? W.i32 : W.u32);
+  }
   if (isWebGpu(v, "GPUBuffer")) {
     slot[o + 1] = Number(v.size);
     slot[o + 2] = Number(v.usage);
@@ -199,6 +203,21 @@ export function callValue(i) {
 
 export function callRelease() {
   held.fill(undefined);
+}
+
+// The `len` 32-bit elements of the table field at `i` (the rotary stage's positions or
+// inverse frequencies) to byte address `at`, as their bits: a Uint32Array over the same bytes,
+// so that nothing is converted value by value.
+export function callTable(i, at, len) {
+  try {
+    views();
+    const v = held[i];
+    if (lengthOf.call(v) !== len) return false;
+    set.call(new Uint32Array(buffer, at, len), new Uint32Array(bufferOf.call(v), offsetOf.call(v), len));
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 // Rows' elements [from, from + count) of the call's arrays of rows (input, residual, input2:

@@ -19,6 +19,11 @@ macro_rules! call_js_imports {
             pub(crate) fn call_value(index: u32) -> JsValue;
             #[wasm_bindgen(js_name = callRelease)]
             pub(crate) fn call_release();
+            /// The `len` 32-bit elements of the table field at `index` (an `Int32Array`,
+            /// `Uint32Array` or `Float32Array`), as their bits, to byte address `at`; `false`
+            /// where they could not be copied (a length that changed included).
+            #[wasm_bindgen(js_name = callTable)]
+            pub(crate) fn call_table(index: u32, at: u32, len: u32) -> bool;
             #[wasm_bindgen(js_name = isWebGpu)]
             fn is_webgpu_js(v: &JsValue, name: &str) -> bool;
             /// The elements `[from, from + count)` of the input and residual read last, and
@@ -58,7 +63,10 @@ include!(concat!(env!("OUT_DIR"), "/call_js.rs"));
 
 // `call.js` reads the fields `build.rs` found in `CALL_KEYS`: the same, in the same order.
 const _: () = {
-    assert!(FIELDS.len() == CALL_KEYS.len(), "build.rs found CALL_KEYS' rows");
+    assert!(
+        FIELDS.len() == CALL_KEYS.len(),
+        "build.rs found CALL_KEYS' rows"
+    );
     let mut i = 0;
     while i < FIELDS.len() {
         let (a, b) = (FIELDS[i].as_bytes(), CALL_KEYS[i].name.as_bytes());

@@ -14,7 +14,7 @@ use std::cell::Cell;
 use wasm_bindgen::prelude::*;
 
 use crate::call::dtype::Dtype;
-use crate::js::call_js::{call_init, call_release, call_value, read_call};
+use crate::js::call_js::{call_init, call_release, call_table, call_value, read_call};
 use crate::js::glue::POINTER_FIELD;
 use crate::js::keys::{CallKey, Kind, CALL_KEYS};
 use crate::js::tensor::{freed_count, tensor_prototype};
@@ -38,6 +38,9 @@ pub enum What {
     No,
     /// One of [`Word`]'s strings (its index in the value).
     Word,
+    /// An `Int32Array`; a `Uint32Array` (their length in the value).
+    I32,
+    U32,
     /// Anything else: the decoder asks for the value to say what it got.
     Other,
 }
@@ -52,7 +55,10 @@ impl What {
 const _: () = {
     let mut i = 0;
     while i < WHATS.len() {
-        assert!(WHATS[i].0 as usize == i, "WHATS lists the codes in What's order");
+        assert!(
+            WHATS[i].0 as usize == i,
+            "WHATS lists the codes in What's order"
+        );
         i += 1;
     }
 };
@@ -66,22 +72,25 @@ pub enum Word {
     F16,
     Array,
     Gpu,
+    NeoX,
+    Interleaved,
 }
 
 /// Each string as `call.js` is told it.
 #[rustfmt::skip]
-const WORDS: [(Word, &str); 6] = [
+const WORDS: [(Word, &str); 8] = [
     (Word::Rms, "rms"), (Word::Layer, "layer"), (Word::F32, "f32"), (Word::F16, "f16"),
-    (Word::Array, "array"), (Word::Gpu, "gpu"),
+    (Word::Array, "array"), (Word::Gpu, "gpu"), (Word::NeoX, "neox"),
+    (Word::Interleaved, "interleaved"),
 ];
 
 /// Each code by the name `call.js` knows it by.
 #[rustfmt::skip]
-const WHATS: [(What, &str); 12] = [
+const WHATS: [(What, &str); 14] = [
     (What::Absent, "absent"), (What::F32, "f32"), (What::Bits, "bits"), (What::Halves, "halves"),
     (What::Tensor, "tensor"), (What::FreedTensor, "freedTensor"), (What::Buffer, "buffer"),
     (What::Number, "number"), (What::Yes, "yes"), (What::No, "no"), (What::Word, "word"),
-    (What::Other, "other"),
+    (What::I32, "i32"), (What::U32, "u32"), (What::Other, "other"),
 ];
 
 /// Whether the argument object could be read field by field.
@@ -212,7 +221,15 @@ impl<'a> Call<'a> {
         // SAFETY: `at` is the live record `record()` made, which nothing else borrows.
         let record = unsafe { *at };
         let whats = record.keys.map(|s| What::of(s.what as u32));
-        let objects = [What::F32, What::Bits, What::Halves, What::Buffer, What::Other];
+        let objects = [
+            What::F32,
+            What::Bits,
+            What::Halves,
+            What::Buffer,
+            What::I32,
+            What::U32,
+            What::Other,
+        ];
         Call {
             args,
             whats,
@@ -302,6 +319,13 @@ impl<'a> Call<'a> {
     pub fn overlap(&self, key: CallKey) -> Option<CallKey> {
         let at = self.slot(key).overlap;
         (at >= 0.0).then(|| CallKey::at(at as usize))
+    }
+
+    /// The numbers of a table field (`positions`, `invFreq`: 32-bit elements, as their bits),
+    /// copied into wasm memory; `None` where the browser refused the copy.
+    pub fn table(&self, key: CallKey) -> Option<Vec<u32>> {
+        let mut words = vec![0u32; self.len(key)];
+        call_table(key as u32, words.as_mut_ptr() as u32, words.len() as u32).then_some(words)
     }
 
     /// The value read for `key`, as a JavaScript value (one crossing).

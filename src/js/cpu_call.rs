@@ -23,9 +23,9 @@ use crate::cpu::driver::CpuContext;
 use crate::cpu::memory::reserve;
 use crate::cpu::scratch::{lay_out, Layout, Span};
 use crate::js::args::parse_inputs;
-use crate::js::fields::Sources;
 use crate::js::call_js::{cpu_copy, cpu_copy_out, cpu_finish};
 use crate::js::call_record::{Call, Status, What, Word};
+use crate::js::fields::Sources;
 use crate::js::keys::CallKey;
 use crate::js::value::to_js;
 
@@ -101,7 +101,15 @@ fn in_scratch(ctx: &CpuContext, x: &Inputs<Span>, staged: &Layout) -> Option<Pro
         let address = |s: &Span| base + 4 * s.at as u32;
         let at = ADDRESSES.with(|slots| {
             let mut slots = slots.borrow_mut();
-            let spans = [Some(x.input), x.residual, x.input2, x.gamma, x.beta, x.bias, x.post_gamma];
+            let spans = [
+                Some(x.input),
+                x.residual,
+                x.input2,
+                x.gamma,
+                x.beta,
+                x.bias,
+                x.post_gamma,
+            ];
             for (slot, s) in slots.iter_mut().zip(spans) {
                 *slot = s.map_or(-1.0, |s| f64::from(address(&s)));
             }

@@ -95,7 +95,10 @@ fn host_array(call: &Call, key: CallKey, from: Sources) -> Result<Arg<JsArray>, 
     }
     match JsArray::from_value(&call.value(key)) {
         Ok(Some(a)) => Ok(Arg::Host(a)),
-        Ok(None) => Err(Error::Type(format!("{name}: expected a typed array, got {}", call.got(key)))),
+        Ok(None) => Err(Error::Type(format!(
+            "{name}: expected a typed array, got {}",
+            call.got(key)
+        ))),
         Err(expected) => Err(Error::Type(format!("{name}: expected {expected}"))),
     }
 }
@@ -201,4 +204,3 @@ pub fn dtype(call: &Call, key: CallKey) -> Result<Option<Dtype>, Error> {
         ))),
     }
 }
-

@@ -46,6 +46,9 @@ pub enum Kind {
     /// Where the results go: `"array"`, `"gpu"` or a typed array of the caller's (`run`), a
     /// buffer or a tensor (`encode`).
     Destination,
+    /// A few numbers of the call's own, copied into wasm memory where they are read: the rotary
+    /// stage's `positions` (an `Int32Array` or `Uint32Array`) and `invFreq` (a `Float32Array`).
+    Table,
 }
 
 /// One field: its name, what it holds, and the readers that accept it.
@@ -90,6 +93,15 @@ pub enum CallKey {
     Dtype,
     Rows,
     Sum,
+    Positions,
+    Position,
+    InvFreq,
+    Theta,
+    RotaryDim,
+    RotaryStyle,
+    AttentionScaling,
+    HeadSize,
+    Heads,
 }
 
 impl CallKey {
@@ -115,7 +127,9 @@ impl CallKey {
 
     /// The key of [`CALL_KEYS`]'s row `at`.
     pub fn at(at: usize) -> CallKey {
-        CALL_KEYS[at].call.expect("every row of CALL_KEYS is a call's key")
+        CALL_KEYS[at]
+            .call
+            .expect("every row of CALL_KEYS is a call's key")
     }
 }
 
@@ -125,7 +139,7 @@ const fn call(id: CallKey, name: &'static str, kind: Kind) -> Key {
 
 /// A call's arguments (`run`, `runWithSum`, the timing calls, `encode`, `bind`).
 #[rustfmt::skip]
-pub const CALL_KEYS: [Key; 17] = [
+pub const CALL_KEYS: [Key; 26] = [
     call(CallKey::Input, "input", Kind::Array),
     call(CallKey::Residual, "residual", Kind::Array),
     // A parallel block's second sublayer output.
@@ -146,6 +160,17 @@ pub const CALL_KEYS: [Key; 17] = [
     call(CallKey::Rows, "rows", Kind::Number),
     // The second destination: `encode`'s, and `runWithSum`'s array for `v`.
     call(CallKey::Sum, "sum", Kind::Destination),
+    // The rotary stage (`call/rotary.rs`): each token's position, or the first of consecutive
+    // tokens; the inverse frequencies, or theta; the style and widths; the scaling.
+    call(CallKey::Positions, "positions", Kind::Table),
+    call(CallKey::Position, "position", Kind::Number),
+    call(CallKey::InvFreq, "invFreq", Kind::Table),
+    call(CallKey::Theta, "theta", Kind::Number),
+    call(CallKey::RotaryDim, "rotaryDim", Kind::Number),
+    call(CallKey::RotaryStyle, "rotaryStyle", Kind::Name),
+    call(CallKey::AttentionScaling, "attentionScaling", Kind::Number),
+    call(CallKey::HeadSize, "headSize", Kind::Number),
+    call(CallKey::Heads, "heads", Kind::Number),
 ];
 
 // Each row sits at its key's place.

@@ -72,7 +72,8 @@ fn parse_kernel(o: &JsValue, keys: &'static [&'static str]) -> Result<Kernel, Er
     let out_dtype = dtype_field(o, "outputDtype")?.unwrap_or(dtype);
     if !output && dtype_field(o, "outputDtype")?.is_some() {
         return Err(Error::Type(
-            "outputDtype: expected undefined without gamma (the call computes the sum alone)".into(),
+            "outputDtype: expected undefined without gamma (the call computes the sum alone)"
+                .into(),
         ));
     }
     if in_place && out_dtype != dtype {

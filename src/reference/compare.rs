@@ -35,7 +35,9 @@ pub fn worst_relative(got: &[f32], want: &[f32]) -> f32 {
 /// How far a result is from the reference, in units of the tolerance that f32 arithmetic
 /// allows; `<= 1` passes. An element's allowance is relative to the size of the terms that
 /// make it, `|v * inv * gamma| + |beta|`, so a `y` near zero because `beta` cancels the
-/// product is not held to a relative bound it cannot meet. NaN must match NaN.
+/// product is not held to a relative bound it cannot meet. NaN must match NaN. A rotated
+/// value mixes two of its row's, so with a rotary stage each is held to the row's largest
+/// term times the attention scaling (the contract's 1e-5 of the row's scale).
 ///
 /// WGSL lets a GPU flush subnormal f32 values (below 2^-126) to zero, and NVIDIA's do: each
 /// subnormal term of `v` may be lost, which adds its own size, times `inv * gamma`, to the
@@ -87,6 +89,8 @@ pub fn worst_error_at(got: &[f32], want: &[f64], x: &Inputs, rtol: f64) -> (f64,
         };
         let var = wide.iter().map(|s| (s - mean) * (s - mean)).sum::<f64>() / x.hidden as f64;
         let inv = 1.0 / (var + x.eps as f64).sqrt();
+        let beta = |i: usize| x.beta.map_or(0.0, |b| (b[i] as f64).abs());
+        let turned = turned_scale(x, &size[row_start..row_start + x.hidden]);
         for i in 0..x.hidden {
             let at = row_start + i;
             let (g, w) = (got[at] as f64, want[at]);
@@ -96,7 +100,7 @@ pub fn worst_error_at(got: &[f32], want: &[f64], x: &Inputs, rtol: f64) -> (f64,
                 }
                 continue;
             }
-            let scale = size[at] + x.beta.map_or(0.0, |b| (b[i] as f64).abs());
+            let scale = turned.unwrap_or(size[at] + beta(i));
             let residual = x.residual.map(|r| r[at]);
             let terms = [
                 Some(x.input[at]),
@@ -119,6 +123,16 @@ pub fn worst_error_at(got: &[f32], want: &[f64], x: &Inputs, rtol: f64) -> (f64,
         }
     }
     worst
+}
+
+/// A rotated value mixes two of its row's: with a rotary stage, each is held to the row's
+/// largest term (`sizes`, beside `|beta|`) times the attention scaling.
+fn turned_scale(x: &Inputs, sizes: &[f64]) -> Option<f64> {
+    let beta = |i: usize| x.beta.map_or(0.0, |b| (b[i] as f64).abs());
+    x.rotary.as_ref().map(|r| {
+        let largest = sizes.iter().enumerate().map(|(i, s)| s + beta(i));
+        largest.fold(0.0, f64::max) * r.attention_scaling as f64
+    })
 }
 
 /// |x| if x is a subnormal f32 (a GPU may flush it to zero), else 0.

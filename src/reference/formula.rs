@@ -31,7 +31,7 @@ pub fn norm_family_flushed(x: &Inputs, sums: bool) -> (Vec<f64>, Vec<f32>) {
         residual: residual.as_deref(),
         input2: input2.as_deref(),
         bias: bias.as_deref(),
-        ..*x
+        ..x.clone()
     };
     if sums {
         norm_rows(&flushed, ftz)
@@ -116,10 +116,14 @@ fn norm_rows(x: &Inputs, flush: impl Fn(f32) -> f32) -> (Vec<f64>, Vec<f32>) {
             v.extend(row);
             continue;
         };
-        for (i, t) in normalized(&wide, x.norm.kind, x.eps).iter().enumerate() {
-            let shift = x.beta.map_or(0.0, |b| b[i] as f64);
-            y.push(t * (gamma[i] as f64 + offset) + shift);
-        }
+        let mut out: Vec<f64> = normalized(&wide, x.norm.kind, x.eps)
+            .iter()
+            .enumerate()
+            .map(|(i, t)| t * (gamma[i] as f64 + offset) + x.beta.map_or(0.0, |b| b[i] as f64))
+            .collect();
+        let rows = x.input.len() / x.hidden.max(1);
+        super::rotary::rotate(x.rotary.as_ref(), (rows, x.hidden), r, &mut out);
+        y.extend(out);
         v.extend(row);
     }
     (y, v)
@@ -137,7 +141,7 @@ pub fn from_sum<'a>(x: &Inputs<'a>, v: &'a [f32]) -> Inputs<'a> {
         input2: None,
         bias: None,
         post_gamma: None,
-        ..*x
+        ..x.clone()
     }
 }
 

@@ -6,10 +6,12 @@
 //! (`input2`: a parallel block's second sublayer output), because `v` is
 //! itself an f32 output (`sum`); everything after it (means, squares, inverse square root,
 //! scale and shift) is f64, so the reference carries no f32 rounding of its own. With a
-//! post-norm, `v = residual + w` is `w` in f64 rounded once to f32.
+//! post-norm, `v = residual + w` is `w` in f64 rounded once to f32. A rotary stage turns `y`
+//! in f64 by the angle the models form (`rotary.rs`).
 
 mod compare;
 mod formula;
+mod rotary;
 
 pub use compare::{same_sum, subnormal_size, worst_error, worst_error_at, worst_relative};
 pub use formula::{chain, from_sum, norm_family, norm_family_flushed, GenericInputs, Inputs};
@@ -91,7 +93,7 @@ mod tests {
         let (want, _) = norm_family(&x);
         let flushed = Inputs {
             residual: Some(&[0.0; 4]),
-            ..x
+            ..x.clone()
         };
         let (as_gpu, _) = norm_family(&flushed);
         let got: Vec<f32> = as_gpu.iter().map(|&w| w as f32).collect();

@@ -13,7 +13,48 @@
 // the kernel forms in f32 and so matches within a few ulps); the means, the inverse square
 // root, the scale and the shift in f64; eps and gammaOffset rounded to f32, as the kernel's
 // uniform holds them.
+//
+// With a rotary stage (`positions` or `position`), each head of y is then turned: pair k
+// (NeoX: k and k + rotaryDim/2; interleaved: 2k and 2k + 1) of a token at position p by the
+// angle the models form, one f32 product f32(f32(p) · invFreq[k]), its cos and sin in f64
+// times attentionScaling; every value of such a row is held to the row's largest scale (a
+// turned value mixes two).
 import { f16BitsToF32, f32ToF16Bits } from "./f16.js";
+
+/** The rotary stage's inverse frequencies: the call's `invFreq`, or 1/θ^(2k/d) rounded to f32. */
+function inverseFrequencies(args, dim) {
+  if (args.invFreq) return args.invFreq;
+  const f = new Float32Array(dim / 2);
+  for (let k = 0; k < dim / 2; k++) f[k] = 1 / args.theta ** ((2 * k) / dim);
+  return f;
+}
+
+/** Turns row `r` of y (at offset `at`) as the call's rotary stage says, and evens its scale. */
+function rotateRow(args, r, y, scale, at) {
+  const { positions, position, hidden, rotaryStyle = "neox", attentionScaling = 1 } = args;
+  if (positions === undefined && position === undefined) return;
+  const headSize = args.headSize ?? hidden;
+  const dim = args.rotaryDim ?? headSize;
+  const rows = args.input.length / hidden;
+  const heads = args.heads ?? (positions ? rows / positions.length : 1);
+  const token = Math.floor(r / heads);
+  const p = Math.fround(positions ? positions[token] : position + token);
+  const inv = inverseFrequencies(args, dim);
+  const scaling = Math.fround(attentionScaling);
+  for (let h = at; h < at + hidden; h += headSize) {
+    for (let k = 0; k < dim / 2; k++) {
+      const angle = Math.fround(p * inv[k]);
+      const c = Math.cos(angle) * scaling, s = Math.sin(angle) * scaling;
+      const [i, j] = rotaryStyle === "neox" ? [h + k, h + k + dim / 2] : [h + 2 * k, h + 2 * k + 1];
+      const a = y[i], b = y[j];
+      y[i] = a * c - b * s;
+      y[j] = b * c + a * s;
+    }
+  }
+  let largest = 0;
+  for (let i = at; i < at + hidden; i++) largest = Math.max(largest, scale[i]);
+  for (let i = at; i < at + hidden; i++) scale[i] = largest * scaling;
+}
 
 /** Three f64 scratch rows, grown as needed: no allocation per row. */
 let scratch = [];
@@ -81,6 +122,7 @@ function normRow(args, r, v, y, scale, at) {
     const centering = kind === "layer" ? 1e-2 * Math.abs(gamma[i] + g) : 0;
     scale[at + i] = Math.abs(core) + Math.abs(b) + centering + (postGamma ? Math.abs(w[i] * inv * (gamma[i] + g)) : 0);
   }
+  rotateRow(args, r, y, scale, at);
 }
 
 /** One row's { v (f32), y (f64), scale (f64) }: for sampling rows of inputs too big to copy. */

@@ -183,7 +183,11 @@ mod tests {
             timestamps: false,
             cpu_tiling: false,
         };
-        for (kind, input2) in [(NormKind::Rms, false), (NormKind::Layer, false), (NormKind::Layer, true)] {
+        for (kind, input2) in [
+            (NormKind::Rms, false),
+            (NormKind::Layer, false),
+            (NormKind::Layer, true),
+        ] {
             for in_place in [false, true] {
                 let kernel = Kernel {
                     hidden: 4096,

@@ -236,7 +236,9 @@ impl FusedRmsNorm {
             let mut done = call.await.map_err(to_js)?;
             if let Some(out) = done.gpu.take() {
                 let tensor = |t| tensor_value(t, &engine);
-                let sum = out.sum.filter(|_| request.sum && request.to == Destination::Gpu);
+                let sum = out
+                    .sum
+                    .filter(|_| request.sum && request.to == Destination::Gpu);
                 return Ok(results_value(out.y.map(tensor), sum.map(tensor)));
             }
             if request.to == Destination::InPlace {

@@ -57,6 +57,36 @@ interface FusedRmsNormFields<D extends Dtype, A> {
   dtype?: D;
   /** How many rows of `GPUBuffer` arguments larger than their data are data (default: all of `input`). */
   rows?: number;
+  /**
+   * The rotary stage (RoPE), applied to each row's `y` after `gamma` and `beta`: each token's
+   * position (integers ≥ 0, `heads` rows a token). With it (or `position`), pair `k` of each
+   * head turns by `f32(f32(position) · invFreq[k])`, cos and sin times `attentionScaling`.
+   * CPU backend only, so far.
+   */
+  positions?: Int32Array | Uint32Array;
+  /** The rotary stage's first position, of consecutive tokens (decode: the one token). */
+  position?: number;
+  /**
+   * rotaryDim / 2; the model's own inverse frequencies (scaled RoPE included): the only way to
+   * match a model exactly. Copied when the call is made.
+   */
+  invFreq?: Float32Array;
+  /**
+   * Instead of `invFreq`: `1 / theta^(2k / rotaryDim)`, in f64 rounded to f32. A convenience:
+   * models compute it in f32, an ulp away in a third of the entries (7.8e-3 rad at position
+   * 131071).
+   */
+  theta?: number;
+  /** The values of each head that rotate, even (default: the head); the rest pass through. */
+  rotaryDim?: number;
+  /** `"neox"` (default): pairs `(k, k + rotaryDim/2)`; `"interleaved"`: `(2k, 2k + 1)` (GPT-J, Cohere). */
+  rotaryStyle?: "neox" | "interleaved";
+  /** The factor on cos and sin (YaRN's); finite and > 0, default 1. */
+  attentionScaling?: number;
+  /** Values of a head, dividing `hidden` (default `hidden`): OLMo 2 normalizes a token's heads as one row. */
+  headSize?: number;
+  /** Rows a token where rows are heads (default: rows / positions.length, or 1). */
+  heads?: number;
 }
 
 /** `run`'s and `prepare`'s inputs: host arrays, tensors or buffers. */

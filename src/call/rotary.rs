@@ -1,0 +1,360 @@
+//! The rotary (RoPE) stage a call may apply to each row's normalized result `y`, after `γ`
+//! and `β`, in the same pass: its description ([`Rotary`]) and its checks, the same for
+//! every entry point and backend, into the [`RotaryShape`] a kernel needs.
+//!
+//! Rows are heads of tokens: `heads` rows a token (QK-norm: Qwen3, Gemma 3), each row of
+//! `hidden / headSize` heads rotated alike (OLMo 2 normalizes all heads of a token as one
+//! row). Of each head, the first `rotaryDim` values rotate, the rest pass through (partial
+//! rotary: Phi, GPT-NeoX). Pair `k` (NeoX: `(k, k + rotaryDim/2)`; interleaved: `(2k,
+//! 2k + 1)`) of a token at position `p` turns by `angle = f32(f32(p) · invFreq[k])`, one f32
+//! product as the models form it:
+//! `(a, b) ← (a·c − b·s, b·c + a·s)`, `c = cos(angle) · scaling`, `s = sin(angle) · scaling`.
+
+use std::rc::Rc;
+
+use crate::call::error::Error;
+use crate::support::number_text::number_text;
+
+/// Which values of a head pair up.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum RotaryStyle {
+    /// `rotate_half`: `(k, k + rotaryDim/2)` (Llama, Qwen, Gemma, Mistral, OLMo 2, Phi).
+    #[default]
+    NeoX,
+    /// `(2k, 2k + 1)` (GPT-J, Cohere).
+    Interleaved,
+}
+
+impl RotaryStyle {
+    pub fn name(self) -> &'static str {
+        match self {
+            RotaryStyle::NeoX => "neox",
+            RotaryStyle::Interleaved => "interleaved",
+        }
+    }
+}
+
+/// Each token's position.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Positions {
+    /// Consecutive tokens from this one (decode: one token).
+    From(u32),
+    /// One a token (`positions`).
+    Each(Rc<[u32]>),
+}
+
+/// The inverse frequencies, one a pair.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Frequencies {
+    /// The model's own (`invFreq`), as its rotary module computes them: the only way to match
+    /// a model exactly (scaled RoPE included).
+    Inverse(Rc<[f32]>),
+    /// `1 / θ^(2k/rotaryDim)` in f64 rounded to f32: a convenience. Models compute it in f32,
+    /// which differs by an ulp in a third of the entries.
+    Theta(f64),
+}
+
+/// The rotary stage of a call, as given; [`Rotary::check`] resolves its defaults.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Rotary {
+    pub positions: Positions,
+    pub frequencies: Frequencies,
+    pub style: RotaryStyle,
+    /// Values of each head that rotate; `None`: the whole head.
+    pub rotary_dim: Option<usize>,
+    /// Values of a head; `None`: the row (`hidden`).
+    pub head_size: Option<usize>,
+    /// Rows a token; `None`: from `positions`' length (1 with a start position).
+    pub heads: Option<usize>,
+    /// The factor on cos and sin (YaRN's `mscale`; 1 otherwise).
+    pub attention_scaling: f32,
+    /// The call's first row among the rows the positions count: 0, but for a block of a
+    /// call that the CPU backend computes a part at a time.
+    pub first_row: usize,
+}
+
+/// What a kernel needs of a checked rotary stage.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct RotaryShape {
+    pub style: RotaryStyle,
+    pub rotary_dim: usize,
+    pub head_size: usize,
+    /// Rows a token.
+    pub heads: usize,
+}
+
+/// The largest `rotaryDim`: models' heads are at most 256 wide; its frequencies travel in
+/// the GPU's uniform block.
+pub const MAX_ROTARY_DIM: usize = 512;
+
+impl Rotary {
+    /// A rotation of whole rows (`headSize` = `hidden`, one row a token) at `positions`, by
+    /// `inv_freq`, NeoX style, scaling 1.
+    pub fn new(positions: Positions, inv_freq: &[f32]) -> Rotary {
+        Rotary {
+            positions,
+            frequencies: Frequencies::Inverse(inv_freq.into()),
+            style: RotaryStyle::NeoX,
+            rotary_dim: None,
+            head_size: None,
+            heads: None,
+            attention_scaling: 1.0,
+            first_row: 0,
+        }
+    }
+
+    /// The stage for the rows of a block that starts at row `first` of this call of `rows`:
+    /// its rows a token pinned, since the block's own rows no longer tell them.
+    pub fn from_row(&self, first: usize, rows: usize) -> Rotary {
+        Rotary {
+            first_row: self.first_row + first,
+            heads: Some(self.heads(rows)),
+            ..self.clone()
+        }
+    }
+
+    /// Rows a token in a call of `rows` (checked by [`Rotary::check`]).
+    fn heads(&self, rows: usize) -> usize {
+        let derived = match &self.positions {
+            Positions::Each(p) if !p.is_empty() => rows / p.len(),
+            _ => 1,
+        };
+        self.heads.unwrap_or(derived).max(1)
+    }
+
+    /// What [`Rotary::check`] returns, for a stage it accepted: of a call of `rows`, or of a
+    /// block of one ([`Rotary::from_row`]).
+    pub fn shape(&self, rows: usize, hidden: usize) -> RotaryShape {
+        let (head_size, rotary_dim) = self.sizes(hidden);
+        RotaryShape {
+            style: self.style,
+            rotary_dim,
+            head_size,
+            heads: self.heads(rows),
+        }
+    }
+
+    /// The head size and rotary width without their checks (those of [`Rotary::check`]).
+    fn sizes(&self, hidden: usize) -> (usize, usize) {
+        let head_size = self.head_size.unwrap_or(hidden);
+        (head_size, self.rotary_dim.unwrap_or(head_size))
+    }
+
+    /// Checks the stage against a call of `rows × hidden`: every error names its argument.
+    pub fn check(&self, rows: usize, hidden: usize) -> Result<RotaryShape, Error> {
+        let (head_size, rotary_dim) = self.sizes(hidden);
+        if head_size == 0 || !hidden.is_multiple_of(head_size) {
+            return Err(shape(format!(
+                "headSize: expected a divisor of hidden ({hidden}), got {head_size}"
+            )));
+        }
+        let most = head_size.min(MAX_ROTARY_DIM);
+        if rotary_dim < 2 || !rotary_dim.is_multiple_of(2) || rotary_dim > most {
+            return Err(shape(format!(
+                "rotaryDim: expected an even number from 2 to {most} (the head size, at most \
+                 {MAX_ROTARY_DIM}), got {rotary_dim}"
+            )));
+        }
+        let scaling = self.attention_scaling;
+        if !(scaling.is_finite() && scaling > 0.0) {
+            return Err(shape(format!(
+                "attentionScaling: expected a finite number > 0, got {}",
+                number_text(scaling.into())
+            )));
+        }
+        self.check_frequencies(rotary_dim)?;
+        self.check_heads(rows)?;
+        Ok(self.shape(rows, hidden))
+    }
+
+    fn check_frequencies(&self, rotary_dim: usize) -> Result<(), Error> {
+        match &self.frequencies {
+            Frequencies::Theta(theta) if !(theta.is_finite() && *theta > 0.0) => {
+                Err(shape(format!(
+                    "theta: expected a finite number > 0, got {}",
+                    number_text(*theta)
+                )))
+            }
+            Frequencies::Theta(_) => Ok(()),
+            Frequencies::Inverse(f) if f.len() != rotary_dim / 2 => Err(shape(format!(
+                "invFreq: expected length {} (rotaryDim / 2), got {}",
+                rotary_dim / 2,
+                f.len()
+            ))),
+            Frequencies::Inverse(f) => match f.iter().position(|f| !f.is_finite()) {
+                Some(i) => Err(shape(format!(
+                    "invFreq: expected finite numbers, got {} at {i}",
+                    number_text(f[i].into())
+                ))),
+                None => Ok(()),
+            },
+        }
+    }
+
+    /// Rows a token, checked against the positions.
+    fn check_heads(&self, rows: usize) -> Result<usize, Error> {
+        if self.heads == Some(0) {
+            return Err(shape("heads: expected an integer >= 1, got 0".into()));
+        }
+        match &self.positions {
+            Positions::From(start) => {
+                let heads = self.heads.unwrap_or(1);
+                if !rows.is_multiple_of(heads) {
+                    return Err(shape(format!(
+                        "heads: expected a divisor of the rows ({rows}), got {heads}"
+                    )));
+                }
+                let last = *start as u64 + (rows / heads) as u64;
+                if rows > 0 && last - 1 > u32::MAX as u64 {
+                    return Err(shape(format!(
+                        "position: expected at most {} for {} tokens, got {start}",
+                        u32::MAX as u64 + 1 - (rows / heads) as u64,
+                        rows / heads
+                    )));
+                }
+                Ok(heads)
+            }
+            Positions::Each(p) => {
+                let tokens = p.len();
+                let heads = match self.heads {
+                    Some(h) => h,
+                    None if tokens > 0 && rows.is_multiple_of(tokens) => rows / tokens,
+                    None if rows == 0 => 1,
+                    None => {
+                        return Err(shape(format!(
+                            "positions: expected one a token, a length that divides the rows \
+                             ({rows}), got {tokens}"
+                        )))
+                    }
+                };
+                if tokens.checked_mul(heads) != Some(rows) {
+                    return Err(shape(format!(
+                        "positions: expected length {} (the rows, {rows}, / heads, {heads}), got \
+                         {tokens}",
+                        number_text(rows as f64 / heads as f64)
+                    )));
+                }
+                Ok(heads)
+            }
+        }
+    }
+
+    /// The inverse frequencies of a stage of `rotary_dim`, checked.
+    pub fn inv_freq(&self, rotary_dim: usize) -> Rc<[f32]> {
+        match &self.frequencies {
+            Frequencies::Inverse(f) => f.clone(),
+            Frequencies::Theta(theta) => inv_freq_of_theta(*theta, rotary_dim).into(),
+        }
+    }
+
+    /// The position of the token of row `row` of the call (of a block: its own rows from 0),
+    /// `heads` rows a token.
+    pub fn position(&self, row: usize, heads: usize) -> u32 {
+        let token = (self.first_row + row) / heads.max(1);
+        match &self.positions {
+            Positions::From(start) => start + token as u32,
+            Positions::Each(p) => p[token],
+        }
+    }
+}
+
+/// `1 / θ^(2k/d)` for `k < d/2`, in f64 rounded once to f32. Not what the models compute
+/// (in f32, through torch's `pow`): an ulp off in a third of the entries, which moves an
+/// angle at position 131071 by up to 7.8e-3 rad; exact results need the model's `invFreq`.
+pub fn inv_freq_of_theta(theta: f64, rotary_dim: usize) -> Vec<f32> {
+    (0..rotary_dim / 2)
+        .map(|k| (1.0 / theta.powf((2 * k) as f64 / rotary_dim as f64)) as f32)
+        .collect()
+}
+
+fn shape(message: String) -> Error {
+    Error::Shape(message)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rotary(positions: Positions) -> Rotary {
+        Rotary::new(positions, &[1.0; 4])
+    }
+
+    #[test]
+    fn defaults_rotate_whole_rows_one_a_token() {
+        let r = rotary(Positions::Each(vec![0, 1, 2].into()));
+        let s = r.check(3, 8).unwrap();
+        assert_eq!((s.head_size, s.rotary_dim, s.heads), (8, 8, 1));
+        let heads = Rotary {
+            head_size: Some(4),
+            rotary_dim: Some(2),
+            frequencies: Frequencies::Theta(1e4),
+            ..rotary(Positions::Each(vec![7, 9].into()))
+        };
+        assert_eq!(heads.check(6, 8).unwrap().heads, 3);
+        assert_eq!(heads.position(5, 3), 9);
+        assert_eq!(heads.from_row(3, 6).position(0, 3), 9);
+        assert_eq!(heads.from_row(3, 6).shape(3, 8).heads, 3);
+        assert_eq!(rotary(Positions::From(10)).position(2, 1), 12);
+    }
+
+    /// A stage with each bad value, and the argument its error names first.
+    fn bad_stages() -> Vec<(Rotary, &'static str)> {
+        let each = |p: Vec<u32>| rotary(Positions::Each(p.into()));
+        let one = |change: fn(&mut Rotary)| {
+            let mut r = each(vec![0]);
+            change(&mut r);
+            r
+        };
+        vec![
+            (one(|r| r.head_size = Some(3)), "headSize:"),
+            (one(|r| r.rotary_dim = Some(3)), "rotaryDim:"),
+            (one(|r| r.rotary_dim = Some(10)), "rotaryDim:"),
+            (one(|r| r.attention_scaling = 0.0), "attentionScaling:"),
+            (one(|r| r.attention_scaling = f32::NAN), "attentionScaling:"),
+            (one(|r| r.frequencies = Frequencies::Theta(-1.0)), "theta:"),
+            (
+                one(|r| r.frequencies = Frequencies::Inverse(vec![1.0; 3].into())),
+                "invFreq:",
+            ),
+            (
+                one(|r| r.frequencies = Frequencies::Inverse(vec![f32::NAN; 4].into())),
+                "invFreq:",
+            ),
+            (each(vec![0, 1, 2]), "positions:"),
+            (
+                Rotary {
+                    heads: Some(2),
+                    ..each(vec![0, 1, 2])
+                },
+                "positions:",
+            ),
+            (one(|r| r.heads = Some(0)), "heads:"),
+            (
+                Rotary {
+                    heads: Some(3),
+                    ..rotary(Positions::From(0))
+                },
+                "heads:",
+            ),
+            (rotary(Positions::From(u32::MAX - 1)), "position:"),
+        ]
+    }
+
+    #[test]
+    fn every_bad_value_is_named() {
+        let each = |p: Vec<u32>| rotary(Positions::Each(p.into()));
+        for (r, name) in bad_stages() {
+            let e = r.check(4, 8).unwrap_err();
+            assert_eq!(e.name(), "ShapeError", "{e}");
+            assert!(e.message().starts_with(name), "{name}: {e}");
+        }
+        assert!(rotary(Positions::From(u32::MAX - 3)).check(4, 8).is_ok());
+        assert!(each(vec![]).check(0, 8).is_ok());
+    }
+
+    #[test]
+    fn theta_gives_the_usual_frequencies() {
+        let f = inv_freq_of_theta(10_000.0, 8);
+        assert_eq!(f, vec![1.0, 0.1, 0.01, 0.001]);
+    }
+}

@@ -1,0 +1,158 @@
+//! A call's rotary stage decoded from its record (`call_record.rs`): the JavaScript types of
+//! its fields, and its positions and frequencies copied into wasm memory. The values are
+//! checked by `call/rotary.rs`, the same for every entry point and backend.
+
+use std::rc::Rc;
+
+use crate::call::error::Error;
+use crate::call::rotary::{Frequencies, Positions, Rotary, RotaryStyle};
+use crate::js::call_record::{Call, What, Word};
+use crate::js::fields::optional_number;
+use crate::js::keys::CallKey;
+use crate::support::number_text::number_text;
+
+/// The fields that describe a rotation, which need `positions` or `position`.
+const DESCRIBING: [CallKey; 7] = [
+    CallKey::InvFreq,
+    CallKey::Theta,
+    CallKey::RotaryDim,
+    CallKey::RotaryStyle,
+    CallKey::AttentionScaling,
+    CallKey::HeadSize,
+    CallKey::Heads,
+];
+
+/// The call's rotary stage: `None` without `positions` and `position`.
+pub fn rotary(call: &Call) -> Result<Option<Rotary>, Error> {
+    let Some(positions) = positions(call)? else {
+        if let Some(k) = DESCRIBING.iter().find(|&&k| call.what(k) != What::Absent) {
+            return Err(Error::Type(format!(
+                "positions: missing ({} describes a rotary stage: give positions or position)",
+                k.name()
+            )));
+        }
+        return Ok(None);
+    };
+    let style = match call.word(CallKey::RotaryStyle) {
+        _ if call.what(CallKey::RotaryStyle) == What::Absent => RotaryStyle::NeoX,
+        Some(Word::NeoX) => RotaryStyle::NeoX,
+        Some(Word::Interleaved) => RotaryStyle::Interleaved,
+        _ => {
+            return Err(Error::Type(format!(
+                "rotaryStyle: expected \"neox\", \"interleaved\" or undefined, got {}",
+                call.got(CallKey::RotaryStyle)
+            )))
+        }
+    };
+    let scaling = optional_number(call, CallKey::AttentionScaling)?.unwrap_or(1.0);
+    Ok(Some(Rotary {
+        positions,
+        frequencies: frequencies(call)?,
+        style,
+        rotary_dim: count(call, CallKey::RotaryDim)?,
+        head_size: count(call, CallKey::HeadSize)?,
+        heads: count(call, CallKey::Heads)?,
+        // Out of f32's range becomes infinite, which the checks refuse by name.
+        attention_scaling: scaling as f32,
+        first_row: 0,
+    }))
+}
+
+/// `positions` (one a token) or `position` (the first of consecutive tokens).
+fn positions(call: &Call) -> Result<Option<Positions>, Error> {
+    let (each, from) = (CallKey::Positions, CallKey::Position);
+    match (call.what(each), call.what(from)) {
+        (What::Absent, What::Absent) => Ok(None),
+        (What::Absent, What::Number) => {
+            let p = call.number(from);
+            if !(p.fract() == 0.0 && (0.0..=u32::MAX as f64).contains(&p)) {
+                return Err(Error::Shape(format!(
+                    "position: expected an integer from 0 to {}, got {}",
+                    u32::MAX,
+                    number_text(p)
+                )));
+            }
+            Ok(Some(Positions::From(p as u32)))
+        }
+        (What::Absent, _) => Err(Error::Type(format!(
+            "position: expected a number or undefined, got {}",
+            call.got(from)
+        ))),
+        (What::I32 | What::U32, What::Absent) => {
+            let words = copied(call, each)?;
+            if call.what(each) == What::I32 {
+                if let Some(i) = words.iter().position(|&w| w > i32::MAX as u32) {
+                    return Err(Error::Shape(format!(
+                        "positions: expected integers >= 0, got {} at {i}",
+                        words[i] as i32
+                    )));
+                }
+            }
+            Ok(Some(Positions::Each(words.into())))
+        }
+        (What::I32 | What::U32, _) => Err(Error::Type(format!(
+            "position: expected undefined with positions, got {}",
+            call.got(from)
+        ))),
+        _ => Err(Error::Type(format!(
+            "positions: expected an Int32Array or a Uint32Array (a position a token) or \
+             undefined, got {}",
+            call.got(each)
+        ))),
+    }
+}
+
+/// `invFreq` (copied) or `theta`.
+fn frequencies(call: &Call) -> Result<Frequencies, Error> {
+    let (inv, theta) = (CallKey::InvFreq, CallKey::Theta);
+    match (call.what(inv), call.what(theta)) {
+        (What::F32, What::Absent) => {
+            let words = copied(call, inv)?;
+            let floats: Rc<[f32]> = words.into_iter().map(f32::from_bits).collect();
+            Ok(Frequencies::Inverse(floats))
+        }
+        (What::Absent, What::Number) => Ok(Frequencies::Theta(call.number(theta))),
+        (What::Absent, What::Absent) => Err(Error::Type(
+            "invFreq: missing (the model's inverse frequencies, or theta, with positions)".into(),
+        )),
+        (What::F32, _) => Err(Error::Type(format!(
+            "theta: expected undefined with invFreq, got {}",
+            call.got(theta)
+        ))),
+        (What::Absent, _) => Err(Error::Type(format!(
+            "theta: expected a number or undefined, got {}",
+            call.got(theta)
+        ))),
+        _ => Err(Error::Type(format!(
+            "invFreq: expected a Float32Array or undefined, got {}",
+            call.got(inv)
+        ))),
+    }
+}
+
+/// A table field's numbers, copied now: the app may change its array once the call returns.
+fn copied(call: &Call, key: CallKey) -> Result<Vec<u32>, Error> {
+    call.table(key).ok_or_else(|| {
+        Error::Type(format!(
+            "{}: expected a typed array the browser lets be read, got {}",
+            key.name(),
+            call.got(key)
+        ))
+    })
+}
+
+/// An optional count (`rotaryDim`, `headSize`, `heads`): an integer from 1.
+fn count(call: &Call, key: CallKey) -> Result<Option<usize>, Error> {
+    let Some(n) = optional_number(call, key)? else {
+        return Ok(None);
+    };
+    if !(n.fract() == 0.0 && (1.0..=u32::MAX as f64).contains(&n)) {
+        return Err(Error::Shape(format!(
+            "{}: expected an integer from 1 to {}, got {}",
+            key.name(),
+            u32::MAX,
+            number_text(n)
+        )));
+    }
+    Ok(Some(n as usize))
+}

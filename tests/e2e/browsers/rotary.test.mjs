@@ -1,0 +1,203 @@
+// The rotary stage after the norm (RoPE) in headless Chromium, on the CPU backend (the WebGPU
+// backend refuses it by name, so far):
+// - QK-norm and rotation as Hugging Face transformers computes them (tests/fixtures/rotary/):
+//   Qwen3 (and with YaRN), Gemma 3's local and global layers, OLMo 2 (the whole projection a
+//   row, turned head by head), Phi (LayerNorm with bias, partial rotary), Cohere (interleaved,
+//   a γ per head: a call a head); positions from an Int32Array, a Uint32Array or one start
+//   position; through run, runWithSum, the caller's array, f16 output and new tensors;
+// - the f64 reference (www/lib/reference.js) at positions 0, 4095, 32767 and 2^20;
+// - every bad value a named error, the instance working after them.
+//
+//   bash scripts/build.sh && node --test --test-reporter=spec tests/e2e/browsers/rotary.test.mjs
+import assert from "node:assert/strict";
+import { readFile } from "node:fs/promises";
+
+import { pageSuite, test } from "../support/page.mjs";
+import { ROOT } from "../support/repo.mjs";
+
+const { inPage } = pageSuite("rmsnorm-rotary-");
+
+const CASES = ["qwen3", "qwen3_yarn", "gemma3_sliding", "gemma3_full", "olmo2", "phi", "cohere"];
+
+async function fixture(name) {
+  return JSON.parse(await readFile(`${ROOT}/tests/fixtures/rotary/${name}.json`, "utf8"));
+}
+
+test("QK-norm then RoPE is what transformers computes, for every model with a QK-norm (cpu)", async (t) => {
+  const fixtures = await Promise.all(CASES.map(fixture));
+  const r = await inPage(async (fixtures) => {
+    const { pkg, ref } = window.lib;
+    const n = await pkg.FusedRmsNorm.create({ backend: "cpu" });
+    const F = (a) => new Float32Array(a.flat(2).map(Math.fround));
+    const report = [];
+    for (const f of fixtures) {
+      const c = f.config, norm = c.norm, hd = c.head_dim;
+      for (const [name, heads] of [["q", c.q_heads], ["k", c.kv_heads]]) {
+        const weight = f[`${name}_norm_weight`], perHead = Array.isArray(weight[0]) && weight.length > 1;
+        for (const run of f.runs) {
+          const projected = F(run[`${name}_proj`]), want = F(run[name]), tokens = run.positions.length;
+          const rotary = { invFreq: F(f.inv_freq), rotaryDim: c.rotary_dim, rotaryStyle: c.style, attentionScaling: f.attention_scaling, headSize: hd };
+          const base = { eps: norm.eps, kind: norm.kind, gammaOffset: norm.gamma_offset, ...rotary };
+          if (norm.bias) base.beta = F(f[`${name}_norm_bias`]);
+          const over = norm.over === "projection";
+          // Positions three ways: Int32Array, Uint32Array, or the first of consecutive ones
+          // (rows a token: a head's, one where a row is a token's whole projection or a call
+          // is one head's).
+          const consecutive = run.positions.every((p, i) => p === run.positions[0] + i);
+          const ways = [{ positions: new Int32Array(run.positions) }, { positions: new Uint32Array(run.positions) }];
+          if (consecutive) ways.push({ position: run.positions[0], heads: over || perHead ? 1 : heads });
+          const calls = [];
+          if (!perHead) {
+            calls.push({ cols: null, args: { ...base, input: projected, gamma: F(weight), hidden: over ? heads * hd : hd } });
+          } else {
+            // A γ per head (Cohere): the head's columns, one call a head.
+            for (let h = 0; h < heads; h++) {
+              const input = new Float32Array(tokens * hd);
+              for (let tk = 0; tk < tokens; tk++) input.set(projected.subarray(tk * heads * hd + h * hd, tk * heads * hd + (h + 1) * hd), tk * hd);
+              calls.push({ cols: h, args: { ...base, input, gamma: F(weight[h]), hidden: hd } });
+            }
+          }
+          for (const [w, way] of ways.entries()) {
+            const got = new Float32Array(want.length);
+            for (const { cols, args } of calls) {
+              const call = { ...args, ...way };
+              const y = w === 0 ? await n.run(call) : w === 1 ? (await n.runWithSum(call)).output : await n.run({ ...call, output: new Float32Array(call.input.length) });
+              const rep = ref.compare(call, y);
+              if (!rep.ok) report.push({ what: `${f.source.model} ${name} ${run.name} way ${w}: reference`, off: Infinity, problems: rep.problems.join("; ") });
+              if (cols === null) got.set(y);
+              else for (let tk = 0; tk < tokens; tk++) got.set(y.subarray(tk * hd, (tk + 1) * hd), tk * heads * hd + cols * hd);
+            }
+            // Against the model: each value within 1e-5 of its head's largest magnitude.
+            let off = 0;
+            for (let h = 0; h * hd < want.length; h++) {
+              const head = want.subarray(h * hd, (h + 1) * hd);
+              const scale = Math.max(...head.map(Math.abs));
+              for (let i = 0; i < hd; i++) off = Math.max(off, Math.abs(got[h * hd + i] - head[i]) / scale);
+            }
+            report.push({ what: `${f.source.model} ${name} ${run.name} way ${w}`, off });
+          }
+        }
+      }
+    }
+    return report;
+  }, fixtures, { query: "?backend=cpu" });
+  const worst = r.reduce((m, x) => Math.max(m, x.off), 0);
+  for (const x of r) assert.ok(x.off <= 1e-5, `${x.what}: ${x.off} of the head's scale from the model's ${x.problems ?? ""}`);
+  assert.ok(r.length >= CASES.length * 2 * 4 * 2, `${r.length} runs`);
+  t.diagnostic(`${r.length} runs, worst ${worst.toExponential(2)} of a head's largest value`);
+});
+
+test("far positions, every entry point and f16 output meet the f64 reference (cpu)", async () => {
+  const r = await inPage(async () => {
+    const { pkg, seeded, ref } = window.lib;
+    const n = await pkg.FusedRmsNorm.create({ backend: "cpu" });
+    const failures = [];
+    for (const start of [0, 1, 4095, 32767, 2 ** 20]) {
+      for (const rotaryStyle of ["neox", "interleaved"]) {
+        const a = seeded.caseArgs({ rows: 12, hidden: 128, bias: false, beta: true, seed: start % 97 + 1 });
+        delete a.residual;
+        const args = { ...a, positions: new Uint32Array([start, start + 1, start + 2]), theta: 1e6, rotaryStyle, headSize: 64, rotaryDim: 32 };
+        const what = `${rotaryStyle} at ${start}`;
+        const y = await n.run(args);
+        const rep = ref.compare(args, y);
+        if (!rep.ok) failures.push(`${what}: ${rep.problems.join("; ")}`);
+        const half = await n.run({ ...args, outputDtype: "f16" });
+        const rep16 = ref.compare(args, half, { tol: 1e-3 });
+        if (!rep16.ok) failures.push(`${what} f16: ${rep16.problems.join("; ")}`);
+        const tensor = await n.run({ ...args, output: "gpu" });
+        const read = await tensor.read();
+        if (!read.every((v, i) => Object.is(v, y[i]))) failures.push(`${what}: a new tensor differs from the array`);
+        tensor.free();
+        const each = await n.run({ ...args, positions: undefined, position: start, heads: 4 });
+        if (!each.every((v, i) => Object.is(v, y[i]))) failures.push(`${what}: position and positions differ`);
+      }
+    }
+    return failures;
+  }, undefined, { query: "?backend=cpu" });
+  assert.deepEqual(r, []);
+});
+
+test("every bad rotary value is a named error and the instance works after it (cpu, and webgpu refuses)", async () => {
+  const r = await inPage(async () => {
+    const { pkg } = window.lib;
+    const out = {};
+    for (const backend of ["cpu", "webgpu"]) {
+      const n = await pkg.FusedRmsNorm.create({ backend });
+      const hidden = 8, input = new Float32Array(32).fill(1), gamma = new Float32Array(hidden).fill(1);
+      const ok = { input, gamma, hidden, positions: new Int32Array([0, 1, 2, 3]), invFreq: new Float32Array(4).fill(1) };
+      const cases = {
+        "positions length": { ...ok, positions: new Int32Array(3) },
+        "negative position": { ...ok, positions: new Int32Array([0, -1, 2, 3]) },
+        "positions as an Array": { ...ok, positions: [0, 1, 2, 3] },
+        "positions as a Float32Array": { ...ok, positions: new Float32Array(4) },
+        "both positions and position": { ...ok, position: 0 },
+        "position not an integer": { ...ok, positions: undefined, position: 1.5 },
+        "odd rotaryDim": { ...ok, rotaryDim: 3 },
+        "rotaryDim beyond the head": { ...ok, rotaryDim: 10 },
+        "headSize not dividing hidden": { ...ok, headSize: 3 },
+        "theta zero": { ...ok, invFreq: undefined, theta: 0 },
+        "theta and invFreq": { ...ok, theta: 1e4 },
+        "no frequencies": { ...ok, invFreq: undefined },
+        "invFreq length": { ...ok, invFreq: new Float32Array(3) },
+        "scaling not finite": { ...ok, attentionScaling: Infinity },
+        "scaling negative": { ...ok, attentionScaling: -1 },
+        "unknown style": { ...ok, rotaryStyle: "gptj" },
+        "rotaryDim without positions": { input, gamma, hidden, rotaryDim: 4 },
+      };
+      const got = {};
+      for (const [what, args] of Object.entries(cases)) {
+        try {
+          await n.run(args);
+          got[what] = "resolved";
+        } catch (e) {
+          got[what] = `${e.name}: ${e.message}`;
+        }
+      }
+      let after;
+      try {
+        after = (await n.run({ input, gamma, hidden })).length;
+      } catch (e) {
+        after = `${e.name}: ${e.message}`;
+      }
+      out[backend] = { got, after, backend: n.backend };
+    }
+    return out;
+  });
+  const expect = {
+    "positions length": ["ShapeError", "positions:"],
+    "negative position": ["ShapeError", "positions:"],
+    "positions as an Array": ["TypeError", "positions:"],
+    "positions as a Float32Array": ["TypeError", "positions:"],
+    "both positions and position": ["TypeError", "position:"],
+    "position not an integer": ["ShapeError", "position:"],
+    "odd rotaryDim": ["ShapeError", "rotaryDim:"],
+    "rotaryDim beyond the head": ["ShapeError", "rotaryDim:"],
+    "headSize not dividing hidden": ["ShapeError", "headSize:"],
+    "theta zero": ["ShapeError", "theta:"],
+    "theta and invFreq": ["TypeError", "theta:"],
+    "no frequencies": ["TypeError", "invFreq:"],
+    "invFreq length": ["ShapeError", "invFreq:"],
+    "scaling not finite": ["ShapeError", "attentionScaling:"],
+    "scaling negative": ["ShapeError", "attentionScaling:"],
+    "unknown style": ["TypeError", "rotaryStyle:"],
+    "rotaryDim without positions": ["TypeError", "positions:"],
+  };
+  for (const [backend, { got, after }] of Object.entries(r)) {
+    assert.equal(after, 32, `${backend}: the instance works after the errors`);
+    for (const [what, [name, field]] of Object.entries(expect)) {
+      assert.ok(got[what].startsWith(`${name}: ${field}`), `${backend}, ${what}: ${got[what]}`);
+    }
+  }
+  // A valid rotary call on the WebGPU backend: refused by name, so far.
+  const gpu = await inPage(async () => {
+    const { pkg } = window.lib;
+    const n = await pkg.FusedRmsNorm.create({ backend: "webgpu" });
+    try {
+      await n.run({ input: new Float32Array(8), gamma: new Float32Array(8), hidden: 8, position: 0, theta: 1e4 });
+      return "resolved";
+    } catch (e) {
+      return `${e.name}: ${e.message}`;
+    }
+  });
+  assert.match(gpu, /^TypeError: positions: expected undefined on the WebGPU backend/);
+});

@@ -1,0 +1,501 @@
+//! The rotary stage after the norm (RoPE), natively: the CPU backend against the f64
+//! reference at positions 0, 1, consecutive runs, 4095, 32767 and 2^20, NeoX and
+//! interleaved, partial rotary, heads narrower than the row, theta and attention scaling, f16
+//! output, in place; every bad value refused by name; and both against what Hugging Face
+//! transformers' own model code computes (`tests/fixtures/rotary/`).
+#![cfg(not(target_arch = "wasm32"))]
+
+use std::path::Path;
+
+use webgpu_rmsnorm::call::host::Arg;
+use webgpu_rmsnorm::call::rotary::{Frequencies, Positions, Rotary, RotaryStyle};
+use webgpu_rmsnorm::call::shape::{Norm, NormKind};
+use webgpu_rmsnorm::cpu::driver::CpuContext;
+use webgpu_rmsnorm::reference::{norm_family, worst_error, Inputs};
+use webgpu_rmsnorm::{Error, GpuContext, Request};
+
+mod common;
+#[path = "rotary/json.rs"]
+mod json;
+
+use common::Rng;
+use json::Json;
+
+/// Relative tolerance against the f64 reference: of the row's scale (`worst_error`).
+const RTOL: f64 = 1e-5;
+
+/// `y` of a call on the CPU backend, read back.
+fn cpu(x: &Inputs) -> Result<Vec<f32>, Error> {
+    let done = CpuContext::default().submit(x, Request::host(false))?;
+    Ok(done.host.and_then(|o| o.y).expect("y read back"))
+}
+
+/// A rotation of `heads` rows a token of `hidden`, each row of heads of `head_size`.
+struct Shape {
+    tokens: usize,
+    heads: usize,
+    hidden: usize,
+    head_size: usize,
+    rotary_dim: usize,
+}
+
+fn rotary(s: &Shape, positions: Positions, rng: &mut Rng) -> Rotary {
+    let inv_freq: Vec<f32> = (0..s.rotary_dim / 2)
+        .map(|k| 10_000f32.powf(-2.0 * k as f32 / s.rotary_dim as f32) * (1.0 + rng.unit() / 8.0))
+        .collect();
+    Rotary {
+        rotary_dim: Some(s.rotary_dim),
+        head_size: Some(s.head_size),
+        ..Rotary::new(positions, &inv_freq)
+    }
+}
+
+/// Runs `x` on the CPU and holds it to the reference; returns the worst error.
+fn check(x: &Inputs, what: &str) -> f64 {
+    let got = cpu(x).unwrap_or_else(|e| panic!("{what}: {e}"));
+    let (want, _) = norm_family(x);
+    let worst = worst_error(&got, &want, x, RTOL);
+    assert!(worst <= 1.0, "{what}: {worst} of the tolerance");
+    worst
+}
+
+#[test]
+fn the_cpu_backend_turns_y_as_the_reference_does_at_every_position() {
+    let mut rng = Rng(44);
+    let shapes = [
+        // QK-norm: rows are heads (Qwen3, Gemma 3).
+        Shape {
+            tokens: 5,
+            heads: 4,
+            hidden: 64,
+            head_size: 64,
+            rotary_dim: 64,
+        },
+        // OLMo 2: a token's heads normalized as one row, turned head by head.
+        Shape {
+            tokens: 3,
+            heads: 1,
+            hidden: 256,
+            head_size: 64,
+            rotary_dim: 64,
+        },
+        // Partial rotary (Phi: 32 of 80).
+        Shape {
+            tokens: 4,
+            heads: 2,
+            hidden: 80,
+            head_size: 80,
+            rotary_dim: 32,
+        },
+        Shape {
+            tokens: 2,
+            heads: 2,
+            hidden: 256,
+            head_size: 128,
+            rotary_dim: 128,
+        },
+    ];
+    let starts = [0u32, 1, 4093, 32_765, 1 << 20, (1 << 24) - 2, 3_000_000_000];
+    let mut worst = 0.0f64;
+    for s in &shapes {
+        let rows = s.tokens * s.heads;
+        let input = rng.vec(rows * s.hidden, 2.0);
+        let residual = rng.vec(rows * s.hidden, 1.0);
+        let gamma = rng.vec(s.hidden, 1.5);
+        let beta = rng.vec(s.hidden, 0.5);
+        for &start in &starts {
+            for style in [RotaryStyle::NeoX, RotaryStyle::Interleaved] {
+                let each: Vec<u32> = (0..s.tokens as u32).map(|t| start + 7 * t).collect();
+                for positions in [Positions::From(start), Positions::Each(each.into())] {
+                    let r = Rotary {
+                        style,
+                        heads: (s.heads > 1 && rng.below(2) == 0).then_some(s.heads),
+                        attention_scaling: if rng.below(2) == 0 { 1.0 } else { 1.1386 },
+                        ..rotary(s, positions.clone(), &mut rng)
+                    };
+                    let r = match &positions {
+                        // One start position: rows a token said, else one row a token.
+                        Positions::From(_) => Rotary {
+                            heads: Some(s.heads),
+                            ..r
+                        },
+                        Positions::Each(_) => r,
+                    };
+                    let base = Inputs::without_residual(&input[..], &gamma[..], s.hidden);
+                    let what = format!(
+                        "{}x{} of {}, {style:?} at {positions:?}",
+                        s.tokens, s.heads, s.hidden
+                    );
+                    let x = Inputs {
+                        rotary: Some(r.clone()),
+                        ..base.clone()
+                    };
+                    worst = worst.max(check(&x, &what));
+                    let layer = Inputs {
+                        residual: Some(&residual[..]),
+                        beta: Some(&beta[..]),
+                        norm: Norm {
+                            kind: NormKind::Layer,
+                            gamma_offset: 1.0,
+                            output_dtype: None,
+                        },
+                        rotary: Some(r),
+                        ..base
+                    };
+                    worst = worst.max(check(&layer, &format!("{what}, LayerNorm")));
+                }
+            }
+        }
+    }
+    eprintln!("worst error: {worst:.3} of the tolerance");
+}
+
+#[test]
+fn theta_is_the_frequencies_it_names_and_nothing_else_moves() {
+    let mut rng = Rng(45);
+    let (rows, hidden) = (6, 64);
+    let input = rng.vec(rows * hidden, 1.0);
+    let gamma = rng.vec(hidden, 1.0);
+    let base = Inputs::without_residual(&input[..], &gamma[..], hidden);
+    let theta = Rotary {
+        frequencies: Frequencies::Theta(1e6),
+        ..Rotary::new(Positions::From(100), &[])
+    };
+    let table = webgpu_rmsnorm::call::rotary::inv_freq_of_theta(1e6, hidden);
+    let by_table = Rotary::new(Positions::From(100), &table);
+    let a = cpu(&Inputs {
+        rotary: Some(theta.clone()),
+        ..base.clone()
+    })
+    .unwrap();
+    let b = cpu(&Inputs {
+        rotary: Some(by_table),
+        ..base.clone()
+    })
+    .unwrap();
+    assert_eq!(a, b);
+    check(
+        &Inputs {
+            rotary: Some(theta),
+            ..base.clone()
+        },
+        "theta",
+    );
+    // At position 0 the rotation is the identity: y as without it, bit for bit.
+    let zero = Rotary::new(Positions::Each(vec![0; rows].into()), &table);
+    let plain = cpu(&base).unwrap();
+    assert_eq!(
+        cpu(&Inputs {
+            rotary: Some(zero),
+            ..base
+        })
+        .unwrap(),
+        plain
+    );
+}
+
+#[test]
+fn in_place_and_to_tensors_turn_y_alike() {
+    let mut rng = Rng(46);
+    let (tokens, heads, hidden) = (3, 4, 64);
+    let input = rng.vec(tokens * heads * hidden, 1.0);
+    let residual = rng.vec(tokens * heads * hidden, 1.0);
+    let gamma = rng.vec(hidden, 1.0);
+    let s = Shape {
+        tokens,
+        heads,
+        hidden,
+        head_size: hidden,
+        rotary_dim: hidden,
+    };
+    let r = rotary(&s, Positions::Each(vec![5, 6, 9].into()), &mut rng);
+    let x = Inputs {
+        rotary: Some(r),
+        ..Inputs::plain(&input[..], &residual[..], &gamma[..], hidden)
+    };
+    let want = cpu(&x).unwrap();
+    let ctx = CpuContext::default();
+    let on = |a: &[f32]| ctx.upload(&a).unwrap();
+    let (yt, vt) = (on(&input), on(&residual));
+    let in_place = webgpu_rmsnorm::Inputs {
+        input: Arg::<&[f32]>::Gpu(yt.clone()),
+        residual: Some(Arg::Gpu(vt)),
+        input2: None,
+        gamma: Some(Arg::Host(&gamma[..])),
+        beta: None,
+        bias: None,
+        post_gamma: None,
+        hidden,
+        eps: x.eps,
+        norm: x.norm,
+        rotary: x.rotary.clone(),
+    };
+    ctx.submit(&in_place, Request::in_place()).unwrap();
+    let read = ctx.read(&yt).unwrap().host.and_then(|o| o.y).unwrap();
+    assert_eq!(read, want, "in place, bit for bit");
+}
+
+#[test]
+fn every_bad_rotary_value_is_refused_by_name_and_nothing_is_computed() {
+    let (rows, hidden) = (4, 8);
+    let input = vec![1.0f32; rows * hidden];
+    let gamma = vec![1.0f32; hidden];
+    let base = Inputs::without_residual(&input[..], &gamma[..], hidden);
+    let ok = Rotary::new(Positions::Each(vec![0, 1, 2, 3].into()), &[1.0; 4]);
+    let cases = [
+        (
+            Rotary {
+                positions: Positions::Each(vec![0, 1, 2].into()),
+                ..ok.clone()
+            },
+            "positions:",
+        ),
+        (
+            Rotary {
+                rotary_dim: Some(5),
+                ..ok.clone()
+            },
+            "rotaryDim:",
+        ),
+        (
+            Rotary {
+                head_size: Some(3),
+                ..ok.clone()
+            },
+            "headSize:",
+        ),
+        (
+            Rotary {
+                attention_scaling: -1.0,
+                ..ok.clone()
+            },
+            "attentionScaling:",
+        ),
+        (
+            Rotary {
+                frequencies: Frequencies::Theta(f64::INFINITY),
+                ..ok.clone()
+            },
+            "theta:",
+        ),
+        (
+            Rotary {
+                frequencies: Frequencies::Inverse(vec![1.0; 2].into()),
+                ..ok.clone()
+            },
+            "invFreq:",
+        ),
+    ];
+    for (r, name) in cases {
+        let e = cpu(&Inputs {
+            rotary: Some(r),
+            ..base.clone()
+        })
+        .unwrap_err();
+        assert_eq!(e.name(), "ShapeError", "{e}");
+        assert!(e.message().starts_with(name), "{name}: {e}");
+    }
+    assert!(cpu(&Inputs {
+        rotary: Some(ok),
+        ..base
+    })
+    .is_ok());
+}
+
+/// The WebGPU backend does not run the stage yet: a call with one is refused by name before
+/// anything is recorded, a bad value with the same error as on the CPU backend.
+#[test]
+fn the_gpu_refuses_the_stage_by_name_after_the_same_checks() {
+    let ctx = pollster::block_on(GpuContext::new(wgpu::PowerPreference::HighPerformance))
+        .expect("a Vulkan adapter (lavapipe: apt-get install mesa-vulkan-drivers)");
+    let (rows, hidden) = (4, 8);
+    let input = vec![1.0f32; rows * hidden];
+    let gamma = vec![1.0f32; hidden];
+    let base = Inputs::without_residual(&input[..], &gamma[..], hidden);
+    let ok = Rotary::new(Positions::From(3), &[1.0; 4]);
+    let bad = Rotary {
+        rotary_dim: Some(5),
+        ..ok.clone()
+    };
+    let on_gpu = |r: Rotary| {
+        let x = Inputs {
+            rotary: Some(r),
+            ..base.clone()
+        };
+        pollster::block_on(ctx.run(&x, false))
+            .err()
+            .expect("refused")
+    };
+    let e = on_gpu(bad.clone());
+    assert_eq!(
+        e,
+        cpu(&Inputs {
+            rotary: Some(bad),
+            ..base.clone()
+        })
+        .unwrap_err()
+    );
+    let e = on_gpu(ok);
+    assert_eq!(e.name(), "TypeError");
+    assert!(
+        e.message()
+            .starts_with("positions: expected undefined on the WebGPU backend"),
+        "{e}"
+    );
+    assert!(
+        pollster::block_on(ctx.run(&base, false)).is_ok(),
+        "the context works after"
+    );
+}
+
+/// One projection of a fixture run, normalized and turned as the model's config says.
+struct Projection<'a> {
+    config: &'a Json,
+    fixture: &'a Json,
+    /// `"q"` or `"k"`.
+    name: &'a str,
+    heads: usize,
+}
+
+impl Projection<'_> {
+    /// The calls this projection takes (one, or one a head where `γ` is a head's: Cohere)
+    /// and, for each, the columns of the projection it covers and its result's.
+    fn run(&self, run: &Json, on: &dyn Fn(&Inputs) -> Vec<f32>) -> Vec<f32> {
+        let norm = self.config.get("norm");
+        let head_dim = self.config.get("head_dim").f64() as usize;
+        let width = self.heads * head_dim;
+        let projected = run.get(&format!("{}_proj", self.name)).floats();
+        let tokens = projected.len() / width;
+        let positions: Vec<u32> = run
+            .get("positions")
+            .list()
+            .iter()
+            .map(|p| p.f64() as u32)
+            .collect();
+        let style = match self.config.get("style").text() {
+            "neox" => RotaryStyle::NeoX,
+            _ => RotaryStyle::Interleaved,
+        };
+        let rotary = Rotary {
+            style,
+            rotary_dim: Some(self.config.get("rotary_dim").f64() as usize),
+            head_size: Some(head_dim),
+            attention_scaling: self.fixture.get("attention_scaling").f64() as f32,
+            ..Rotary::new(
+                Positions::Each(positions.into()),
+                &self.fixture.get("inv_freq").floats(),
+            )
+        };
+        let weight = self
+            .fixture
+            .get(&format!("{}_norm_weight", self.name))
+            .floats();
+        let bias_key = format!("{}_norm_bias", self.name);
+        let bias = matches!(norm.get("bias"), Json::Bool(true))
+            .then(|| self.fixture.get(&bias_key).floats());
+        let kind = match norm.get("kind").text() {
+            "rms" => NormKind::Rms,
+            _ => NormKind::Layer,
+        };
+        let options = Norm {
+            kind,
+            gamma_offset: norm.get("gamma_offset").f32(),
+            output_dtype: None,
+        };
+        let eps = norm.get("eps").f32();
+        let call = |input: &[f32], gamma: &[f32], hidden: usize| {
+            let x = Inputs {
+                beta: bias.as_deref(),
+                eps,
+                norm: options,
+                rotary: Some(rotary.clone()),
+                ..Inputs::without_residual(input, gamma, hidden)
+            };
+            on(&x)
+        };
+        match norm.get("over").text() {
+            // The whole projection a row, turned head by head (OLMo 2).
+            "projection" => call(&projected, &weight, width),
+            // A head a row; Cohere's γ is a head's: one call a head, its rows those of the
+            // head's columns.
+            _ if weight.len() == head_dim => call(&projected, &weight, head_dim),
+            _ => {
+                let mut out = vec![0.0; projected.len()];
+                for h in 0..self.heads {
+                    let cols = |t: usize| t * width + h * head_dim..t * width + (h + 1) * head_dim;
+                    let input: Vec<f32> = (0..tokens)
+                        .flat_map(|t| projected[cols(t)].to_vec())
+                        .collect();
+                    let gamma = &weight[h * head_dim..(h + 1) * head_dim];
+                    let y = call(&input, gamma, head_dim);
+                    for t in 0..tokens {
+                        out[cols(t)].copy_from_slice(&y[t * head_dim..(t + 1) * head_dim]);
+                    }
+                }
+                out
+            }
+        }
+    }
+}
+
+/// Every fixture with a QK-norm: the CPU backend and the reference against transformers' q
+/// and k, each value within 1e-5 of its head's largest (the fixtures' own f64 check agrees to
+/// 3e-7). Llama 3 and GPT-J rotate without a norm, which the package does not run yet.
+#[test]
+fn the_cpu_backend_matches_transformers_qk_norm_and_rope() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/rotary");
+    let mut checked = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let fixture = Json::parse(&std::fs::read_to_string(&path).unwrap());
+        let config = fixture.get("config");
+        if config.get("norm").is_null() {
+            continue;
+        }
+        let case = path.file_stem().unwrap().to_string_lossy().into_owned();
+        let head_dim = config.get("head_dim").f64() as usize;
+        for (name, heads) in [("q", "q_heads"), ("k", "kv_heads")] {
+            let p = Projection {
+                config,
+                fixture: &fixture,
+                name,
+                heads: config.get(heads).f64() as usize,
+            };
+            for run in fixture.get("runs").list() {
+                let want = run.get(name).floats();
+                let reference = |x: &Inputs| -> Vec<f32> {
+                    norm_family(x).0.iter().map(|&y| y as f32).collect()
+                };
+                let on_cpu = |x: &Inputs| -> Vec<f32> { cpu(x).unwrap() };
+                for (backend, got) in [
+                    ("cpu", p.run(run, &on_cpu)),
+                    ("reference", p.run(run, &reference)),
+                ] {
+                    let what = format!("{case} {name} {} on {backend}", run.get("name").text());
+                    assert_close_per_head(&got, &want, head_dim, &what);
+                }
+                checked += 1;
+            }
+        }
+    }
+    assert!(
+        checked >= 7 * 2 * 4,
+        "{checked} runs checked: a fixture missing?"
+    );
+}
+
+/// Each value within 1e-5 of the largest magnitude of its head in `want`.
+fn assert_close_per_head(got: &[f32], want: &[f32], head_dim: usize, what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}: length");
+    for (h, (g, w)) in got.chunks(head_dim).zip(want.chunks(head_dim)).enumerate() {
+        let scale = w.iter().fold(0.0f32, |m, v| m.max(v.abs())) as f64;
+        for (i, (&a, &b)) in g.iter().zip(w).enumerate() {
+            let err = (a as f64 - b as f64).abs();
+            assert!(
+                err <= 1e-5 * scale + 1e-30,
+                "{what}: head {h} value {i}: {a} vs {b} ({:.2e} of the head's scale)",
+                err / scale
+            );
+        }
+    }
+}
