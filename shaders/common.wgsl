@@ -9,6 +9,7 @@
 //   SO_F16, SO_PACKED   the same for `output`'s storage SO (the call's outputDtype)
 //   ENABLE_F16    S or SO is vec4<f16>
 //   HAS_BIAS, HAS_BETA, HAS_RESIDUAL, HAS_INPUT2   which optional inputs the call has
+//   HAS_ROTARY    a rotary stage turns y (the family kernel's), its table at binding 8
 //   WRITE_SUM     v is written (to `sum`, or in place to `residual`)
 //   WRITE_Y       y is computed and written (not for a post-norm's sum alone, without gamma)
 //   IN_PLACE      y goes to `input` and v to `residual`; there is no `output` or `sum`
@@ -25,9 +26,9 @@ struct Params {
     hidden: f32,    // row length in scalars, for the mean
     eps: f32,
     gamma_offset: f32,  // added to every gamma (Gemma's 1 + weight)
-    pad0: u32,
-    pad1: u32,
-    pad2: u32,
+    rotary_start: u32,  // a rotary stage's first position of consecutive tokens
+    rotary_heads: u32,  // a rotary stage's rows a token
+    rotary_scaling: f32,  // a rotary stage's factor on cos and sin
 };
 
 #if VEC4
@@ -77,8 +78,10 @@ fn st_out(v: V) -> SO { return v; }
 // test checks the two agree. Shapes: input, residual, input2, output, sum are rows x width;
 // gamma, beta, bias, post_gamma are width. Read-only where possible: some drivers route
 // read-only storage through a non-coherent cache. Binding 8 holds a parallel block's input2
-// where the call has one, else post_gamma: no call has both, and so eight storage bindings
-// are enough, the most WebGPU's default limits allow.
+// where the call has one, a rotary stage's table (its inverse frequencies' bits, then each
+// token's position where the call gives them) where it has that, else post_gamma: no call
+// has two of them, and so eight storage bindings are enough, the most WebGPU's default
+// limits allow.
 #if IN_PLACE
 @group(0) @binding(0) var<storage, read_write> input: array<S>;
 @group(0) @binding(1) var<storage, read_write> residual: array<S>;
@@ -97,7 +100,11 @@ fn st_out(v: V) -> SO { return v; }
 #if HAS_INPUT2
 @group(0) @binding(8) var<storage, read> input2: array<S>;
 #else
+#if HAS_ROTARY
+@group(0) @binding(8) var<storage, read> rotary: array<u32>;
+#else
 @group(0) @binding(8) var<storage, read> post_gamma: array<S>;
+#endif
 #endif
 
 // put_y and put_v store y and v at element j of the row's arrays.

@@ -60,11 +60,15 @@
 //   PRELOAD         the weights are loaded with the row
 //   EARLY_RESIDUAL  the sandwich loads its residual with the row
 //   HAS_POST, LAYER the sandwich's post-norm; LayerNorm rather than RMSNorm
+//   ROT_*, HEAD_W   a rotary stage's style, positions, widths (`store_turned`)
 // Where the choice is which function a call names, or how a value is read, it is an `#if`
 // block: WGSL's uniformity analysis prunes no branch on a constant, so code that chose at run
 // time would need uniform control flow where several rows a workgroup have none.
 
 #include "common.wgsl"
+#if HAS_ROTARY
+#include "rotary_angle.wgsl"
+#endif
 
 const N_CACHE: u32 = max(SLOTS, 1u);
 // The cached columns' weights, where PRELOAD loads them with the row.
@@ -363,6 +367,142 @@ fn store(base: u32, i: u32, v: V, s: Stat, g: V, b: V) {
     put_y(base + i, y);
 }
 
+#if HAS_ROTARY
+// The rotary stage (RoPE), after gamma and beta: pair p of a head of a token at position
+// `pos` turns by angle f32(f32(pos) * inv_freq[p]) (`rotary_angle.wgsl`), its cos and sin
+// times the attention scaling: (a, b) <- (a*c - b*s, b*c + a*s). NeoX pairs value k of a head
+// with k + ROT_HALF; interleaved pairs 2k with 2k + 1. The tiling gives a thread both values
+// of each of its pairs (`rotary_threads` in src/gpu/kernel/tiling/family.rs): NeoX's partner
+// of column i is i + ROT_HALF_W, ROT_HALF_W / ROW_T slots on; an interleaved pair is in one
+// vector, or in columns i and i + 1 of a scalar row, which one thread owns.
+//
+// Constants: ROT_NEOX (else interleaved), ROT_EACH (positions from the table, else from
+// params.rotary_start), ROT_DIM and ROT_HALF (scalars that turn, and pairs), ROT_HALF_W and
+// ROT_W (the same in V), HEAD_W (a head in V).
+
+// The position of the token of `row`, params.rotary_heads rows a token.
+fn rotary_position(row: u32) -> u32 {
+    let token = row / params.rotary_heads;
+    if ROT_EACH {
+        return rotary[ROT_HALF + token];
+    }
+    return params.rotary_start + token;
+}
+
+// (cos, sin) times the scaling of pair `p` at `pos`.
+fn turn_of(pos: u32, p: u32) -> vec2<f32> {
+    let inv_freq = bitcast<f32>(rotary[min(p, ROT_HALF - 1u)]);
+    return rotary_cos_sin(pos, inv_freq) * params.rotary_scaling;
+}
+
+struct Turn {
+    c: V,
+    s: V,
+};
+
+// The turn of the pairs whose first values are in column h of a head (NeoX).
+fn neox_turn(pos: u32, h: u32) -> Turn {
+#if VEC4
+    let p = h * 4u;
+    let a = turn_of(pos, p);
+    let b = turn_of(pos, p + 1u);
+    let c = turn_of(pos, p + 2u);
+    let d = turn_of(pos, p + 3u);
+    return Turn(V(a.x, b.x, c.x, d.x), V(a.y, b.y, c.y, d.y));
+#else
+    let a = turn_of(pos, h);
+    return Turn(a.x, a.y);
+#endif
+}
+
+// y of column i, from its v.
+fn y_at(i: u32, v: V, s: Stat) -> V {
+    var y = normalized(v, s) * gamma_at(i);
+    if HAS_BETA {
+        y += beta_at(i);
+    }
+    return y;
+}
+
+// v of column i, slot k of `cache` where it is held, else formed again from memory.
+fn v_at(base: u32, i: u32, k: u32, cache: ptr<function, array<V, N_CACHE>>, s1: Stat) -> V {
+    if k < SLOTS {
+        return (*cache)[k];
+    }
+    return column(base, i, 0u, s1);
+}
+
+// Stores v and the turned y of the pair of columns i and j = i + the partner's distance.
+fn store_pair(base: u32, i: u32, j: u32, vi: V, vj: V, s: Stat, turn: Turn) {
+    if WRITE_SUM {
+        put_v(base + i, vi);
+        put_v(base + j, vj);
+    }
+    let a = y_at(i, vi, s);
+    let b = y_at(j, vj, s);
+    put_y(base + i, a * turn.c - b * turn.s);
+    put_y(base + j, b * turn.c + a * turn.s);
+}
+
+// Column i of a head's interleaved pairs, at column h of its head, in a vector: (a0, b0,
+// a1, b1) with pairs 2h and 2h + 1; a pair at or past ROT_HALF passes through.
+fn turn_interleaved(y: V, h: u32, pos: u32) -> V {
+#if VEC4
+    let p = h * 2u;
+    let a = turn_of(pos, p);
+    let b = turn_of(pos, p + 1u);
+    let c = V(a.x, a.x, b.x, b.x);
+    let s = V(-a.y, a.y, -b.y, b.y);
+    let turned = y * c + y.yxwz * s;
+    return select(y, turned, vec4(p < ROT_HALF, p < ROT_HALF, p + 1u < ROT_HALF, p + 1u < ROT_HALF));
+#else
+    return y;
+#endif
+}
+
+// Every column of this thread: v where it is written, y turned pair by pair.
+fn store_turned(base: u32, row: u32, t: u32, width: u32, cache: ptr<function, array<V, N_CACHE>>,
+                s: Stat, s1: Stat) {
+    let pos = rotary_position(row);
+    // A pair's second column is stored with its first, by the same thread.
+    let partner = select(1u, ROT_HALF_W, ROT_NEOX);
+    let paired = ROT_NEOX || !VEC4;
+    for (var i = t; i < width; i += ROW_T) {
+        let k = (i - t) / ROW_T;
+        let h = i % HEAD_W;
+        let first = select(h % 2u == 0u, h < ROT_HALF_W, ROT_NEOX);
+        if paired && h < ROT_W {
+            if first {
+                let j = i + partner;
+                let vj = v_at(base, j, k + partner / ROW_T, cache, s1);
+                let turn = select_turn(pos, h);
+                store_pair(base, i, j, v_at(base, i, k, cache, s1), vj, s, turn);
+            }
+            continue;
+        }
+        let v = v_at(base, i, k, cache, s1);
+        if WRITE_SUM {
+            put_v(base + i, v);
+        }
+        var y = y_at(i, v, s);
+        if !paired {
+            y = turn_interleaved(y, h, pos);
+        }
+        put_y(base + i, y);
+    }
+}
+
+// The turn of a pair whose first value is column h of its head: NeoX's, or (scalar rows) an
+// interleaved pair's, pair h / 2.
+fn select_turn(pos: u32, h: u32) -> Turn {
+    if ROT_NEOX {
+        return neox_turn(pos, h);
+    }
+    let a = turn_of(pos, h / 2u);
+    return Turn(V(a.x), V(a.y));
+}
+#endif
+
 @compute @workgroup_size(WG)
 fn main(
     @builtin(workgroup_id) wg: vec3<u32>,
@@ -434,6 +574,9 @@ fn main(
     if IN_PLACE && !UNIFORM_TOTALS {
         workgroupBarrier();
     }
+#if HAS_ROTARY
+    store_turned(base, row, t, width, &cache, s, s1);
+#else
     for (var k = 0u; k < N_CACHE; k++) {
         let i = t + k * ROW_T;
         if k < SLOTS && i < width {
@@ -447,4 +590,5 @@ fn main(
     for (var i = t + SLOTS * ROW_T; i < width; i += ROW_T) {
         store(base, i, column(base, i, select(0u, 1u, HAS_POST), s1), s, gamma_at(i), beta_at(i));
     }
+#endif
 }

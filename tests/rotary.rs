@@ -1,5 +1,5 @@
-//! The rotary stage after the norm (RoPE), natively: the CPU backend against the f64
-//! reference at positions 0, 1, consecutive runs, 4095, 32767 and 2^20, NeoX and
+//! The rotary stage after the norm (RoPE), natively: the CPU backend and the GPU's kernel
+//! (Vulkan on lavapipe) against the f64 reference at positions 0, 1, consecutive runs, 4095, 32767 and 2^20, NeoX and
 //! interleaved, partial rotary, heads narrower than the row, theta and attention scaling, f16
 //! output, in place; every bad value refused by name; and both against what Hugging Face
 //! transformers' own model code computes (`tests/fixtures/rotary/`).
@@ -30,6 +30,17 @@ fn cpu(x: &Inputs) -> Result<Vec<f32>, Error> {
     Ok(done.host.and_then(|o| o.y).expect("y read back"))
 }
 
+thread_local! {
+    static GPU: GpuContext = pollster::block_on(GpuContext::new(wgpu::PowerPreference::HighPerformance))
+        .expect("a Vulkan adapter (lavapipe: apt-get install mesa-vulkan-drivers)");
+}
+
+/// `y` of a call on the GPU, read back.
+fn gpu(x: &Inputs) -> Result<Vec<f32>, Error> {
+    GPU.with(|ctx| pollster::block_on(ctx.run(x, false)))
+        .map(|out| out.y.expect("y read back"))
+}
+
 /// A rotation of `heads` rows a token of `hidden`, each row of heads of `head_size`.
 struct Shape {
     tokens: usize,
@@ -50,17 +61,21 @@ fn rotary(s: &Shape, positions: Positions, rng: &mut Rng) -> Rotary {
     }
 }
 
-/// Runs `x` on the CPU and holds it to the reference; returns the worst error.
+/// Runs `x` on both backends and holds each to the reference; returns the worst error.
 fn check(x: &Inputs, what: &str) -> f64 {
-    let got = cpu(x).unwrap_or_else(|e| panic!("{what}: {e}"));
     let (want, _) = norm_family(x);
-    let worst = worst_error(&got, &want, x, RTOL);
-    assert!(worst <= 1.0, "{what}: {worst} of the tolerance");
+    let mut worst = 0.0f64;
+    for (backend, run) in [("cpu", cpu as fn(&Inputs) -> _), ("gpu", gpu)] {
+        let got = run(x).unwrap_or_else(|e| panic!("{what} on {backend}: {e}"));
+        let w = worst_error(&got, &want, x, RTOL);
+        assert!(w <= 1.0, "{what} on {backend}: {w} of the tolerance");
+        worst = worst.max(w);
+    }
     worst
 }
 
 #[test]
-fn the_cpu_backend_turns_y_as_the_reference_does_at_every_position() {
+fn both_backends_turn_y_as_the_reference_does_at_every_position() {
     let mut rng = Rng(44);
     let shapes = [
         // QK-norm: rows are heads (Qwen3, Gemma 3).
@@ -233,6 +248,28 @@ fn in_place_and_to_tensors_turn_y_alike() {
     ctx.submit(&in_place, Request::in_place()).unwrap();
     let read = ctx.read(&yt).unwrap().host.and_then(|o| o.y).unwrap();
     assert_eq!(read, want, "in place, bit for bit");
+    // The GPU's in-place kernel against its own into-new-buffers one, and the sum beside.
+    GPU.with(|ctx| {
+        let want = pollster::block_on(ctx.run(&x, true)).expect("run");
+        let up = |a: &[f32]| Arg::Gpu(ctx.upload(&a).expect("upload"));
+        let on_gpu = x.map(|a| up(a));
+        pollster::block_on(ctx.submit_in_place(&on_gpu).expect("in place").finish())
+            .expect("in place");
+        let read = |a: &Arg<&[f32]>| match a {
+            Arg::Gpu(t) => pollster::block_on(ctx.read_tensor(t).expect("read").read())
+                .expect("read")
+                .y
+                .expect("a tensor's values"),
+            _ => unreachable!("uploaded"),
+        };
+        assert_eq!(
+            read(&on_gpu.input),
+            want.y.unwrap(),
+            "gpu in place, bit for bit"
+        );
+        let residual = on_gpu.residual.as_ref().expect("a residual");
+        assert_eq!(read(residual), want.sum.unwrap(), "gpu in place: the sum");
+    });
 }
 
 #[test]
@@ -302,12 +339,11 @@ fn every_bad_rotary_value_is_refused_by_name_and_nothing_is_computed() {
     .is_ok());
 }
 
-/// The WebGPU backend does not run the stage yet: a call with one is refused by name before
-/// anything is recorded, a bad value with the same error as on the CPU backend.
+/// A bad value gets the same error from the GPU as from the CPU backend, nothing is computed,
+/// and the context works after; a stage beside `postGamma` or `input2` (which share its
+/// binding) is refused by both.
 #[test]
-fn the_gpu_refuses_the_stage_by_name_after_the_same_checks() {
-    let ctx = pollster::block_on(GpuContext::new(wgpu::PowerPreference::HighPerformance))
-        .expect("a Vulkan adapter (lavapipe: apt-get install mesa-vulkan-drivers)");
+fn the_gpu_refuses_what_the_cpu_refuses_with_the_same_words() {
     let (rows, hidden) = (4, 8);
     let input = vec![1.0f32; rows * hidden];
     let gamma = vec![1.0f32; hidden];
@@ -317,35 +353,26 @@ fn the_gpu_refuses_the_stage_by_name_after_the_same_checks() {
         rotary_dim: Some(5),
         ..ok.clone()
     };
-    let on_gpu = |r: Rotary| {
-        let x = Inputs {
-            rotary: Some(r),
-            ..base.clone()
-        };
-        pollster::block_on(ctx.run(&x, false))
-            .err()
-            .expect("refused")
+    let with = |r: &Rotary| Inputs {
+        rotary: Some(r.clone()),
+        ..base.clone()
     };
-    let e = on_gpu(bad.clone());
-    assert_eq!(
-        e,
-        cpu(&Inputs {
-            rotary: Some(bad),
-            ..base.clone()
-        })
-        .unwrap_err()
-    );
-    let e = on_gpu(ok);
-    assert_eq!(e.name(), "TypeError");
-    assert!(
-        e.message()
-            .starts_with("positions: expected undefined on the WebGPU backend"),
-        "{e}"
-    );
-    assert!(
-        pollster::block_on(ctx.run(&base, false)).is_ok(),
-        "the context works after"
-    );
+    assert_eq!(gpu(&with(&bad)).unwrap_err(), cpu(&with(&bad)).unwrap_err());
+    let sandwich = Inputs {
+        post_gamma: Some(&gamma[..]),
+        residual: Some(&input[..]),
+        ..with(&ok)
+    };
+    for e in [gpu(&sandwich).unwrap_err(), cpu(&sandwich).unwrap_err()] {
+        assert_eq!(e.name(), "TypeError");
+        assert!(
+            e.message()
+                .starts_with("positions: expected undefined with postGamma"),
+            "{e}"
+        );
+    }
+    check(&with(&ok), "after the refusals");
+    assert!(gpu(&base).is_ok(), "the context works after");
 }
 
 /// One projection of a fixture run, normalized and turned as the model's config says.
@@ -438,11 +465,11 @@ impl Projection<'_> {
     }
 }
 
-/// Every fixture with a QK-norm: the CPU backend and the reference against transformers' q
+/// Every fixture with a QK-norm: both backends and the reference against transformers' q
 /// and k, each value within 1e-5 of its head's largest (the fixtures' own f64 check agrees to
 /// 3e-7). Llama 3 and GPT-J rotate without a norm, which the package does not run yet.
 #[test]
-fn the_cpu_backend_matches_transformers_qk_norm_and_rope() {
+fn both_backends_match_transformers_qk_norm_and_rope() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/rotary");
     let mut checked = 0;
     for entry in std::fs::read_dir(&dir).unwrap() {
@@ -467,8 +494,10 @@ fn the_cpu_backend_matches_transformers_qk_norm_and_rope() {
                     norm_family(x).0.iter().map(|&y| y as f32).collect()
                 };
                 let on_cpu = |x: &Inputs| -> Vec<f32> { cpu(x).unwrap() };
+                let on_gpu = |x: &Inputs| -> Vec<f32> { gpu(x).unwrap() };
                 for (backend, got) in [
                     ("cpu", p.run(run, &on_cpu)),
+                    ("gpu", p.run(run, &on_gpu)),
                     ("reference", p.run(run, &reference)),
                 ] {
                     let what = format!("{case} {name} {} on {backend}", run.get("name").text());

@@ -3,6 +3,7 @@
 //! ([`Kernel`](crate::call::plan::Kernel)); the GPU driver compiles each combination as a
 //! pipeline of its own.
 
+use crate::call::rotary::RotaryKernel;
 use crate::call::shape::{Inputs, NormKind};
 
 /// Which optional inputs and outputs a call has, and which normalization.
@@ -21,6 +22,8 @@ pub struct Options {
     pub kind: NormKind,
     /// A `gammaOffset` other than 0: the fused kernel adds it only then.
     pub gamma_offset: bool,
+    /// The rotary stage after the norm (`call/rotary.rs`).
+    pub rotary: Option<RotaryKernel>,
 }
 
 impl Default for Options {
@@ -34,7 +37,11 @@ impl Options {
     /// computes (LayerNorm, the sandwich, a parallel block), so that they need its family
     /// kernel whatever the shape.
     pub fn need_family(&self) -> bool {
-        self.kind == NormKind::Layer || self.post_gamma || self.input2 || !self.output
+        self.kind == NormKind::Layer
+            || self.post_gamma
+            || self.input2
+            || !self.output
+            || self.rotary.is_some()
     }
 
     /// A pre-norm: a residual, no optional array, RMSNorm.
@@ -48,6 +55,7 @@ impl Options {
         output: true,
         kind: NormKind::Rms,
         gamma_offset: false,
+        rotary: None,
     };
 
     /// The pre-norm with bias, beta and sum from the low three bits of `bits`: how the
@@ -73,6 +81,7 @@ impl Options {
             output: x.gamma.is_some(),
             kind: x.norm.kind,
             gamma_offset: x.norm.gamma_offset != 0.0,
+            rotary: x.rotary.as_ref().map(|r| r.kernel(x.hidden)),
         }
     }
 }

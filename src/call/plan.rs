@@ -297,11 +297,12 @@ impl Plan {
         };
         kernel.check()?;
         let mut rows_per_chunk = rows_per_binding(shape.hidden, caps.max_binding)?;
-        if request.to != Destination::Host || any_resident {
+        // A rotary stage's positions count the call's rows from its first: one dispatch.
+        if request.to != Destination::Host || any_resident || x.rotary.is_some() {
             if shape.rows > rows_per_chunk {
                 // Tensors are single bindings; splitting them would need offset-aligned views.
                 return Err(Error::Shape(format!(
-                    "input: expected GPU-resident data to fit one storage binding ({} bytes), got {} rows of {}",
+                    "input: expected GPU-resident data, or a call with a rotary stage, to fit one storage binding ({} bytes), got {} rows of {}",
                     caps.max_binding, shape.rows, shape.hidden
                 )));
             }
@@ -314,6 +315,20 @@ impl Plan {
             rows_per_chunk,
         })
     }
+}
+
+/// A rotary stage's table takes the binding that `postGamma` and `input2` share
+/// (`gpu/kernel/bindings.rs`): a call has at most one of the three.
+fn rotary_beside(o: Options) -> Result<(), Error> {
+    for (given, name) in [(o.post_gamma, "postGamma"), (o.input2, "input2")] {
+        if given {
+            return Err(Error::Type(format!(
+                "positions: expected undefined with {name} (a rotary stage follows a QK-norm or \
+                 a final norm, not a sandwich or a parallel block)"
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// A call without `gamma` computes a post-norm's sum alone (OLMo 2's `h = x + N(attn(x)) · w`):
@@ -372,6 +387,16 @@ impl Kernel {
         }
         if !o.output {
             sum_alone(o, self.in_place)?;
+        }
+        if let Some(r) = o.rotary {
+            rotary_beside(o)?;
+            if r.scalar() && (self.dtype == Dtype::F16 || self.out_dtype == Dtype::F16) {
+                return Err(Error::Shape(format!(
+                    "rotaryDim: expected half of it and headSize multiples of 4 with f16 data \
+                     or output (rows are read four halves at a time), got {} and {}",
+                    r.rotary_dim, r.head_size
+                )));
+            }
         }
         // Halves are moved four at a time (two 32-bit words); a row must not end mid-word.
         for (f16, what) in [(self.dtype, "data"), (self.out_dtype, "output")] {

@@ -83,6 +83,28 @@ pub struct RotaryShape {
     pub heads: usize,
 }
 
+/// What a compiled kernel fixes of a rotary stage: the pipeline key's part (`Options`). The
+/// rows a token, the start position and the scaling are per call (the GPU's uniform block).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct RotaryKernel {
+    pub style: RotaryStyle,
+    pub rotary_dim: u32,
+    pub head_size: u32,
+    /// A position a token (`positions`), rather than consecutive ones from a start.
+    pub each: bool,
+}
+
+impl RotaryKernel {
+    /// Whether the kernel must read its rows a scalar at a time: a vector of four must hold
+    /// whole pairs' partners at the same place of two vectors (NeoX: half the rotary width a
+    /// multiple of 4) and never straddle two heads.
+    pub fn scalar(&self) -> bool {
+        let neox_split =
+            self.style == RotaryStyle::NeoX && !(self.rotary_dim / 2).is_multiple_of(4);
+        neox_split || !self.head_size.is_multiple_of(4)
+    }
+}
+
 /// The largest `rotaryDim`: models' heads are at most 256 wide; its frequencies travel in
 /// the GPU's uniform block.
 pub const MAX_ROTARY_DIM: usize = 512;
@@ -131,6 +153,39 @@ impl Rotary {
             rotary_dim,
             head_size,
             heads: self.heads(rows),
+        }
+    }
+
+    /// What a kernel fixes of this stage, for rows of `hidden`.
+    pub fn kernel(&self, hidden: usize) -> RotaryKernel {
+        let (head_size, rotary_dim) = self.sizes(hidden);
+        RotaryKernel {
+            style: self.style,
+            rotary_dim: rotary_dim as u32,
+            head_size: head_size as u32,
+            each: matches!(self.positions, Positions::Each(_)),
+        }
+    }
+
+    /// The words a GPU kernel reads of this stage (checked, of `rotary_dim`): the inverse
+    /// frequencies' bits, then each token's position where the call gives them.
+    pub fn table(&self, rotary_dim: usize) -> Vec<u32> {
+        let mut words: Vec<u32> = self
+            .inv_freq(rotary_dim)
+            .iter()
+            .map(|f| f.to_bits())
+            .collect();
+        if let Positions::Each(p) = &self.positions {
+            words.extend_from_slice(p);
+        }
+        words
+    }
+
+    /// The first position of consecutive tokens; 0 where each token has its own.
+    pub fn start(&self) -> u32 {
+        match self.positions {
+            Positions::From(start) => start,
+            Positions::Each(_) => 0,
         }
     }
 

@@ -24,7 +24,7 @@ use crate::call::shape::Outputs;
 use crate::gpu::browser_pipelines::{BrowserPipelines, RawBound};
 use crate::gpu::kernel::bindings::{slot, BINDINGS};
 use crate::gpu::kernel::params::Params;
-use crate::gpu::submit::{call_params, refuse_rotary};
+use crate::gpu::submit::call_params;
 use crate::gpu::tensor_buffer::TensorBuffer;
 use crate::gpu::webgpu_raw::{self as raw, descriptor, RawDevice, RawEncoder};
 use crate::gpu::GpuContext;
@@ -190,7 +190,7 @@ pub fn source(ctx: &GpuContext, kernel: &Kernel, rows: Option<u32>) -> Result<Js
         .map(|b| {
             JsValue::from(descriptor(&[
                 ("binding", b.index.into()),
-                ("name", b.name_in(kernel.options.input2).into()),
+                ("name", b.name_in(&kernel.options).into()),
                 ("type", b.kind(variant.in_place).webgpu_name().into()),
                 ("optional", b.optional.into()),
             ]))
@@ -247,5 +247,19 @@ fn handle<H>(a: &Arg<H>) -> JsValue {
         Arg::Gpu(t) => t.buffer().map_or(JsValue::UNDEFINED, raw::buffer),
         // `parse_encode` takes GPU data only.
         Arg::Host(_) => JsValue::UNDEFINED,
+    }
+}
+
+/// A rotary stage is recorded by `run` and `runWithSum` (their table uploaded with the
+/// call), not yet into the app's encoder: `encode` and `bind` refuse it before anything is
+/// recorded, with the same words.
+fn refuse_rotary<A>(x: &Inputs<A>) -> Result<(), Error> {
+    match x.rotary {
+        Some(_) => Err(Error::Type(
+            "positions: expected undefined in encode and bind (a rotary stage on the WebGPU \
+             backend runs through run and runWithSum)"
+                .into(),
+        )),
+        None => Ok(()),
     }
 }

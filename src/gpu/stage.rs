@@ -6,6 +6,7 @@ use crate::call::dtype::Dtype;
 use crate::call::error::Error;
 use crate::call::host::HostArray;
 use crate::call::plan::Plan;
+use crate::call::rotary::Rotary;
 use crate::call::shape::Inputs;
 use crate::gpu::app_buffer::Check;
 use crate::gpu::pending::StagedBuffer;
@@ -20,6 +21,8 @@ pub(super) struct Columns {
     pub beta: Option<StagedBuffer>,
     pub bias: Option<StagedBuffer>,
     pub post_gamma: Option<StagedBuffer>,
+    /// A rotary stage's table (`Rotary::table`).
+    pub rotary: Option<StagedBuffer>,
 }
 
 impl Columns {
@@ -30,6 +33,7 @@ impl Columns {
             .chain(self.beta)
             .chain(self.bias)
             .chain(self.post_gamma)
+            .chain(self.rotary)
     }
 }
 
@@ -66,7 +70,7 @@ impl<'a> Staging<'a> {
         }
     }
 
-    /// `gamma`, `beta`, `bias` and `postGamma` where given.
+    /// `gamma`, `beta`, `bias`, `postGamma` and a rotary stage's table where given.
     pub fn columns<A: HostArray>(&mut self, x: &Inputs<A>) -> Result<Columns, Error> {
         let hidden = self.hidden;
         Ok(Columns {
@@ -74,7 +78,20 @@ impl<'a> Staging<'a> {
             beta: self.optional("beta", x.beta.as_ref(), 0, hidden)?,
             bias: self.optional("bias", x.bias.as_ref(), 0, hidden)?,
             post_gamma: self.optional("postGamma", x.post_gamma.as_ref(), 0, hidden)?,
+            rotary: x.rotary.as_ref().map(|r| self.rotary_table(r)),
         })
+    }
+
+    /// A rotary stage's inverse frequencies and positions as the kernel reads them, uploaded.
+    fn rotary_table(&mut self, rotary: &Rotary) -> StagedBuffer {
+        let rotary_dim = rotary.kernel(self.hidden).rotary_dim as usize;
+        let words = rotary.table(rotary_dim);
+        let ctx = self.ctx;
+        // Words of 4 bytes, as many as f32 elements.
+        let b = ctx.pooled_storage(words.len(), Dtype::F32, wgpu::BufferUsages::COPY_DST);
+        let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+        ctx.dev.queue.write_buffer(&b, 0, &bytes);
+        StagedBuffer::Pooled(b)
     }
 
     /// The chunk `rows` of `input`, and of `residual` and `input2` where given.

@@ -13,7 +13,6 @@ use crate::call::results::{Given, GpuOutput, Output};
 use crate::call::shape::{Inputs, Shape};
 use crate::gpu::kernel::bindings::{slot, Bound, BINDINGS};
 use crate::gpu::kernel::params::Params;
-use crate::gpu::kernel::tiling::lanes;
 use crate::gpu::kernel::Variant;
 use crate::gpu::pending::{Pending, StagedBuffer};
 #[cfg(target_arch = "wasm32")]
@@ -57,7 +56,6 @@ impl GpuContext {
     /// soon as it has the pending call.
     pub fn submit<A: HostArray>(&self, x: &Inputs<A>, request: Request) -> Result<Pending, Error> {
         let plan = Plan::new(x, request, &self.dev.caps, self.dev.id)?;
-        refuse_rotary(x)?;
         self.dev.check_live()?;
         self.trim_now_and_then();
         let mut pending = self.pending(
@@ -276,6 +274,9 @@ fn bind<'a>(
     bound[slot::BETA] = columns.beta.as_deref();
     bound[slot::BIAS] = columns.bias.as_deref();
     bound[slot::POST_GAMMA] = columns.post_gamma.as_deref();
+    if columns.rotary.is_some() {
+        bound[slot::ROTARY] = columns.rotary.as_deref();
+    }
     if data.input2.is_some() {
         bound[slot::INPUT2] = data.input2.as_deref();
     }
@@ -285,27 +286,18 @@ fn bind<'a>(
     bound
 }
 
-/// The rotary stage runs on the CPU backend only, so far: a GPU call with one is refused
-/// before anything is recorded, with the same words from every entry point.
-pub(crate) fn refuse_rotary<A>(x: &Inputs<A>) -> Result<(), Error> {
-    match x.rotary {
-        Some(_) => Err(Error::Type(
-            "positions: expected undefined on the WebGPU backend (the rotary stage runs on \
-             the CPU backend so far: create the instance with backend: \"cpu\")"
-                .into(),
-        )),
-        None => Ok(()),
-    }
-}
-
 /// The uniform block of a dispatch of `rows` rows of `x` as `plan` runs it.
 pub(crate) fn call_params<A>(x: &Inputs<A>, plan: &Plan, rows: usize) -> Params {
-    let hidden = plan.shape().hidden as u32;
+    let hidden = plan.shape().hidden;
+    let rotary = x.rotary.as_ref();
     Params {
         rows: rows as u32,
-        width: hidden / lanes(hidden),
-        hidden: plan.shape().hidden as f32,
+        width: hidden as u32 / plan.kernel.lanes(),
+        hidden: hidden as f32,
         eps: x.eps,
         gamma_offset: x.norm.gamma_offset,
+        rotary_start: rotary.map_or(0, |r| r.start()),
+        rotary_heads: rotary.map_or(1, |r| r.shape(plan.shape().rows, hidden).heads as u32),
+        rotary_scaling: rotary.map_or(1.0, |r| r.attention_scaling),
     }
 }

@@ -2,6 +2,8 @@
 //! layouts and the bind groups are generated. `shaders/common.wgsl` declares the same
 //! bindings, and a test checks that it agrees with the table.
 
+use crate::call::options::Options;
+
 /// What a binding carries.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Role {
@@ -35,12 +37,18 @@ pub mod slot {
     /// `post_gamma`, or `input2` in a kernel of a parallel block ([`super::SHARED`]).
     pub const POST_GAMMA: usize = 8;
     pub const INPUT2: usize = 8;
+    /// A rotary stage's table ([`super::ROTARY_TABLE`]).
+    pub const ROTARY: usize = 8;
 }
 
 /// The binding that carries `post_gamma` in the sandwich's kernels and `input2` (rows ×
 /// width) in a parallel block's: a call has at most one of them (`Kernel::check`), and so the
 /// kernels keep to eight storage bindings, the most WebGPU's default limits allow.
 pub const SHARED: (usize, &str) = (slot::INPUT2, "input2");
+
+/// Binding 8's name where it holds a rotary stage's table: `u32` words, the inverse
+/// frequencies' bits and then each token's position (`Rotary::table`).
+pub const ROTARY_TABLE: &str = "rotary";
 
 /// The kernel's signature. Shapes: `input`, `residual`, `output`, `sum` (and `input2`) are
 /// rows × width; `gamma`, `beta`, `bias`, `post_gamma` are width (width = hidden / lanes, in
@@ -90,13 +98,13 @@ const fn optional(index: usize, name: &'static str, role: Role) -> Binding {
 pub type Bound<'a> = [Option<&'a wgpu::Buffer>; BINDINGS.len()];
 
 impl Binding {
-    /// The binding's name in a kernel with (`input2`) or without a parallel block's second
-    /// input ([`SHARED`]).
-    pub fn name_in(&self, input2: bool) -> &'static str {
-        if input2 && self.index as usize == SHARED.0 {
-            SHARED.1
-        } else {
-            self.name
+    /// The binding's name in a kernel of `options`: binding 8 carries a parallel block's
+    /// second input or a rotary stage's table where the call has one ([`SHARED`]).
+    pub fn name_in(&self, options: &Options) -> &'static str {
+        match self.index as usize {
+            i if i == SHARED.0 && options.input2 => SHARED.1,
+            i if i == SHARED.0 && options.rotary.is_some() => ROTARY_TABLE,
+            _ => self.name,
         }
     }
 
@@ -173,6 +181,7 @@ mod tests {
         use crate::call::dtype::Dtype;
         use crate::call::options::Options;
         use crate::call::plan::Kernel;
+        use crate::call::rotary::{RotaryKernel, RotaryStyle};
         use crate::call::shape::NormKind;
         use naga::{AddressSpace, StorageAccess};
         let caps = Caps {
@@ -183,10 +192,17 @@ mod tests {
             timestamps: false,
             cpu_tiling: false,
         };
-        for (kind, input2) in [
-            (NormKind::Rms, false),
-            (NormKind::Layer, false),
-            (NormKind::Layer, true),
+        let rotary = Some(RotaryKernel {
+            style: RotaryStyle::NeoX,
+            rotary_dim: 128,
+            head_size: 128,
+            each: true,
+        });
+        for (kind, input2, rotary) in [
+            (NormKind::Rms, false, None),
+            (NormKind::Layer, false, None),
+            (NormKind::Layer, true, None),
+            (NormKind::Rms, false, rotary),
         ] {
             for in_place in [false, true] {
                 let kernel = Kernel {
@@ -194,6 +210,7 @@ mod tests {
                     options: Options {
                         kind,
                         input2,
+                        rotary,
                         ..Options::default()
                     },
                     dtype: Dtype::F32,
@@ -223,7 +240,13 @@ mod tests {
                 let table: Vec<(u32, String, Kind)> = BINDINGS
                     .iter()
                     .filter(|b| b.present(in_place))
-                    .map(|b| (b.index, b.name_in(input2).to_string(), b.kind(in_place)))
+                    .map(|b| {
+                        (
+                            b.index,
+                            b.name_in(&kernel.options).to_string(),
+                            b.kind(in_place),
+                        )
+                    })
                     .collect();
                 assert_eq!(declared, table, "{}", v.label());
             }

@@ -12,6 +12,15 @@ use crate::gpu::kernel::tiling::{lanes, FEW_ROWS, MANY_ROWS, SHORT_ROW, SHORT_RO
 use super::{Storage, Tiling, Variant};
 
 impl Kernel {
+    /// Scalars a load: [`lanes`] of the row, or one where a rotary stage's pairs do not fall
+    /// at the same place of two vectors (`RotaryKernel::scalar`).
+    pub fn lanes(&self) -> u32 {
+        match self.options.rotary {
+            Some(r) if r.scalar() => 1,
+            _ => lanes(self.hidden as u32),
+        }
+    }
+
     /// The compiled form the device runs a call of `rows` rows as.
     pub fn variant(&self, caps: &Caps, rows: usize) -> Variant {
         self.variant_on(caps, rows, WEB)
@@ -26,7 +35,7 @@ impl Kernel {
             Dtype::F16 => Storage::F16Packed,
         };
         let hidden = self.hidden as u32;
-        let lanes = lanes(hidden);
+        let lanes = self.lanes();
         let short = rows >= SHORT_ROWS && hidden / lanes <= SHORT_ROW && !caps.cpu_tiling;
         let tiling = if self.options.need_family() || short {
             Tiling::Family(FamilyTiling::choose(self, caps, rows))

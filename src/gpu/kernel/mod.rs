@@ -9,6 +9,7 @@
 //! `shaders/` with its [`Variant::constants`], assembled by [`wgsl`].
 
 use crate::call::options::Options;
+use crate::call::rotary::{RotaryKernel, RotaryStyle};
 use crate::call::shape::NormKind;
 use tiling::family::FamilyTiling;
 use tiling::fan_in;
@@ -152,6 +153,7 @@ impl Variant {
             ("WRITE_SUM", Bool(o.sum || (self.in_place && o.residual))),
             ("WRITE_Y", Bool(o.output)),
             ("IN_PLACE", Bool(self.in_place)),
+            ("HAS_ROTARY", Bool(o.rotary.is_some())),
         ];
         match self.tiling {
             Tiling::Fused(t) => c.extend([
@@ -181,14 +183,38 @@ impl Variant {
                 ("LAYER", Bool(o.kind == NormKind::Layer)),
             ]),
         }
+        if let Tiling::Family(_) = self.tiling {
+            c.extend(self.rotary_constants());
+        }
         c
+    }
+
+    /// The family kernel's rotary stage (`norm_family.wgsl`, `store_turned`), in vectors of
+    /// `lanes` where the name ends in `_W`; zeros (a head of one) without one.
+    fn rotary_constants(&self) -> Vec<Constant> {
+        use Value::{Bool, U32};
+        let r = self.options.rotary.unwrap_or(RotaryKernel {
+            style: RotaryStyle::NeoX,
+            rotary_dim: 0,
+            head_size: self.lanes,
+            each: false,
+        });
+        vec![
+            ("ROT_NEOX", Bool(r.style == RotaryStyle::NeoX)),
+            ("ROT_EACH", Bool(r.each)),
+            ("ROT_DIM", U32(r.rotary_dim)),
+            ("ROT_HALF", U32(r.rotary_dim / 2)),
+            ("ROT_HALF_W", U32(r.rotary_dim / 2 / self.lanes)),
+            ("ROT_W", U32(r.rotary_dim.div_ceil(self.lanes))),
+            ("HEAD_W", U32(r.head_size / self.lanes)),
+        ]
     }
 
     /// The pipeline's label: the kernel, the data's form and the tiling.
     pub fn label(&self) -> String {
         let o = self.options;
         let data = format!(
-            "{:?}{}{}{}{}{}{} lanes={} bias={} beta={} sum={}",
+            "{:?}{}{}{}{}{}{}{} lanes={} bias={} beta={} sum={}",
             self.storage,
             if self.out_storage != self.storage {
                 format!(" out={:?}", self.out_storage)
@@ -199,6 +225,16 @@ impl Variant {
             if o.post_gamma { " sandwich" } else { "" },
             if o.input2 { " parallel" } else { "" },
             if o.output { "" } else { " sum-alone" },
+            match o.rotary {
+                Some(r) => format!(
+                    " rotary={}/{}/{}{}",
+                    r.style.name(),
+                    r.rotary_dim,
+                    r.head_size,
+                    if r.each { "" } else { " from-start" }
+                ),
+                None => String::new(),
+            },
             if self.in_place { " in-place" } else { "" },
             self.lanes,
             o.bias,

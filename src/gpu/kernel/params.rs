@@ -13,20 +13,29 @@ pub struct Params {
     /// Added to every gamma and postGamma: a uniform rather than a constant, so that Gemma's
     /// `1 + weight` shares the pipelines of every other call.
     pub gamma_offset: f32,
+    /// A rotary stage's first position of consecutive tokens (0 where each has its own).
+    pub rotary_start: u32,
+    /// A rotary stage's rows a token.
+    pub rotary_heads: u32,
+    /// A rotary stage's factor on cos and sin.
+    pub rotary_scaling: f32,
 }
 
 impl Params {
-    /// Five words, padded to the 16-byte multiple a uniform block takes.
+    /// Eight words, the 16-byte multiple a uniform block takes.
     pub const SIZE: usize = 32;
 
     /// Each field's name (as in the WGSL and as `kernelSource` gives it), offset and type;
     /// the rest of the block is padding.
-    pub const FIELDS: [(&'static str, u32, &'static str); 5] = [
+    pub const FIELDS: [(&'static str, u32, &'static str); 8] = [
         ("rows", 0, "u32"),
         ("width", 4, "u32"),
         ("hidden", 8, "f32"),
         ("eps", 12, "f32"),
         ("gamma_offset", 16, "f32"),
+        ("rotary_start", 20, "u32"),
+        ("rotary_heads", 24, "u32"),
+        ("rotary_scaling", 28, "f32"),
     ];
 
     pub fn to_bytes(self) -> [u8; Self::SIZE] {
@@ -36,6 +45,9 @@ impl Params {
         out[8..12].copy_from_slice(&self.hidden.to_le_bytes());
         out[12..16].copy_from_slice(&self.eps.to_le_bytes());
         out[16..20].copy_from_slice(&self.gamma_offset.to_le_bytes());
+        out[20..24].copy_from_slice(&self.rotary_start.to_le_bytes());
+        out[24..28].copy_from_slice(&self.rotary_heads.to_le_bytes());
+        out[28..32].copy_from_slice(&self.rotary_scaling.to_le_bytes());
         out
     }
 }

@@ -28,11 +28,12 @@ pub type Constant = (&'static str, Value);
 
 /// The files of `shaders/` a kernel is assembled from, by the name `#include` gives, as
 /// [`shader!`] ships them.
-pub const SOURCES: [(&str, &str); 4] = [
+pub const SOURCES: [(&str, &str); 5] = [
     ("common.wgsl", shader!("common.wgsl")),
     ("row_cache.wgsl", shader!("row_cache.wgsl")),
     ("fused_rms_norm.wgsl", shader!("fused_rms_norm.wgsl")),
     ("norm_family.wgsl", shader!("norm_family.wgsl")),
+    ("rotary_angle.wgsl", shader!("rotary_angle.wgsl")),
 ];
 
 /// A file of `shaders/` without its `//` comments, at compile time: the prose is for readers

@@ -6,9 +6,10 @@
 
 use crate::call::device::Caps;
 use crate::call::plan::Kernel;
+use crate::call::rotary::RotaryStyle;
 use crate::call::shape::NormKind;
 
-use super::{balanced_fan, lanes, pow2_floor, CPU_WORKGROUP, FEW_ROWS, SHORT_ROW};
+use super::{balanced_fan, pow2_floor, CPU_WORKGROUP, FEW_ROWS, SHORT_ROW};
 
 /// Columns (of `V`) per thread that the family kernel keeps in registers at most; longer
 /// rows are formed again from memory in each of its passes.
@@ -62,7 +63,7 @@ impl FamilyTiling {
     /// workgroups the fused kernel measured best with there.
     pub fn choose(kernel: &Kernel, caps: &Caps, rows: usize) -> FamilyTiling {
         let hidden = kernel.hidden as u32;
-        let width = hidden / lanes(hidden);
+        let width = hidden / kernel.lanes();
         let most = pow2_floor(if caps.cpu_tiling {
             CPU_WORKGROUP
         } else {
@@ -74,7 +75,8 @@ impl FamilyTiling {
         } else {
             (4, FAMILY_GROUP)
         };
-        let row_threads = pow2_floor(width.div_ceil(vectors).next_power_of_two().min(most));
+        let row_threads = pow2_floor(width.div_ceil(vectors).next_power_of_two().min(most))
+            .min(rotary_threads(kernel));
         let workgroup = row_threads.max(group.min(most));
         let rows_per_group = workgroup / row_threads;
         let options = kernel.options;
@@ -113,6 +115,27 @@ impl FamilyTiling {
     /// reduces its exact path's sums; else each row decides alone, from memory.
     pub fn uniform_totals(&self) -> bool {
         !self.flat && self.rows_per_group <= 1
+    }
+}
+
+/// The most threads a row of a rotary stage may take, so that the thread that holds a value
+/// of a pair holds its partner too (`norm_family.wgsl`, `store_turned`): columns `t + k·ROW_T`
+/// of a thread then meet every head and every half of a head at the same place. Interleaved
+/// pairs sit in one vector; a scalar row's are neighbours, which one thread must hold.
+fn rotary_threads(kernel: &Kernel) -> u32 {
+    let Some(r) = kernel.options.rotary else {
+        return u32::MAX;
+    };
+    let lanes = kernel.lanes();
+    match r.style {
+        RotaryStyle::Interleaved if lanes == 1 => 1,
+        RotaryStyle::Interleaved => u32::MAX,
+        RotaryStyle::NeoX => {
+            let (half, head) = (r.rotary_dim / 2 / lanes, r.head_size / lanes);
+            // The largest power of two dividing both.
+            let both = half | head;
+            both & both.wrapping_neg()
+        }
     }
 }
 
