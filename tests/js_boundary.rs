@@ -18,6 +18,7 @@ mod glue;
 use std::path::Path;
 
 use keys::{count, names, Key, Kind, Readers, CALL_KEYS, KERNEL_KEYS};
+use webgpu_rmsnorm::call::options::Options;
 use webgpu_rmsnorm::gpu::kernel::bindings::{Binding, Role, BINDINGS};
 
 fn accepted(table: &[Key], reader: Readers) -> Vec<&'static str> {
@@ -74,6 +75,10 @@ fn each_reader_accepts_the_keys_it_names_in_its_unknown_field_message() {
         "gamma",
         "gammaOffset",
         "outputDtype",
+        "rotaryDim",
+        "headSize",
+        "rotaryStyle",
+        "positions",
     ];
     let mut source = prepare.to_vec();
     source.push("rows");
@@ -101,8 +106,13 @@ fn a_calls_data_are_the_kernels_inputs_and_its_destinations_its_outputs() {
             })
             .collect::<String>()
     };
-    // Binding 8 is `post_gamma` or a parallel block's `input2` (`bindings::SHARED`).
-    let names = |b: &Binding| [b.name_in(false), b.name_in(true)];
+    // Binding 8 is `post_gamma` or a parallel block's `input2` (`bindings::SHARED`); a rotary
+    // stage's table there is no array of the call's (its positions are copied into it).
+    let parallel = Options {
+        input2: true,
+        ..Options::default()
+    };
+    let names = |b: &Binding| [b.name_in(&Options::default()), b.name_in(&parallel)];
     for key in CALL_KEYS {
         let binding = BINDINGS
             .iter()

@@ -954,13 +954,13 @@ fn run_variant(ctx: &GpuContext, variant: Variant, case: &Case) -> (Vec<f32>, Ve
     let bias = x.bias.map(up);
     let zeros = vec![0f32; n];
     let (output, sum) = (up(&zeros), up(&zeros));
-    let params = ctx.params_buffer(Params {
-        rows: (n / x.hidden) as u32,
-        width: x.hidden as u32 / variant.lanes,
-        hidden: x.hidden as f32,
-        eps: x.eps,
-        gamma_offset: 0.0,
-    });
+    let params = ctx.params_buffer(Params::new(
+        (n / x.hidden) as u32,
+        x.hidden as u32 / variant.lanes,
+        x.hidden as f32,
+        x.eps,
+        0.0,
+    ));
     let buffer = |t: &Rc<Tensor>| t.buffer().expect("a placed tensor").clone();
     let o = variant.options;
     let owned = [

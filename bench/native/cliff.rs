@@ -49,13 +49,13 @@ mod native {
         let device = ctx.device();
         let buffer = |i: usize| bufs[i].buffer().expect("placed").clone();
         let (input, residual, gamma, output) = (buffer(0), buffer(1), buffer(2), buffer(3));
-        let params = ctx.params_buffer(Params {
-            rows: rows as u32,
-            width: HIDDEN as u32 / variant.lanes,
-            hidden: HIDDEN as f32,
-            eps: 1e-6,
-            gamma_offset: 0.0,
-        });
+        let params = ctx.params_buffer(Params::new(
+            rows as u32,
+            HIDDEN as u32 / variant.lanes,
+            HIDDEN as f32,
+            1e-6,
+            0.0,
+        ));
         let mut bound: Bound = [None; BINDINGS.len()];
         bound[slot::INPUT] = Some(&input);
         bound[slot::RESIDUAL] = Some(&residual);

@@ -291,13 +291,15 @@ pub(crate) fn call_params<A>(x: &Inputs<A>, plan: &Plan, rows: usize) -> Params 
     let hidden = plan.shape().hidden;
     let rotary = x.rotary.as_ref();
     Params {
-        rows: rows as u32,
-        width: hidden as u32 / plan.kernel.lanes(),
-        hidden: hidden as f32,
-        eps: x.eps,
-        gamma_offset: x.norm.gamma_offset,
         rotary_start: rotary.map_or(0, |r| r.start()),
         rotary_heads: rotary.map_or(1, |r| r.shape(plan.shape().rows, hidden).heads as u32),
         rotary_scaling: rotary.map_or(1.0, |r| r.attention_scaling),
+        ..Params::new(
+            rows as u32,
+            hidden as u32 / plan.kernel.lanes(),
+            hidden as f32,
+            x.eps,
+            x.norm.gamma_offset,
+        )
     }
 }

@@ -192,7 +192,7 @@ const fn kernel(name: &'static str, kind: Kind, readers: Readers) -> Key {
 
 /// A kernel description (`prepare`, `kernelSource`): which arrays its calls pass, as flags.
 #[rustfmt::skip]
-pub const KERNEL_KEYS: [Key; 14] = [
+pub const KERNEL_KEYS: [Key; 18] = [
     kernel("hidden", Kind::Number, Readers::KERNELS), kernel("bias", Kind::Array, Readers::KERNELS),
     kernel("beta", Kind::Array, Readers::KERNELS),
     // `runWithSum`'s.
@@ -204,6 +204,12 @@ pub const KERNEL_KEYS: [Key; 14] = [
     kernel("gamma", Kind::Array, Readers::KERNELS),
     kernel("gammaOffset", Kind::Number, Readers::KERNELS),
     kernel("outputDtype", Kind::Name, Readers::KERNELS),
+    // A rotary stage's (`rotary_args.rs`): its width, head, style, and whether each token
+    // has its position (`positions`, the default) or they count from a start (`position`).
+    kernel("rotaryDim", Kind::Number, Readers::KERNELS),
+    kernel("headSize", Kind::Number, Readers::KERNELS),
+    kernel("rotaryStyle", Kind::Name, Readers::KERNELS),
+    kernel("positions", Kind::Flag, Readers::KERNELS),
     // The rows to size the grid for.
     kernel("rows", Kind::Number, Readers::KERNEL_SOURCE),
 ];

@@ -11,6 +11,7 @@ use crate::call::options::Options;
 use crate::call::plan::Kernel;
 use crate::instance::Settings;
 use crate::js::keys::{keys_of, Readers, KERNEL_KEYS};
+use crate::js::rotary_args::rotary_kernel;
 use crate::js::value::{
     check_keys, describe, dtype_field, flag, flag_or_true, gamma_offset_field, get, is_array,
     kind_field, rows_field,
@@ -50,7 +51,7 @@ pub fn parse_source(v: &JsValue) -> Result<(Kernel, Option<u32>), Error> {
 fn parse_kernel(o: &JsValue, keys: &'static [&'static str]) -> Result<Kernel, Error> {
     if !o.is_object() || o.is_function() {
         return Err(Error::Type(format!(
-            "kernels: expected {{ hidden, bias?, beta?, sum?, dtype?, inPlace?, kind?, residual?, gamma?, postGamma?, input2?, gammaOffset?, outputDtype? }}, got {}",
+            "kernels: expected {{ hidden, bias?, beta?, sum?, dtype?, inPlace?, kind?, residual?, gamma?, postGamma?, input2?, gammaOffset?, outputDtype?, rotaryDim?, headSize?, rotaryStyle?, positions? }}, got {}",
             describe(o)
         )));
     }
@@ -96,6 +97,7 @@ fn parse_kernel(o: &JsValue, keys: &'static [&'static str]) -> Result<Kernel, Er
             output,
             kind: kind_field(o)?,
             gamma_offset,
+            rotary: rotary_kernel(o, hidden)?,
         },
         dtype,
         out_dtype,

@@ -1,14 +1,18 @@
 //! A call's rotary stage decoded from its record (`call_record.rs`): the JavaScript types of
-//! its fields, and its positions and frequencies copied into wasm memory. The values are
-//! checked by `call/rotary.rs`, the same for every entry point and backend.
+//! its fields, and its positions and frequencies copied into wasm memory; and the stage of a
+//! kernel that `prepare` and `kernelSource` describe. The values are checked by
+//! `call/rotary.rs`, the same for every entry point and backend.
 
 use std::rc::Rc;
 
 use crate::call::error::Error;
-use crate::call::rotary::{Frequencies, Positions, Rotary, RotaryStyle};
+use wasm_bindgen::JsValue;
+
+use crate::call::rotary::{Frequencies, Positions, Rotary, RotaryKernel, RotaryStyle};
 use crate::js::call_record::{Call, What, Word};
 use crate::js::fields::optional_number;
 use crate::js::keys::CallKey;
+use crate::js::value::{describe, flag_or_true, get};
 use crate::support::number_text::number_text;
 
 /// The fields that describe a rotation, which need `positions` or `position`.
@@ -155,4 +159,52 @@ fn count(call: &Call, key: CallKey) -> Result<Option<usize>, Error> {
         )));
     }
     Ok(Some(n as usize))
+}
+
+/// A kernel description's rotary stage (`rotaryDim`, `headSize`, `rotaryStyle`, `positions`),
+/// checked as a call's would be against rows of `hidden`; `None` without `rotaryDim`.
+pub fn rotary_kernel(o: &JsValue, hidden: f64) -> Result<Option<RotaryKernel>, Error> {
+    let number = |name: &'static str| -> Result<Option<usize>, Error> {
+        let v = get(o, name);
+        match v.as_f64() {
+            _ if v.is_undefined() => Ok(None),
+            Some(n) if n.fract() == 0.0 && (1.0..=u32::MAX as f64).contains(&n) => {
+                Ok(Some(n as usize))
+            }
+            _ => Err(Error::Type(format!(
+                "{name}: expected an integer >= 1 or undefined, got {}",
+                describe(&v)
+            ))),
+        }
+    };
+    let (rotary_dim, head_size) = (number("rotaryDim")?, number("headSize")?);
+    let style = get(o, "rotaryStyle");
+    let style = match style.as_string().as_deref() {
+        _ if style.is_undefined() => RotaryStyle::NeoX,
+        Some("neox") => RotaryStyle::NeoX,
+        Some("interleaved") => RotaryStyle::Interleaved,
+        _ => {
+            return Err(Error::Type(format!(
+                "rotaryStyle: expected \"neox\", \"interleaved\" or undefined, got {}",
+                describe(&style)
+            )))
+        }
+    };
+    let each = flag_or_true(o, "positions")?;
+    let Some(rotary_dim) = rotary_dim else {
+        return Ok(None);
+    };
+    let stage = Rotary {
+        style,
+        rotary_dim: Some(rotary_dim),
+        head_size,
+        frequencies: Frequencies::Theta(1e4),
+        ..Rotary::new(Positions::From(0), &[])
+    };
+    let hidden = hidden as usize;
+    stage.check(0, hidden)?;
+    Ok(Some(RotaryKernel {
+        each,
+        ..stage.kernel(hidden)
+    }))
 }

@@ -34,12 +34,12 @@ export async function normFamily(norm: FusedRmsNorm): Promise<void> {
   // one position; OLMo 2's whole projection turned head by head; Phi's partial rotary.
   const qwen = await norm.run({ input: f32(), gamma, hidden, positions: new Int32Array([0, 1]), invFreq: f32(64) });
   const decode = await norm.run({ input: f32(), gamma, hidden, position: 4095, heads: 4, theta: 1e6, rotaryStyle: "neox" });
-  const olmo = await norm.runWithSum({ input: f32(), gamma, hidden, headSize: 32, positions: new Uint32Array(4), theta: 5e5 });
+  const olmoRope = await norm.runWithSum({ input: f32(), gamma, hidden, headSize: 32, positions: new Uint32Array(4), theta: 5e5 });
   const phi = await norm.run({ input: f32(), gamma, beta: f32(hidden), hidden, kind: "layer", rotaryDim: 32, rotaryStyle: "interleaved", attentionScaling: 1.1, position: 0, invFreq: f32(16) });
   type _Rotary = [
     Expect<Equal<typeof qwen, Float32Array>>,
     Expect<Equal<typeof decode, Float32Array>>,
-    Expect<Equal<typeof olmo, FusedRmsNormWithSum<"f32">>>,
+    Expect<Equal<typeof olmoRope, FusedRmsNormWithSum<"f32">>>,
     Expect<Equal<typeof phi, Float32Array>>,
   ];
   type _Family = [

@@ -178,13 +178,13 @@ impl Problem {
     }
 
     fn params(&self, v: Variant) -> Params {
-        Params {
-            rows: self.rows as u32,
-            width: self.hidden as u32 / v.lanes,
-            hidden: self.hidden as f32,
-            eps: EPS,
-            gamma_offset: 0.0,
-        }
+        Params::new(
+            self.rows as u32,
+            self.hidden as u32 / v.lanes,
+            self.hidden as f32,
+            EPS,
+            0.0,
+        )
     }
 
     fn group(&self, b: &Bench, v: Variant, copy: usize, params: &wgpu::Buffer) -> wgpu::BindGroup {

@@ -38,6 +38,21 @@ impl Params {
         ("rotary_scaling", 28, "f32"),
     ];
 
+    /// The block of a call of `rows` rows of `width` vectors of `hidden` values, without a
+    /// rotary stage.
+    pub fn new(rows: u32, width: u32, hidden: f32, eps: f32, gamma_offset: f32) -> Params {
+        Params {
+            rows,
+            width,
+            hidden,
+            eps,
+            gamma_offset,
+            rotary_start: 0,
+            rotary_heads: 1,
+            rotary_scaling: 1.0,
+        }
+    }
+
     pub fn to_bytes(self) -> [u8; Self::SIZE] {
         let mut out = [0u8; Self::SIZE];
         out[0..4].copy_from_slice(&self.rows.to_le_bytes());

@@ -1,10 +1,11 @@
-// The rotary stage after the norm (RoPE) in headless Chromium, on the CPU backend (the WebGPU
-// backend refuses it by name, so far):
+// The rotary stage after the norm (RoPE) in headless Chromium, on both backends (WebGPU on
+// SwiftShader; encode and bind refuse the stage by name, so far):
 // - QK-norm and rotation as Hugging Face transformers computes them (tests/fixtures/rotary/):
 //   Qwen3 (and with YaRN), Gemma 3's local and global layers, OLMo 2 (the whole projection a
 //   row, turned head by head), Phi (LayerNorm with bias, partial rotary), Cohere (interleaved,
 //   a γ per head: a call a head); positions from an Int32Array, a Uint32Array or one start
-//   position; through run, runWithSum, the caller's array, f16 output and new tensors;
+//   position; through run, runWithSum, the caller's array, f16 output, new tensors and in
+//   place;
 // - the f64 reference (www/lib/reference.js) at positions 0, 4095, 32767 and 2^20;
 // - every bad value a named error, the instance working after them.
 //
@@ -23,11 +24,11 @@ async function fixture(name) {
   return JSON.parse(await readFile(`${ROOT}/tests/fixtures/rotary/${name}.json`, "utf8"));
 }
 
-test("QK-norm then RoPE is what transformers computes, for every model with a QK-norm (cpu)", async (t) => {
+for (const backend of ["cpu", "webgpu"]) test(`QK-norm then RoPE is what transformers computes, for every model with a QK-norm (${backend})`, async (t) => {
   const fixtures = await Promise.all(CASES.map(fixture));
-  const r = await inPage(async (fixtures) => {
+  let r = await inPage(async ([fixtures, backend]) => {
     const { pkg, ref } = window.lib;
-    const n = await pkg.FusedRmsNorm.create({ backend: "cpu" });
+    const n = await pkg.FusedRmsNorm.create({ backend });
     const F = (a) => new Float32Array(a.flat(2).map(Math.fround));
     const report = [];
     for (const f of fixtures) {
@@ -79,18 +80,21 @@ test("QK-norm then RoPE is what transformers computes, for every model with a QK
         }
       }
     }
-    return report;
-  }, fixtures, { query: "?backend=cpu" });
+    return { report, backend: n.backend };
+  }, [fixtures, backend], { query: `?backend=${backend}` });
+  assert.equal(r.backend, backend);
+  r = r.report;
   const worst = r.reduce((m, x) => Math.max(m, x.off), 0);
   for (const x of r) assert.ok(x.off <= 1e-5, `${x.what}: ${x.off} of the head's scale from the model's ${x.problems ?? ""}`);
   assert.ok(r.length >= CASES.length * 2 * 4 * 2, `${r.length} runs`);
   t.diagnostic(`${r.length} runs, worst ${worst.toExponential(2)} of a head's largest value`);
 });
 
-test("far positions, every entry point and f16 output meet the f64 reference (cpu)", async () => {
-  const r = await inPage(async () => {
+for (const backend of ["cpu", "webgpu"]) test(`far positions, every entry point and f16 output meet the f64 reference (${backend})`, async () => {
+  const r = await inPage(async (backend) => {
     const { pkg, seeded, ref } = window.lib;
-    const n = await pkg.FusedRmsNorm.create({ backend: "cpu" });
+    const n = await pkg.FusedRmsNorm.create({ backend });
+    if (n.backend !== backend) return [`got the ${n.backend} backend`];
     const failures = [];
     for (const start of [0, 1, 4095, 32767, 2 ** 20]) {
       for (const rotaryStyle of ["neox", "interleaved"]) {
@@ -110,14 +114,20 @@ test("far positions, every entry point and f16 output meet the f64 reference (cp
         tensor.free();
         const each = await n.run({ ...args, positions: undefined, position: start, heads: 4 });
         if (!each.every((v, i) => Object.is(v, y[i]))) failures.push(`${what}: position and positions differ`);
+        // In place over a tensor of the input: y as the array call's, bit for bit.
+        const over = n.upload(args.input);
+        await n.run({ ...args, input: over, inPlace: true });
+        const turned = await over.read();
+        if (!turned.every((v, i) => Object.is(v, y[i]))) failures.push(`${what}: in place differs from the array`);
+        over.free();
       }
     }
     return failures;
-  }, undefined, { query: "?backend=cpu" });
+  }, backend, { query: `?backend=${backend}` });
   assert.deepEqual(r, []);
 });
 
-test("every bad rotary value is a named error and the instance works after it (cpu, and webgpu refuses)", async () => {
+test("every bad rotary value is a named error and the instance works after it (both backends; encode refuses)", async () => {
   const r = await inPage(async () => {
     const { pkg } = window.lib;
     const out = {};
@@ -188,16 +198,26 @@ test("every bad rotary value is a named error and the instance works after it (c
       assert.ok(got[what].startsWith(`${name}: ${field}`), `${backend}, ${what}: ${got[what]}`);
     }
   }
-  // A valid rotary call on the WebGPU backend: refused by name, so far.
+  // encode records no rotary stage yet: refused by name, the same call through run resolves.
   const gpu = await inPage(async () => {
     const { pkg } = window.lib;
     const n = await pkg.FusedRmsNorm.create({ backend: "webgpu" });
+    const args = { input: n.upload(new Float32Array(8).fill(1)), gamma: n.upload(new Float32Array(8).fill(1)), hidden: 8, position: 0, theta: 1e4 };
+    const out = {};
     try {
-      await n.run({ input: new Float32Array(8), gamma: new Float32Array(8), hidden: 8, position: 0, theta: 1e4 });
-      return "resolved";
+      n.encode(n.device.createCommandEncoder(), { ...args, output: n.upload(new Float32Array(8)) });
+      out.encode = "recorded";
     } catch (e) {
-      return `${e.name}: ${e.message}`;
+      out.encode = `${e.name}: ${e.message}`;
     }
+    out.run = Array.from(await n.run(args));
+    // kernelSource hands out the kernel such a call runs: binding 8 its table, the angle's code.
+    const src = n.kernelSource({ hidden: 128, rotaryDim: 64, headSize: 128, rotaryStyle: "interleaved", positions: false, rows: 4 });
+    out.source = { table: src.bindings.find((b) => b.binding === 8)?.name, angle: src.code.includes("fn rotary_cos_sin"), fields: src.params.fields.map((f) => f.name).slice(5) };
+    return out;
   });
-  assert.match(gpu, /^TypeError: positions: expected undefined on the WebGPU backend/);
+  assert.equal(gpu.encode, "TypeError: positions: expected undefined in encode and bind (a rotary stage on the WebGPU backend runs through run and runWithSum)");
+  assert.equal(gpu.run.length, 8);
+  assert.deepEqual(gpu.source, { table: "rotary", angle: true, fields: ["rotary_start", "rotary_heads", "rotary_scaling"] });
+  assert.ok(gpu.run.every((v) => Math.abs(v - 1) < 1e-6), `position 0 turns nothing: ${gpu.run}`);
 });
