@@ -317,20 +317,6 @@ impl Plan {
     }
 }
 
-/// A rotary stage's table takes the binding that `postGamma` and `input2` share
-/// (`gpu/kernel/bindings.rs`): a call has at most one of the three.
-fn rotary_beside(o: Options) -> Result<(), Error> {
-    for (given, name) in [(o.post_gamma, "postGamma"), (o.input2, "input2")] {
-        if given {
-            return Err(Error::Type(format!(
-                "positions: expected undefined with {name} (a rotary stage follows a QK-norm or \
-                 a final norm, not a sandwich or a parallel block)"
-            )));
-        }
-    }
-    Ok(())
-}
-
 /// A call without `gamma` computes a post-norm's sum alone (OLMo 2's `h = x + N(attn(x)) · w`):
 /// it needs `postGamma`, asks for the sum (or writes it over the residual in place), and has
 /// no `beta`.
@@ -389,14 +375,8 @@ impl Kernel {
             sum_alone(o, self.in_place)?;
         }
         if let Some(r) = o.rotary {
-            rotary_beside(o)?;
-            if r.scalar() && (self.dtype == Dtype::F16 || self.out_dtype == Dtype::F16) {
-                return Err(Error::Shape(format!(
-                    "rotaryDim: expected half of it and headSize multiples of 4 with f16 data \
-                     or output (rows are read four halves at a time), got {} and {}",
-                    r.rotary_dim, r.head_size
-                )));
-            }
+            let f16 = self.dtype == Dtype::F16 || self.out_dtype == Dtype::F16;
+            r.check_beside(o.post_gamma, o.input2, f16)?;
         }
         // Halves are moved four at a time (two 32-bit words); a row must not end mid-word.
         for (f16, what) in [(self.dtype, "data"), (self.out_dtype, "output")] {

@@ -1,0 +1,86 @@
+//! The rotary stage's defaults and checks.
+
+use super::*;
+
+fn rotary(positions: Positions) -> Rotary {
+    Rotary::new(positions, &[1.0; 4])
+}
+
+#[test]
+fn defaults_rotate_whole_rows_one_a_token() {
+    let r = rotary(Positions::Each(vec![0, 1, 2].into()));
+    let s = r.check(3, 8).unwrap();
+    assert_eq!((s.head_size, s.rotary_dim, s.heads), (8, 8, 1));
+    let heads = Rotary {
+        head_size: Some(4),
+        rotary_dim: Some(2),
+        frequencies: Frequencies::Theta(1e4),
+        ..rotary(Positions::Each(vec![7, 9].into()))
+    };
+    assert_eq!(heads.check(6, 8).unwrap().heads, 3);
+    assert_eq!(heads.position(5, 3), 9);
+    assert_eq!(heads.from_row(3, 6).position(0, 3), 9);
+    assert_eq!(heads.from_row(3, 6).shape(3, 8).heads, 3);
+    assert_eq!(rotary(Positions::From(10)).position(2, 1), 12);
+}
+
+/// A stage with each bad value, and the argument its error names first.
+fn bad_stages() -> Vec<(Rotary, &'static str)> {
+    let each = |p: Vec<u32>| rotary(Positions::Each(p.into()));
+    let one = |change: fn(&mut Rotary)| {
+        let mut r = each(vec![0]);
+        change(&mut r);
+        r
+    };
+    vec![
+        (one(|r| r.head_size = Some(3)), "headSize:"),
+        (one(|r| r.rotary_dim = Some(3)), "rotaryDim:"),
+        (one(|r| r.rotary_dim = Some(10)), "rotaryDim:"),
+        (one(|r| r.attention_scaling = 0.0), "attentionScaling:"),
+        (one(|r| r.attention_scaling = f32::NAN), "attentionScaling:"),
+        (one(|r| r.frequencies = Frequencies::Theta(-1.0)), "theta:"),
+        (
+            one(|r| r.frequencies = Frequencies::Inverse(vec![1.0; 3].into())),
+            "invFreq:",
+        ),
+        (
+            one(|r| r.frequencies = Frequencies::Inverse(vec![f32::NAN; 4].into())),
+            "invFreq:",
+        ),
+        (each(vec![0, 1, 2]), "positions:"),
+        (
+            Rotary {
+                heads: Some(2),
+                ..each(vec![0, 1, 2])
+            },
+            "positions:",
+        ),
+        (one(|r| r.heads = Some(0)), "heads:"),
+        (
+            Rotary {
+                heads: Some(3),
+                ..rotary(Positions::From(0))
+            },
+            "heads:",
+        ),
+        (rotary(Positions::From(u32::MAX - 1)), "position:"),
+    ]
+}
+
+#[test]
+fn every_bad_value_is_named() {
+    let each = |p: Vec<u32>| rotary(Positions::Each(p.into()));
+    for (r, name) in bad_stages() {
+        let e = r.check(4, 8).unwrap_err();
+        assert_eq!(e.name(), "ShapeError", "{e}");
+        assert!(e.message().starts_with(name), "{name}: {e}");
+    }
+    assert!(rotary(Positions::From(u32::MAX - 3)).check(4, 8).is_ok());
+    assert!(each(vec![]).check(0, 8).is_ok());
+}
+
+#[test]
+fn theta_gives_the_usual_frequencies() {
+    let f = inv_freq_of_theta(10_000.0, 8);
+    assert_eq!(f, vec![1.0, 0.1, 0.01, 0.001]);
+}
