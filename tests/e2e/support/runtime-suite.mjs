@@ -153,6 +153,40 @@ async function deviceLoss(n, report) {
 }
 
 /**
+ * The rotary stage after the norm: NeoX and interleaved, partial, heads narrower than the row,
+ * positions from an Int32Array, a Uint32Array or a start, far positions, through run,
+ * runWithSum, new tensors, in place and f16 output, each against the f64 reference.
+ */
+async function rotary(n, report) {
+  let checked = 0;
+  const push = (what, rep) => {
+    checked++;
+    if (!rep.ok) report.failures.push(`rotary ${what}: ${rep.problems.join("; ")}`);
+  };
+  for (const [start, rotaryStyle, headSize, rotaryDim] of [[0, "neox", 64, 64], [4095, "interleaved", 64, 32], [2 ** 20, "neox", 32, 16]]) {
+    const a = seeded.caseArgs({ rows: 8, hidden: 64, bias: false, beta: true, seed: 11 });
+    delete a.residual;
+    const args = { ...a, positions: new Int32Array([start, start + 3]), theta: 1e4, rotaryStyle, headSize, rotaryDim };
+    const what = `${rotaryStyle} at ${start}`;
+    const y = await n.run(args);
+    push(what, ref.compare(args, y));
+    push(`${what}, Uint32Array and runWithSum`, ref.compare(args, (await n.runWithSum({ ...args, positions: new Uint32Array(args.positions) })).output));
+    const from = { ...args, positions: undefined, position: start, heads: 4 };
+    const consecutive = { ...args, positions: new Int32Array([start, start + 1]) };
+    push(`${what}, from a start`, ref.compare(consecutive, await n.run(from)));
+    push(`${what}, f16 output`, ref.compare(args, await n.run({ ...args, outputDtype: "f16" }), { tol: 1e-3 }));
+    const t = await n.run({ ...args, output: "gpu" });
+    push(`${what}, a new tensor`, ref.compare(args, await t.read()));
+    t.free();
+    const over = n.upload(args.input);
+    await n.run({ ...args, input: over, inPlace: true });
+    push(`${what}, in place`, ref.compare(args, await over.read()));
+    over.free();
+  }
+  report.checked.rotary = checked;
+}
+
+/**
  * The checks for `backend` ("webgpu": every GPU entry point; "cpu": the CPU backend's), on the
  * package `pkg` whose `init` has not run yet.
  */
@@ -165,10 +199,12 @@ export async function check({ init, pkg, backend }) {
   if (backend === "cpu") {
     await family(n, CPU_ENTRIES, report, [undefined]);
     await errors(n, report);
+    await rotary(n, report);
   } else {
     report.shaderF16Offered = n.device.features.has("shader-f16");
     await family(n, GPU_ENTRIES, report, [true, false]);
     await errors(n, report);
+    await rotary(n, report);
     await webgpuObjects(n, report);
     await timing(n, report);
     await deviceLoss(n, report);
