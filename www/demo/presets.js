@@ -5,10 +5,10 @@
 import { $ } from "./dom.js";
 
 /** Every option a preset sets, and so every control it writes (ids in www/index.html). */
-const FIELDS = ["rows", "hidden", "eps", "kind", "residual", "postGamma", "input2", "gammaOffset", "bias", "beta"];
+const FIELDS = ["rows", "hidden", "eps", "kind", "residual", "postGamma", "input2", "rotary", "gammaOffset", "bias", "beta"];
 
 /** What a preset leaves as a plain pre-norm has it. */
-const PLAIN = { rows: 4, kind: "rms", residual: true, postGamma: false, input2: false, gammaOffset: 0, bias: false, beta: false };
+const PLAIN = { rows: 4, kind: "rms", residual: true, postGamma: false, input2: false, rotary: false, gammaOffset: 0, bias: false, beta: false };
 
 export const PRESETS = {
   llama: { ...PLAIN, label: "Llama / Mistral / Qwen2: RMSNorm pre-norm with the residual add", hidden: 4096, eps: "1e-5" },
@@ -28,6 +28,10 @@ export const PRESETS = {
     ...PLAIN, label: "Qwen3 QK-norm: RMSNorm of each head of 128, no residual, many rows", rows: 4096, hidden: 128,
     eps: "1e-6", residual: false,
   },
+  "qwen3-qk-rope": {
+    ...PLAIN, label: "Qwen3 QK-norm then RoPE: each head of 128 normalized and turned by its token's position, in one pass",
+    rows: 4096, hidden: 128, eps: "1e-6", residual: false, rotary: true,
+  },
   final: { ...PLAIN, label: "A model's final norm: RMSNorm, no residual", hidden: 4096, eps: "1e-5", residual: false },
 };
 
@@ -40,6 +44,7 @@ const CONTROLS = {
   residual: { id: "residual" },
   postGamma: { id: "post-gamma" },
   input2: { id: "input2" },
+  rotary: { id: "rotary" },
   bias: { id: "bias" },
   beta: { id: "beta" },
 };

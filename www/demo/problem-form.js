@@ -18,7 +18,8 @@ export const DEMO_RANGES = {
 
 /**
  * The Problem controls as { rows, hidden, bias, beta, eps, seed, dtype, kind, residual,
- * postGamma, input2, gammaOffset, outputDtype } (outputDtype undefined: the data's).
+ * postGamma, input2, rotary, position, gammaOffset, outputDtype } (outputDtype undefined: the
+ * data's; position: the rotary stage's first, of consecutive rows).
  */
 export function readProblem() {
   const rowsText = $("rows").value.trim();
@@ -47,6 +48,8 @@ export function readProblem() {
   return {
     rows, hidden, bias: $("bias").checked, beta: $("beta").checked, eps, seed, dtype,
     kind, residual: $("residual").checked, postGamma: $("post-gamma").checked, input2: $("input2").checked, gammaOffset, outputDtype,
+    rotary: $("rotary").checked,
+    position: $("rotary").checked ? Number($("rotary-position").value || 0) : undefined,
   };
 }
 
@@ -55,7 +58,7 @@ export function readProblem() {
  * arrays only need some length meanwhile. The normalization's fields are passed only where
  * they differ from the defaults, so that a plain problem is the plain call.
  */
-export function makeArgs({ rows, hidden, bias, beta, eps, seed, kind = "rms", residual = true, postGamma = false, input2 = false, gammaOffset = 0, outputDtype }) {
+export function makeArgs({ rows, hidden, bias, beta, eps, seed, kind = "rms", residual = true, postGamma = false, input2 = false, rotary = false, position = 0, gammaOffset = 0, outputDtype }) {
   const width = Number.isInteger(hidden) && hidden > 0 ? hidden : 1;
   const next = rng(seed);
   const args = { ...randomArgs({ rows, hidden: width, bias, beta, eps }, next, DEMO_RANGES), hidden };
@@ -64,6 +67,8 @@ export function makeArgs({ rows, hidden, bias, beta, eps, seed, kind = "rms", re
   if (postGamma) args.postGamma = filled(width, next, ...DEMO_RANGES.gamma);
   // A parallel block's second sublayer output, drawn last for the same reason.
   if (input2) args.input2 = filled(rows * width, next, ...DEMO_RANGES.input2);
+  // RoPE after the norm: each row one token's head, from `position` on, as Qwen3's θ gives.
+  if (rotary) Object.assign(args, { position, theta: 1e6 });
   if (kind !== "rms") args.kind = kind;
   if (gammaOffset !== 0) args.gammaOffset = gammaOffset;
   if (outputDtype) args.outputDtype = outputDtype;

@@ -68,10 +68,11 @@ export async function runOnce(norm) {
 }
 
 /** "RMSNorm, with a residual", "RMSNorm, the sandwich, with a residual, γ + 1", …: what the call normalized. */
-function describeNorm({ kind, residual, postGamma, input2, gammaOffset }) {
+function describeNorm({ kind, residual, postGamma, input2, rotary, gammaOffset }) {
   const parts = [kind === "layer" ? "LayerNorm" : "RMSNorm"];
   if (postGamma) parts.push("the sandwich");
   if (input2) parts.push("a parallel block");
+  if (rotary) parts.push("then RoPE");
   parts.push(residual ? "with a residual" : "no residual");
   if (gammaOffset) parts.push(`γ + ${gammaOffset}`);
   return parts.join(", ");

@@ -11,7 +11,8 @@
 // for, so that calls do not allocate them), and beta gets a pass of its own.
 
 /** Whether plainLoop does the work of a call with these arguments (a baseline to time against). */
-export const plainLoopDoes = ({ kind = "rms", postGamma, input2 }) => kind === "rms" && !postGamma && !input2;
+export const plainLoopDoes = ({ kind = "rms", postGamma, input2, position, positions }) =>
+  kind === "rms" && !postGamma && !input2 && position === undefined && positions === undefined;
 
 let zeros = new Float32Array(0);
 const zerosOf = (n) => (zeros.length >= n ? zeros : (zeros = new Float32Array(n)));

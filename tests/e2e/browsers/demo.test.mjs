@@ -48,7 +48,7 @@ async function settle(action) {
 }
 
 /** Sets the Problem controls; the normalization's default to today's pre-norm. */
-async function setProblem({ rows, hidden, eps = "1e-6", seed = "1", bias = true, beta = true, dtype = "f32", kind = "rms", residual = true, postGamma = false, input2 = false, gammaOffset = "0", outputDtype = "" }) {
+async function setProblem({ rows, hidden, eps = "1e-6", seed = "1", bias = true, beta = true, dtype = "f32", kind = "rms", residual = true, postGamma = false, input2 = false, rotary = false, gammaOffset = "0", outputDtype = "" }) {
   await page.fill("#rows", String(rows));
   await page.fill("#hidden", String(hidden));
   await page.fill("#eps", eps);
@@ -60,6 +60,7 @@ async function setProblem({ rows, hidden, eps = "1e-6", seed = "1", bias = true,
   await page.setChecked("#residual", residual);
   await page.setChecked("#post-gamma", postGamma);
   await page.setChecked("#input2", input2);
+  await page.setChecked("#rotary", rotary);
   await page.fill("#gamma-offset", gammaOffset);
   await page.selectOption("#output-dtype", outputDtype);
 }
@@ -227,7 +228,7 @@ function readControls() {
     return {
       rows: Number($("rows").value), hidden: Number($("hidden").value), eps: $("eps").value,
       kind: document.querySelector('input[name="kind"]:checked').value, residual: $("residual").checked,
-      postGamma: $("post-gamma").checked, input2: $("input2").checked, gammaOffset: Number($("gamma-offset").value), bias: $("bias").checked, beta: $("beta").checked,
+      postGamma: $("post-gamma").checked, input2: $("input2").checked, rotary: $("rotary").checked, gammaOffset: Number($("gamma-offset").value), bias: $("bias").checked, beta: $("beta").checked,
     };
   });
 }
@@ -248,10 +249,10 @@ async function runPreset(key) {
 
 /** What the Result card says a preset normalized: the formula's options in words. */
 function described(p) {
-  return [p.kind === "layer" ? "LayerNorm" : "RMSNorm", p.postGamma && "the sandwich", p.input2 && "a parallel block", p.residual ? "with a residual" : "no residual", p.gammaOffset && `γ \\+ ${p.gammaOffset}`].filter(Boolean).join(", ");
+  return [p.kind === "layer" ? "LayerNorm" : "RMSNorm", p.postGamma && "the sandwich", p.input2 && "a parallel block", p.rotary && "then RoPE", p.residual ? "with a residual" : "no residual", p.gammaOffset && `γ \\+ ${p.gammaOffset}`].filter(Boolean).join(", ");
 }
 
-for (const backend of ["webgpu", "cpu"]) test(`demo model presets (${backend}): Llama, Gemma 3's sandwich with 1 + γ, GPT-2's LayerNorm, Phi-2's parallel block, Qwen3's QK-norm and a final norm each set the controls and match the f64 reference`, async (t) => {
+for (const backend of ["webgpu", "cpu"]) test(`demo model presets (${backend}): Llama, Gemma 3's sandwich with 1 + γ, GPT-2's LayerNorm, Phi-2's parallel block, Qwen3's QK-norm with and without RoPE and a final norm each set the controls and match the f64 reference`, async (t) => {
   if (backend === "cpu") await chooseBackend("cpu");
   try {
     const keys = await page.$$eval("#preset option", (os) => os.map((o) => o.value));
@@ -264,7 +265,7 @@ for (const backend of ["webgpu", "cpu"]) test(`demo model presets (${backend}): 
       assert.match(r.status.text, new RegExp(`^Done: ${want.rows} × ${want.hidden} rows in f32 on ${backend === "cpu" ? "the CPU backend" : "WebGPU"}, matches the f64 reference \\(within 1\\.00e-5 relative\\): ${described(want)}\\.$`));
       assert.ok(Number.isFinite(r.maxRel) && r.maxRel <= 1e-5, `${key}: #max-rel is ${r.maxRel}`);
       // The plain loop is an RMSNorm pre-norm's baseline only.
-      assert.equal(r.js === "—", want.kind === "layer" || want.postGamma || want.input2, `${key}: #js-time ${r.js}`);
+      assert.equal(r.js === "—", want.kind === "layer" || want.postGamma || want.input2 || want.rotary, `${key}: #js-time ${r.js}`);
       t.diagnostic(`${key}: ${r.status.text} (max error ${r.maxError}, max rel ${r.maxRel})`);
     }
     // A control changed by hand makes the problem custom.
