@@ -22,6 +22,8 @@ const VARIANTS = [
   { key: "layer", label: "layer + bias + beta", extra: (t) => ({ residual: t.res, kind: "layer", bias: t.bias, beta: t.beta }), base: "ab" },
   { key: "sandwich", label: "sandwich (Gemma)", extra: (t) => ({ residual: t.res, postGamma: t.post, gammaOffset: 1 }), base: "ab" },
   { key: "layerSandwich", label: "layer sandwich", extra: (t) => ({ residual: t.res, kind: "layer", postGamma: t.post, beta: t.beta }), base: "ab" },
+  // QK-norm then RoPE: heads of 128 (or the row), a position a row, the model's frequencies.
+  { key: "rope", label: "rms, no residual, RoPE", extra: (t) => ({ ...t.rope }), base: "copy" },
 ];
 const BASE_LABEL = { ab: "a+b", copy: "out=a", half: "f16(a+b)", rows: "a+b, a workgroup a row" };
 
@@ -40,7 +42,8 @@ const DECODE_CEILING = 1.3; // a variant ÷ the plain kernel at decode
 /** `kernelSource`'s description of the kernel a call with `args` (on tensors) runs for `rows`. */
 function kernelOf(args, rows) {
   const k = { hidden: args.hidden, rows, residual: !!args.residual, bias: !!args.bias, beta: !!args.beta, postGamma: !!args.postGamma };
-  for (const key of ["kind", "gammaOffset", "outputDtype"]) if (args[key] !== undefined) k[key] = args[key];
+  for (const key of ["kind", "gammaOffset", "outputDtype", "headSize"]) if (args[key] !== undefined) k[key] = args[key];
+  if (args.invFreq) k.rotaryDim = 2 * args.invFreq.length;
   return k;
 }
 
@@ -57,6 +60,12 @@ async function shapeKit(ctx, rows, hidden) {
     bias: norm.upload(randomFloats(hidden, 5).map((v) => 0.1 * v)),
     post: norm.upload(randomFloats(hidden, 6)),
     out: norm.upload(new Float32Array(n)),
+  };
+  const headSize = Math.min(hidden, 128);
+  t.rope = {
+    headSize,
+    positions: Int32Array.from({ length: rows }, (_, r) => 4096 + r),
+    invFreq: Float32Array.from({ length: headSize / 2 }, (_, k) => Math.fround(1e6 ** (-2 * k / headSize))),
   };
   const uniforms = [raw.uniform(new Uint32Array([n / lanes, 0, 0, 0])), raw.uniform(new Uint32Array([rows, hidden / lanes, 0, 0]))];
   const [flat, perRow] = uniforms;
@@ -87,8 +96,9 @@ async function shapeKit(ctx, rows, hidden) {
     pairs.push(["rms/rows", "rows", "rms"]);
     for (const v of variants.filter((v) => v.key !== "rms")) pairs.push([`${v.key}/rms`, "rms", v.key]);
   }
+  if (rec.rope) pairs.push(["rope/noResidual", "noResidual", "rope"]);
   const free = () => {
-    for (const x of Object.values(t)) x.free();
+    for (const x of Object.values(t)) x.free?.();
     for (const u of uniforms) u.destroy();
   };
   return { rec, pairs, args, variants, free };
@@ -162,6 +172,7 @@ function printFamily(ctx, results, { reps, idleMs, passUs, idlePassUs }) {
       r.rows * r.hidden >= LARGE ? variants.filter((k) => r[m][k] && 1 / r[m][k].ratio < mode.floor).map((k) => `${label[k]} at ${r.tag} (${pct(1 / r[m][k].ratio)})`) : [],
     );
     if (real) log(`Below ${pct(mode.floor)} at 8M elements or more: ${below.length ? below.join("; ") : "none"}.`);
+    log(`\n${mode.title}: RoPE after the norm ÷ the same norm alone (median of pair ratios): ${results.map((r) => `${r.tag} ${times(r[m]["rope/noResidual"])}`).join(", ")}`);
     const decode = results.filter((r) => r.rows <= DECODE_ROWS);
     if (!decode.length) continue;
     log(`\n### ${mode.title}, decode: rms against a+b (whole GPU) and a+b with one workgroup of 256 a row (target ≤ 1.00×); each variant against rms (target ≤ ${fmt(DECODE_CEILING, 1)}×); medians of pair ratios`);

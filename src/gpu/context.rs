@@ -15,6 +15,7 @@ use crate::call::device::{Caps, ContextId};
 use crate::call::error::Error;
 use crate::call::plan::Kernel;
 use crate::call::plan::Plan;
+use crate::call::rotary::Rotary;
 #[cfg(target_arch = "wasm32")]
 use crate::gpu::browser_pipelines::BrowserPipelines;
 use crate::gpu::device::{AdapterSummary, Device};
@@ -24,6 +25,9 @@ use crate::gpu::kernel::Variant;
 use crate::gpu::pipelines::Pipelines;
 use crate::gpu::pool::BufferPool;
 use crate::support::clock::now_ms;
+
+/// Rotary tables a context keeps at most (`rotary_table`): past it, it starts again.
+const MAX_TABLES: usize = 64;
 
 pub struct GpuContext {
     pub(crate) dev: Device,
@@ -36,6 +40,8 @@ pub struct GpuContext {
     pub(super) in_call: Cell<bool>,
     /// Uniform blocks by content (see `uniform` in `submit.rs`).
     pub(super) uniforms: RefCell<HashMap<[u8; Params::SIZE], wgpu::Buffer>>,
+    /// Rotary stages' tables by content (`rotary_table`).
+    pub(super) tables: RefCell<HashMap<Vec<u32>, wgpu::Buffer>>,
     /// The kernel's objects made on the browser's WebGPU directly: for `norm.encode`
     /// (`encode.rs`), and for this context's calls whose results stay on the GPU
     /// (`BrowserRecording` in `recording.rs`).
@@ -71,6 +77,7 @@ impl GpuContext {
             pool: Rc::new(BufferPool::default()),
             trimmed_at: Cell::new(0.0),
             uniforms: RefCell::new(HashMap::new()),
+            tables: RefCell::new(HashMap::new()),
             scopes: RefCell::new(None),
             in_call: Cell::new(false),
             #[cfg(target_arch = "wasm32")]
@@ -150,6 +157,31 @@ impl GpuContext {
     }
 
     /// A uniform buffer holding `params`, outside the pool (for benchmarks).
+    /// The storage buffer of a rotary stage's table (`Rotary::table`) for rows of `hidden`:
+    /// one per distinct table, written once, as uniform blocks are (`uniform`). A decode
+    /// step from a start position keeps the same table (the start is in the uniform block),
+    /// so a model's steps reuse one buffer, and a recorded dispatch stays valid.
+    pub(crate) fn rotary_table(&self, rotary: &Rotary, hidden: usize) -> wgpu::Buffer {
+        let words = rotary.table(rotary.kernel(hidden).rotary_dim as usize);
+        if let Some(b) = self.tables.borrow().get(&words) {
+            return b.clone();
+        }
+        let mut tables = self.tables.borrow_mut();
+        if tables.len() >= MAX_TABLES {
+            tables.clear();
+        }
+        let b = self.dev.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("rotary table"),
+            size: (words.len() * 4) as u64,
+            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+        self.dev.queue.write_buffer(&b, 0, &bytes);
+        tables.insert(words, b.clone());
+        b
+    }
+
     pub fn params_buffer(&self, params: Params) -> wgpu::Buffer {
         let b = self.dev.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("params"),

@@ -54,13 +54,12 @@ pub fn dispatch<H: HostArray>(
     outputs: &Outputs<Arg<H>>,
 ) -> Result<Option<Dispatch>, Error> {
     let plan = Plan::encoded(x, outputs, ctx.caps(), ctx.id())?;
-    refuse_rotary(x)?;
     ctx.dev.check_live()?;
     if plan.shape().is_empty() {
         return Ok(None);
     }
     let in_place = matches!(outputs, Outputs::InPlace);
-    let (bound, params) = bind(ctx, &plan, x, outputs, in_place);
+    let (bound, kept) = bind(ctx, &plan, x, outputs, in_place);
     let variant = ctx.variant(&plan);
     let pipeline = pipelines.pipeline(variant)?;
     let group = pipelines.group(in_place, &bound)?;
@@ -75,7 +74,7 @@ pub fn dispatch<H: HostArray>(
     ]);
     Ok(Some(Dispatch {
         objects,
-        _params: params,
+        _kept: kept,
     }))
 }
 
@@ -85,9 +84,9 @@ pub fn dispatch<H: HostArray>(
 pub struct Dispatch {
     /// `{ pipeline, group, x, y, device, queue }`.
     objects: Object,
-    /// The uniform block its bind group binds: a wgpu buffer is destroyed when dropped, and
-    /// the cache of uniform blocks may let this one go.
-    _params: wgpu::Buffer,
+    /// The uniform block and the rotary table its bind group binds: a wgpu buffer is
+    /// destroyed when dropped, and the context's caches of both may let these go.
+    _kept: Vec<wgpu::Buffer>,
 }
 
 impl Dispatch {
@@ -133,15 +132,20 @@ impl Dispatch {
 }
 
 /// The app's buffers and tensors `x → outputs` binds, each by the bytes the call uses, the
-/// uniform block, and stubs for the absent optional bindings.
+/// uniform block, a rotary stage's table, and stubs for the absent optional bindings; with
+/// the buffers of the package's own that it binds.
 fn bind<H: HostArray>(
     ctx: &GpuContext,
     plan: &Plan,
     x: &Inputs<Arg<H>>,
     outputs: &Outputs<Arg<H>>,
     in_place: bool,
-) -> (RawBound, wgpu::Buffer) {
+) -> (RawBound, Vec<wgpu::Buffer>) {
     let params = ctx.uniform(call_params(x, plan, plan.shape().rows));
+    let table = x
+        .rotary
+        .as_ref()
+        .map(|r| ctx.rotary_table(r, plan.shape().hidden));
     let row_bytes = plan.kernel.dtype.copy_bytes(plan.shape().hidden);
     let all_bytes = plan.kernel.dtype.copy_bytes(plan.shape().len());
     let mut bound = RawBound::default();
@@ -163,13 +167,16 @@ fn bind<H: HostArray>(
         set(slot::SUM, sum.as_ref(), all_bytes);
     }
     bound[slot::PARAMS] = Some((raw::buffer(&params), Some(Params::SIZE as u64)));
+    if let Some(t) = &table {
+        bound[slot::ROTARY] = Some((raw::buffer(t), Some(t.size())));
+    }
     for b in BINDINGS.iter().filter(|b| b.present(in_place)) {
         let i = b.index as usize;
         if bound[i].is_none() {
             bound[i] = Some((raw::buffer(ctx.stub(b, in_place)), Some(16)));
         }
     }
-    (bound, params)
+    (bound, [params].into_iter().chain(table).collect())
 }
 
 /// The kernel `kernel` compiles to on `ctx`'s device, described for an engine's own
@@ -247,19 +254,5 @@ fn handle<H>(a: &Arg<H>) -> JsValue {
         Arg::Gpu(t) => t.buffer().map_or(JsValue::UNDEFINED, raw::buffer),
         // `parse_encode` takes GPU data only.
         Arg::Host(_) => JsValue::UNDEFINED,
-    }
-}
-
-/// A rotary stage is recorded by `run` and `runWithSum` (their table uploaded with the
-/// call), not yet into the app's encoder: `encode` and `bind` refuse it before anything is
-/// recorded, with the same words.
-fn refuse_rotary<A>(x: &Inputs<A>) -> Result<(), Error> {
-    match x.rotary {
-        Some(_) => Err(Error::Type(
-            "positions: expected undefined in encode and bind (a rotary stage on the WebGPU \
-             backend runs through run and runWithSum)"
-                .into(),
-        )),
-        None => Ok(()),
     }
 }

@@ -27,6 +27,8 @@ use crate::support::clock::now_ms;
 pub enum StagedBuffer {
     Pooled(Pooled),
     Resident(Rc<Tensor>),
+    /// A buffer the context keeps for calls alike (a rotary stage's table).
+    Kept(wgpu::Buffer),
 }
 
 impl std::ops::Deref for StagedBuffer {
@@ -36,6 +38,7 @@ impl std::ops::Deref for StagedBuffer {
             StagedBuffer::Pooled(p) => p,
             // The plan checked that every tensor it binds is placed.
             StagedBuffer::Resident(t) => t.buffer().expect("a bound tensor is placed"),
+            StagedBuffer::Kept(b) => b,
         }
     }
 }

@@ -82,16 +82,9 @@ impl<'a> Staging<'a> {
         })
     }
 
-    /// A rotary stage's inverse frequencies and positions as the kernel reads them, uploaded.
+    /// A rotary stage's inverse frequencies and positions as the kernel reads them.
     fn rotary_table(&mut self, rotary: &Rotary) -> StagedBuffer {
-        let rotary_dim = rotary.kernel(self.hidden).rotary_dim as usize;
-        let words = rotary.table(rotary_dim);
-        let ctx = self.ctx;
-        // Words of 4 bytes, as many as f32 elements.
-        let b = ctx.pooled_storage(words.len(), Dtype::F32, wgpu::BufferUsages::COPY_DST);
-        let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-        ctx.dev.queue.write_buffer(&b, 0, &bytes);
-        StagedBuffer::Pooled(b)
+        StagedBuffer::Kept(self.ctx.rotary_table(rotary, self.hidden))
     }
 
     /// The chunk `rows` of `input`, and of `residual` and `input2` where given.

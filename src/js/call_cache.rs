@@ -101,9 +101,9 @@ fn common_call(engine: &Engine, call: &Call) -> Option<Rc<GpuContext>> {
         && call.what(CallKey::Output) == What::Absent
         && call.what(CallKey::Sum) == What::Absent
         && CallKey::ARRAYS.iter().all(|&k| tensor_or_absent(k))
-        // A record holds a table's length, not its numbers: a rotary stage's positions and
-        // frequencies change from token to token under the same record.
-        && [CallKey::Positions, CallKey::InvFreq]
+        // A record holds a table's length, not its numbers, and a rotary stage's positions
+        // change from token to token under the same record: such a call is decoded afresh.
+        && [CallKey::Positions, CallKey::Position]
             .iter()
             .all(|&k| call.what(k) == What::Absent);
     common.then_some(ctx)

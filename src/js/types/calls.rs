@@ -61,7 +61,7 @@ interface FusedRmsNormFields<D extends Dtype, A> {
    * The rotary stage (RoPE), applied to each row's `y` after `gamma` and `beta`: each token's
    * position (integers ≥ 0, `heads` rows a token). With it (or `position`), pair `k` of each
    * head turns by `f32(f32(position) · invFreq[k])`, cos and sin times `attentionScaling`.
-   * `run` and `runWithSum` on both backends; `encode` and `bind` refuse it, so far.
+   * Every entry point; a bound call keeps the positions it was bound with.
    */
   positions?: Int32Array | Uint32Array;
   /** The rotary stage's first position, of consecutive tokens (decode: the one token). */

@@ -1,5 +1,5 @@
 // The rotary stage after the norm (RoPE) in headless Chromium, on both backends (WebGPU on
-// SwiftShader; encode and bind refuse the stage by name, so far):
+// SwiftShader):
 // - QK-norm and rotation as Hugging Face transformers computes them (tests/fixtures/rotary/):
 //   Qwen3 (and with YaRN), Gemma 3's local and global layers, OLMo 2 (the whole projection a
 //   row, turned head by head), Phi (LayerNorm with bias, partial rotary), Cohere (interleaved,
@@ -127,7 +127,7 @@ for (const backend of ["cpu", "webgpu"]) test(`far positions, every entry point 
   assert.deepEqual(r, []);
 });
 
-test("every bad rotary value is a named error and the instance works after it (both backends; encode refuses)", async () => {
+test("every bad rotary value is a named error and the instance works after it (both backends), and encode, bind and kernelSource take the stage", async () => {
   const r = await inPage(async () => {
     const { pkg } = window.lib;
     const out = {};
@@ -198,26 +198,38 @@ test("every bad rotary value is a named error and the instance works after it (b
       assert.ok(got[what].startsWith(`${name}: ${field}`), `${backend}, ${what}: ${got[what]}`);
     }
   }
-  // encode records no rotary stage yet: refused by name, the same call through run resolves.
+  // encode and bind: the same call recorded into the app's encoder, bit for bit as run's; a
+  // decode step's new position is a new encode; kernelSource describes the kernel.
   const gpu = await inPage(async () => {
-    const { pkg } = window.lib;
+    const { pkg, seeded } = window.lib;
     const n = await pkg.FusedRmsNorm.create({ backend: "webgpu" });
-    const args = { input: n.upload(new Float32Array(8).fill(1)), gamma: n.upload(new Float32Array(8).fill(1)), hidden: 8, position: 0, theta: 1e4 };
+    const a = seeded.caseArgs({ rows: 8, hidden: 64, bias: false, beta: true, seed: 3 });
+    const rope = { position: 4093, heads: 4, theta: 1e6, headSize: 32, rotaryDim: 16, rotaryStyle: "interleaved" };
+    const args = { input: n.upload(a.input), gamma: n.upload(a.gamma), beta: n.upload(a.beta), hidden: 64, eps: a.eps, ...rope };
+    const same = (x, y) => x.length === y.length && x.every((v, i) => Object.is(v, y[i]));
+    const want = (position) => n.run({ input: a.input, gamma: a.gamma, beta: a.beta, hidden: 64, eps: a.eps, ...rope, position });
     const out = {};
-    try {
-      n.encode(n.device.createCommandEncoder(), { ...args, output: n.upload(new Float32Array(8)) });
-      out.encode = "recorded";
-    } catch (e) {
-      out.encode = `${e.name}: ${e.message}`;
+    const output = n.upload(new Float32Array(a.input.length));
+    const encoded = [];
+    for (const position of [4093, 4094]) {
+      const e = n.device.createCommandEncoder();
+      n.encode(e, { ...args, position, output });
+      n.device.queue.submit([e.finish()]);
+      encoded.push(same(await output.read(), await want(position)));
     }
-    out.run = Array.from(await n.run(args));
-    // kernelSource hands out the kernel such a call runs: binding 8 its table, the angle's code.
+    out.encode = encoded;
+    const bound = n.bind({ ...args, output });
+    await bound.run();
+    out.bind = same(await output.read(), await want(4093));
+    bound.free();
+    const over = n.upload(a.input);
+    const e = n.device.createCommandEncoder();
+    n.encode(e, { ...args, input: over, inPlace: true });
+    n.device.queue.submit([e.finish()]);
+    out.inPlace = same(await over.read(), await want(4093));
     const src = n.kernelSource({ hidden: 128, rotaryDim: 64, headSize: 128, rotaryStyle: "interleaved", positions: false, rows: 4 });
     out.source = { table: src.bindings.find((b) => b.binding === 8)?.name, angle: src.code.includes("fn rotary_cos_sin"), fields: src.params.fields.map((f) => f.name).slice(5) };
     return out;
   });
-  assert.equal(gpu.encode, "TypeError: positions: expected undefined in encode and bind (a rotary stage on the WebGPU backend runs through run and runWithSum)");
-  assert.equal(gpu.run.length, 8);
-  assert.deepEqual(gpu.source, { table: "rotary", angle: true, fields: ["rotary_start", "rotary_heads", "rotary_scaling"] });
-  assert.ok(gpu.run.every((v) => Math.abs(v - 1) < 1e-6), `position 0 turns nothing: ${gpu.run}`);
+  assert.deepEqual(gpu, { encode: [true, true], bind: true, inPlace: true, source: { table: "rotary", angle: true, fields: ["rotary_start", "rotary_heads", "rotary_scaling"] } });
 });
