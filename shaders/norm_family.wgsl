@@ -60,6 +60,7 @@
 //   PRELOAD         the weights are loaded with the row
 //   EARLY_RESIDUAL  the sandwich loads its residual with the row
 //   HAS_POST, LAYER the sandwich's post-norm; LayerNorm rather than RMSNorm
+//   NORM_NONE     no normalization (y = v: a rotation alone), no reduction
 //   ROT_*, HEAD_W   a rotary stage's style, positions, widths (`store_turned`)
 // Where the choice is which function a call names, or how a value is read, it is an `#if`
 // block: WGSL's uniformity analysis prunes no branch on a constant, so code that chose at run
@@ -203,6 +204,9 @@ fn normalized(x: V, s: Stat) -> V {
 }
 
 fn gamma_at(i: u32) -> V {
+    if NORM_NONE {
+        return V(1.0);
+    }
     if !WRITE_Y {
         return V(0.0);
     }
@@ -308,6 +312,10 @@ fn row_totals(lid: u32, t: u32, base: u32, width: u32, cache: ptr<function, arra
 fn stats(lid: u32, t: u32, base: u32, width: u32, cache: ptr<function, array<V, N_CACHE>>,
          which: u32, s1: Stat) -> Stat {
     var s = Stat(0.0, 0.0, 0.0, 1.0, 0.0);
+    if NORM_NONE {
+        s.post = 1.0;
+        return s;
+    }
     if LAYER {
         s.s = totals(lid, t, base, width, cache, which, s1, 0u, s).x / params.hidden;
     }

@@ -413,6 +413,19 @@ impl Projection<'_> {
                 &self.fixture.get("inv_freq").floats(),
             )
         };
+        if norm.is_null() {
+            // No QK-norm (Llama, GPT-J): the rotation alone, of each token's heads as a row.
+            let x = Inputs {
+                gamma: None,
+                norm: Norm {
+                    kind: NormKind::None,
+                    ..Norm::default()
+                },
+                rotary: Some(rotary.clone()),
+                ..Inputs::without_residual(&projected[..], &projected[..width], width)
+            };
+            return on(&x);
+        }
         let weight = self
             .fixture
             .get(&format!("{}_norm_weight", self.name))
@@ -465,20 +478,17 @@ impl Projection<'_> {
     }
 }
 
-/// Every fixture with a QK-norm: both backends and the reference against transformers' q
-/// and k, each value within 1e-5 of its head's largest (the fixtures' own f64 check agrees to
-/// 3e-7). Llama 3 and GPT-J rotate without a norm, which the package does not run yet.
+/// Every fixture: both backends and the reference against transformers' q and k, each value
+/// within 1e-5 of its head's largest (the fixtures' own f64 check agrees to 3e-7); Llama 3
+/// and GPT-J rotate without a norm (`kind: "none"`).
 #[test]
-fn both_backends_match_transformers_qk_norm_and_rope() {
+fn both_backends_match_transformers_qk_norm_and_rope_and_rope_alone() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/rotary");
     let mut checked = 0;
     for entry in std::fs::read_dir(&dir).unwrap() {
         let path = entry.unwrap().path();
         let fixture = Json::parse(&std::fs::read_to_string(&path).unwrap());
         let config = fixture.get("config");
-        if config.get("norm").is_null() {
-            continue;
-        }
         let case = path.file_stem().unwrap().to_string_lossy().into_owned();
         let head_dim = config.get("head_dim").f64() as usize;
         for (name, heads) in [("q", "q_heads"), ("k", "kv_heads")] {
@@ -508,7 +518,7 @@ fn both_backends_match_transformers_qk_norm_and_rope() {
         }
     }
     assert!(
-        checked >= 7 * 2 * 4,
+        checked >= 9 * 2 * 4,
         "{checked} runs checked: a fixture missing?"
     );
 }
@@ -525,6 +535,85 @@ fn assert_close_per_head(got: &[f32], want: &[f32], head_dim: usize, what: &str)
                 "{what}: head {h} value {i}: {a} vs {b} ({:.2e} of the head's scale)",
                 err / scale
             );
+        }
+    }
+}
+
+/// `kind: "none"` is the rotation alone: `y` is the sum turned, bit for bit as a norm-free
+/// formula on the CPU, within the reference on both backends; it takes none of a norm's
+/// weights, and needs a rotary stage.
+#[test]
+fn kind_none_turns_the_sum_and_refuses_a_norms_weights() {
+    let mut rng = Rng(47);
+    let (tokens, hidden) = (5, 128);
+    let input = rng.vec(tokens * hidden, 2.0);
+    let residual = rng.vec(tokens * hidden, 1.0);
+    let gamma = rng.vec(hidden, 1.0);
+    let s = Shape {
+        tokens,
+        heads: 1,
+        hidden,
+        head_size: 64,
+        rotary_dim: 32,
+    };
+    let none = Norm {
+        kind: NormKind::None,
+        ..Norm::default()
+    };
+    let r = rotary(&s, Positions::From(32_765), &mut rng);
+    for residual in [None, Some(&residual[..])] {
+        let x = Inputs {
+            gamma: None,
+            residual,
+            norm: none,
+            rotary: Some(r.clone()),
+            ..Inputs::without_residual(&input[..], &gamma[..], hidden)
+        };
+        check(&x, &format!("kind none, residual {}", residual.is_some()));
+    }
+    let base = Inputs {
+        gamma: None,
+        norm: none,
+        rotary: Some(r.clone()),
+        ..Inputs::without_residual(&input[..], &gamma[..], hidden)
+    };
+    let refused = [
+        (
+            Inputs {
+                gamma: Some(&gamma[..]),
+                ..base.clone()
+            },
+            "gamma: expected undefined with kind \"none\"",
+        ),
+        (
+            Inputs {
+                beta: Some(&gamma[..]),
+                ..base.clone()
+            },
+            "beta: expected undefined (kind \"none\"",
+        ),
+        (
+            Inputs {
+                rotary: None,
+                ..base.clone()
+            },
+            "positions: missing (kind \"none\"",
+        ),
+        (
+            Inputs {
+                norm: Norm {
+                    gamma_offset: 1.0,
+                    ..none
+                },
+                ..base.clone()
+            },
+            "gammaOffset: expected 0 or undefined (kind \"none\"",
+        ),
+    ];
+    for (x, message) in refused {
+        for e in [cpu(&x).unwrap_err(), gpu(&x).unwrap_err()] {
+            assert_eq!(e.name(), "TypeError", "{e}");
+            assert!(e.message().starts_with(message), "{message}: {e}");
         }
     }
 }

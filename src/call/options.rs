@@ -3,6 +3,7 @@
 //! ([`Kernel`](crate::call::plan::Kernel)); the GPU driver compiles each combination as a
 //! pipeline of its own.
 
+use crate::call::error::Error;
 use crate::call::rotary::RotaryKernel;
 use crate::call::shape::{Inputs, NormKind};
 
@@ -17,7 +18,8 @@ pub struct Options {
     pub post_gamma: bool,
     /// A parallel block's second sublayer output (`input2`).
     pub input2: bool,
-    /// `y` is computed (the call has `gamma`); else `v` alone, a post-norm's sum.
+    /// `y` is computed (the call has `gamma`, or normalizes nothing); else `v` alone, a
+    /// post-norm's sum.
     pub output: bool,
     pub kind: NormKind,
     /// A `gammaOffset` other than 0: the fused kernel adds it only then.
@@ -78,10 +80,52 @@ impl Options {
             residual: x.residual.is_some(),
             post_gamma: x.post_gamma.is_some(),
             input2: x.input2.is_some(),
-            output: x.gamma.is_some(),
+            output: x.writes_y(),
             kind: x.norm.kind,
             gamma_offset: x.norm.gamma_offset != 0.0,
             rotary: x.rotary.as_ref().map(|r| r.kernel(x.hidden)),
         }
+    }
+}
+
+/// The checks of a kernel's options that its reader (`plan::Kernel::check`) makes.
+impl Options {
+    /// `kind: "none"` normalizes nothing: `y = v`, for a rotary stage to turn (Llama's and GPT-J's
+    /// q and k), with none of the norm's weights.
+    pub fn check_no_norm(self) -> Result<(), Error> {
+        let o = self;
+        let none = "kind \"none\" normalizes nothing: y is the sum, turned by a rotary stage";
+        let refused = if o.rotary.is_none() {
+            format!("positions: missing ({none})")
+        } else if o.post_gamma {
+            format!("postGamma: expected undefined ({none})")
+        } else if o.beta {
+            format!("beta: expected undefined ({none})")
+        } else if o.gamma_offset {
+            format!("gammaOffset: expected 0 or undefined ({none})")
+        } else {
+            return Ok(());
+        };
+        Err(Error::Type(refused))
+    }
+
+    /// A call without `gamma` computes a post-norm's sum alone (OLMo 2's `h = x + N(attn(x)) · w`):
+    /// it needs `postGamma`, asks for the sum (or writes it over the residual in place), and has
+    /// no `beta`.
+    pub fn check_sum_alone(self, in_place: bool) -> Result<(), Error> {
+        let o = self;
+        let alone = "a call without gamma computes a post-norm's sum alone";
+        let refused = if !o.post_gamma {
+            format!("gamma: missing ({alone}, of postGamma)")
+        } else if !(o.sum || in_place) {
+            format!("gamma: missing ({alone}: runWithSum, encode or bind with a sum, or inPlace)")
+        } else if in_place && !o.residual {
+            format!("residual: missing ({alone}, in place over the residual)")
+        } else if o.beta {
+            format!("beta: expected undefined without gamma ({alone})")
+        } else {
+            return Ok(());
+        };
+        Err(Error::Type(refused))
     }
 }

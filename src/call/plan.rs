@@ -18,7 +18,7 @@ use crate::call::error::Error;
 use crate::call::host::{Arg, HostArray};
 use crate::call::numbers::Len;
 use crate::call::options::Options;
-use crate::call::shape::{Inputs, Outputs, Shape};
+use crate::call::shape::{Inputs, NormKind, Outputs, Shape};
 
 /// Where a call's results go.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -210,7 +210,7 @@ impl Plan {
         };
         let plan = Plan::of_inputs(x, request, caps, owner)?;
         // In place, `y` goes over `input` (where there is `gamma`) and `v` over `residual`.
-        let y_over_input = x.gamma.is_some().then_some(&x.input);
+        let y_over_input = x.writes_y().then_some(&x.input);
         let written: Vec<(&str, &Arg<H>)> = match outputs {
             Outputs::InPlace => [("input", y_over_input), ("residual", x.residual.as_ref())]
                 .into_iter()
@@ -267,14 +267,21 @@ impl Plan {
                 )));
             }
         }
-        if x.gamma.is_none() && x.rotary.is_some() {
+        if x.gamma.is_some() && x.norm.kind == NormKind::None {
+            return Err(Error::Type(
+                "gamma: expected undefined with kind \"none\" (it normalizes nothing: y is the sum, \
+                 turned by a rotary stage)"
+                    .into(),
+            ));
+        }
+        if !x.writes_y() && x.rotary.is_some() {
             return Err(Error::Type(
                 "positions: expected undefined without gamma (the call computes the sum alone, \
                  and the rotary stage turns y)"
                     .into(),
             ));
         }
-        if x.gamma.is_none() && x.norm.output_dtype.is_some() {
+        if !x.writes_y() && x.norm.output_dtype.is_some() {
             return Err(Error::Type(
                 "outputDtype: expected undefined without gamma (the call computes the sum alone)"
                     .into(),
@@ -317,25 +324,6 @@ impl Plan {
     }
 }
 
-/// A call without `gamma` computes a post-norm's sum alone (OLMo 2's `h = x + N(attn(x)) · w`):
-/// it needs `postGamma`, asks for the sum (or writes it over the residual in place), and has
-/// no `beta`.
-fn sum_alone(o: Options, in_place: bool) -> Result<(), Error> {
-    let alone = "a call without gamma computes a post-norm's sum alone";
-    let refused = if !o.post_gamma {
-        format!("gamma: missing ({alone}, of postGamma)")
-    } else if !(o.sum || in_place) {
-        format!("gamma: missing ({alone}: runWithSum, encode or bind with a sum, or inPlace)")
-    } else if in_place && !o.residual {
-        format!("residual: missing ({alone}, in place over the residual)")
-    } else if o.beta {
-        format!("beta: expected undefined without gamma ({alone})")
-    } else {
-        return Ok(());
-    };
-    Err(Error::Type(refused))
-}
-
 /// Which kernel a call needs, from what it passes: what `prepare` compiles ahead of time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Kernel {
@@ -372,11 +360,14 @@ impl Kernel {
             ));
         }
         if !o.output {
-            sum_alone(o, self.in_place)?;
+            o.check_sum_alone(self.in_place)?;
         }
         if let Some(r) = o.rotary {
             let f16 = self.dtype == Dtype::F16 || self.out_dtype == Dtype::F16;
             r.check_beside(o.post_gamma, o.input2, f16)?;
+        }
+        if o.kind == NormKind::None {
+            o.check_no_norm()?;
         }
         // Halves are moved four at a time (two 32-bit words); a row must not end mid-word.
         for (f16, what) in [(self.dtype, "data"), (self.out_dtype, "output")] {

@@ -53,6 +53,9 @@ pub enum NormKind {
     Rms,
     /// `(x − mean(x)) · inverseSqrt(mean((x − mean(x))²) + eps)`.
     Layer,
+    /// No normalization: `y = v`, then a rotary stage (Llama's, Mistral's and GPT-J's q and
+    /// k, which rotate without a QK-norm). No `gamma`, `beta` or `postGamma`.
+    None,
 }
 
 impl NormKind {
@@ -60,6 +63,7 @@ impl NormKind {
         match self {
             NormKind::Rms => "rms",
             NormKind::Layer => "layer",
+            NormKind::None => "none",
         }
     }
 }
@@ -166,6 +170,12 @@ impl Shape {
 pub const DEFAULT_EPS: f32 = 1e-6;
 
 impl<A> Inputs<A> {
+    /// Whether the call computes `y`: with `gamma`, or with no norm (`kind: "none"`, a
+    /// rotation alone); else it computes a post-norm's sum alone.
+    pub fn writes_y(&self) -> bool {
+        self.gamma.is_some() || self.norm.kind == NormKind::None
+    }
+
     /// A call with a residual, neither beta nor bias, and the default eps and norm.
     pub fn plain(input: A, residual: A, gamma: A, hidden: usize) -> Inputs<A> {
         Inputs {

@@ -44,7 +44,7 @@ pub fn norm<T: Element, O: Element>(
     mut v: Option<&mut [T]>,
 ) -> Result<(), Error> {
     let n = x.input.len();
-    let y_len = if x.gamma.is_some() { n } else { 0 };
+    let y_len = if x.writes_y() { n } else { 0 };
     assert_eq!(
         y.len(),
         y_len,
@@ -152,7 +152,12 @@ impl<'a> Rows<'a> {
         v.resize(x.hidden, 0.0);
         Ok(Rows {
             kind: x.norm.kind,
-            gamma: x.gamma.map(|g| gamma(g, "gamma")).transpose()?,
+            gamma: match x.gamma {
+                Some(g) => Some(gamma(g, "gamma")?),
+                // No norm: `y = v`, a gamma of ones.
+                None if x.writes_y() => Some(vec![1.0; x.hidden].into()),
+                None => None,
+            },
             post_gamma: x.post_gamma.map(|g| gamma(g, "postGamma")).transpose()?,
             beta: x.beta.map(|b| T::widen_all(b, "beta")).transpose()?,
             bias: x.bias.map(|b| T::widen_all(b, "bias")).transpose()?,

@@ -113,9 +113,12 @@ pub fn add_post<T: Element>(x: &mut [f32], post: f32, post_gamma: &[f32], residu
 
 /// Settles the normalization of the row in `x`: leaves values `x'` there and returns `post`
 /// such that `N(x) = x' · post`. RMSNorm: `x' = x`, or `x` times a power of two where its
-/// squares leave f32. LayerNorm: `x' = x - mean(x)`, the same way.
+/// squares leave f32. LayerNorm: `x' = x - mean(x)`, the same way. None: `x`, `post` 1.
 #[inline(always)]
 pub fn normalize(x: &mut [f32], kind: NormKind, eps: f32) -> f32 {
+    if kind == NormKind::None {
+        return 1.0;
+    }
     if kind == NormKind::Layer {
         if let Some(post) = center(x, eps) {
             return post;

@@ -163,7 +163,7 @@ impl Layout {
 /// out while in cache, where a fresh array's whole call is copied out in one `slice()`.
 pub fn lay_out(x: &mut Inputs<Span>, sum: bool, out_per_block: bool) -> Result<Layout, Error> {
     // A post-norm's sum alone is no common call: it is computed as any other call is.
-    if x.gamma.is_none() {
+    if !x.writes_y() {
         return Err(Error::Type(
             "gamma: missing (the scratch path lays out y)".into(),
         ));

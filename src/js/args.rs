@@ -15,7 +15,7 @@ use crate::call::dtype::Dtype;
 use crate::call::error::Error;
 use crate::call::host::Arg;
 use crate::call::plan::{Destination, Request};
-use crate::call::shape::{fit_buffers, Inputs, Norm, Outputs, DEFAULT_EPS};
+use crate::call::shape::{fit_buffers, Inputs, Norm, NormKind, Outputs, DEFAULT_EPS};
 use crate::gpu::webgpu_raw::RawEncoder;
 use crate::js::array::{Args, JsArray};
 use crate::js::call_js::is_webgpu;
@@ -112,7 +112,7 @@ pub fn parse_call(call: &Call, sum: bool) -> Result<(Args, Request, CallerArrays
         _ if output == What::Absent => Request::host(sum),
         Some(Word::Array) => Request::host(sum),
         Some(Word::Gpu) => Request::to_gpu(sum),
-        _ if x.gamma.is_none() => return Err(no_output(call)),
+        _ if !x.writes_y() => return Err(no_output(call)),
         _ if arrays.read(call, CallKey::Output)? => Request::host(sum),
         _ => {
             return Err(Error::Type(format!(
@@ -194,8 +194,8 @@ pub fn parse_encode(call: &Call) -> Result<(Args, Outputs<Arg<JsArray>>), Error>
                 "output: expected no output or sum with inPlace: true (the results overwrite input and residual)".into(),
             ))
         }
-        (false, Some(_)) if x.gamma.is_none() => return Err(no_output(call)),
-        (false, output) if x.gamma.is_none() || output.is_some() => Outputs::To { output, sum },
+        (false, Some(_)) if !x.writes_y() => return Err(no_output(call)),
+        (false, output) if !x.writes_y() || output.is_some() => Outputs::To { output, sum },
         (false, _) => {
             return Err(Error::Type(
                 "output: expected a GPUBuffer or a GpuTensor for the result (or inPlace: true), got undefined".into(),
@@ -227,14 +227,16 @@ pub fn parse_inputs<A>(
     let input = array(CallKey::Input, true, from)?.ok_or_else(|| missing(CallKey::Input))?;
     let residual = array(CallKey::Residual, false, from)?;
     let input2 = array(CallKey::Input2, false, from)?;
-    // Optional beside a postGamma: a post-norm's sum alone (`plan::sum_alone` checks the rest).
-    let gamma_required = call.what(CallKey::PostGamma) == What::Absent;
+    // Optional beside a postGamma (a post-norm's sum alone: `plan::sum_alone` checks the
+    // rest) and with no norm (`kind: "none"`, which has none).
+    let kind = kind(call)?;
+    let gamma_required = call.what(CallKey::PostGamma) == What::Absent && kind != NormKind::None;
     let gamma = array(CallKey::Gamma, gamma_required, from)?;
     let beta = array(CallKey::Beta, false, from)?;
     let bias = array(CallKey::Bias, false, from)?;
     let post_gamma = array(CallKey::PostGamma, false, from)?;
     let norm = Norm {
-        kind: kind(call)?,
+        kind,
         gamma_offset: optional_number(call, CallKey::GammaOffset)?
             .map_or(Ok(0.0), gamma_offset_from_number)?,
         output_dtype: dtype(call, CallKey::OutputDtype)?,
@@ -282,6 +284,6 @@ pub fn parse_timed(call: &Call, repeat: &JsValue, timed: bool) -> Result<(Args, 
     };
     let mut request = Request::repeated(repeat_from_number(r)?, timed);
     // A post-norm's sum alone is timed computing its sum, its one result.
-    request.sum = x.gamma.is_none();
+    request.sum = !x.writes_y();
     Ok((x, request))
 }

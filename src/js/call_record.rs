@@ -74,14 +74,16 @@ pub enum Word {
     Gpu,
     NeoX,
     Interleaved,
+    /// `kind: "none"`.
+    NoNorm,
 }
 
 /// Each string as `call.js` is told it.
 #[rustfmt::skip]
-const WORDS: [(Word, &str); 8] = [
+const WORDS: [(Word, &str); 9] = [
     (Word::Rms, "rms"), (Word::Layer, "layer"), (Word::F32, "f32"), (Word::F16, "f16"),
     (Word::Array, "array"), (Word::Gpu, "gpu"), (Word::NeoX, "neox"),
-    (Word::Interleaved, "interleaved"),
+    (Word::Interleaved, "interleaved"), (Word::NoNorm, "none"),
 ];
 
 /// Each code by the name `call.js` knows it by.

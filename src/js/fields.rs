@@ -184,8 +184,9 @@ pub fn kind(call: &Call) -> Result<NormKind, Error> {
         _ if call.what(CallKey::Kind) == What::Absent => Ok(NormKind::Rms),
         Some(Word::Rms) => Ok(NormKind::Rms),
         Some(Word::Layer) => Ok(NormKind::Layer),
+        Some(Word::NoNorm) => Ok(NormKind::None),
         _ => Err(Error::Type(format!(
-            "kind: expected \"rms\", \"layer\" or undefined, got {}",
+            "kind: expected \"rms\", \"layer\", \"none\" or undefined, got {}",
             call.got(CallKey::Kind)
         ))),
     }

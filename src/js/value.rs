@@ -214,8 +214,9 @@ pub fn kind_field(o: &JsValue) -> Result<NormKind, Error> {
         _ if k.is_undefined() => Ok(NormKind::Rms),
         Some("rms") => Ok(NormKind::Rms),
         Some("layer") => Ok(NormKind::Layer),
+        Some("none") => Ok(NormKind::None),
         _ => Err(Error::Type(format!(
-            "kind: expected \"rms\", \"layer\" or undefined, got {}",
+            "kind: expected \"rms\", \"layer\", \"none\" or undefined, got {}",
             describe(&k)
         ))),
     }

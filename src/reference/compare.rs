@@ -9,13 +9,14 @@ use crate::call::shape::NormKind;
 /// made of, to which its tolerance is relative.
 fn products(x: &Inputs, v: &[f32]) -> Vec<f64> {
     let offset = x.norm.gamma_offset as f64;
+    let gamma = gamma(x);
     v.chunks(x.hidden.max(1))
         .flat_map(|row| {
             let wide: Vec<f64> = row.iter().map(|&s| s as f64).collect();
             normalized(&wide, x.norm.kind, x.eps)
                 .into_iter()
                 .enumerate()
-                .map(|(i, t)| (t * (gamma(x)[i] as f64 + offset)).abs())
+                .map(|(i, t)| (t * (gamma[i] as f64 + offset)).abs())
                 .collect::<Vec<_>>()
         })
         .collect()
@@ -75,20 +76,15 @@ pub fn worst_error_at(got: &[f32], want: &[f64], x: &Inputs, rtol: f64) -> (f64,
     // allowed 1e-2 of a unit normalized value (times gamma) on top: a millionth of what a
     // wrong mean or variance costs every element.
     let centering = match x.norm.kind {
-        NormKind::Rms => 0.0,
         NormKind::Layer => 1e-2,
+        NormKind::Rms | NormKind::None => 0.0,
     };
+    let weights = gamma(x);
     for (row_start, row_v) in (0..v.len())
         .step_by(x.hidden.max(1))
         .map(|s| (s, &v[s..s + x.hidden]))
     {
-        let wide: Vec<f64> = row_v.iter().map(|&s| s as f64).collect();
-        let mean = match x.norm.kind {
-            NormKind::Rms => 0.0,
-            NormKind::Layer => wide.iter().sum::<f64>() / x.hidden as f64,
-        };
-        let var = wide.iter().map(|s| (s - mean) * (s - mean)).sum::<f64>() / x.hidden as f64;
-        let inv = 1.0 / (var + x.eps as f64).sqrt();
+        let inv = inverse_deviation(row_v, x.norm.kind, x.eps);
         let beta = |i: usize| x.beta.map_or(0.0, |b| (b[i] as f64).abs());
         let turned = turned_scale(x, &size[row_start..row_start + x.hidden]);
         for i in 0..x.hidden {
@@ -110,8 +106,8 @@ pub fn worst_error_at(got: &[f32], want: &[f64], x: &Inputs, rtol: f64) -> (f64,
                 Some(row_v[i]),
             ];
             let flushable: f64 = terms.into_iter().flatten().map(subnormal_size).sum();
-            let allowed = rtol * (scale + centering * (gamma(x)[i] as f64 + offset).abs())
-                + flushable * inv * (gamma(x)[i] as f64 + offset).abs()
+            let allowed = rtol * (scale + centering * (weights[i] as f64 + offset).abs())
+                + flushable * inv * (weights[i] as f64 + offset).abs()
                 + f32::MIN_POSITIVE as f64;
             let err = want_flushed
                 .iter()
@@ -123,6 +119,19 @@ pub fn worst_error_at(got: &[f32], want: &[f64], x: &Inputs, rtol: f64) -> (f64,
         }
     }
     worst
+}
+
+/// The factor a row's normalization scales it by, `1/sqrt(var + eps)` (1 without one).
+fn inverse_deviation(row: &[f32], kind: NormKind, eps: f32) -> f64 {
+    let wide: Vec<f64> = row.iter().map(|&s| s as f64).collect();
+    let n = row.len() as f64;
+    let mean = match kind {
+        NormKind::Rms => 0.0,
+        NormKind::Layer => wide.iter().sum::<f64>() / n,
+        NormKind::None => return 1.0,
+    };
+    let var = wide.iter().map(|s| (s - mean) * (s - mean)).sum::<f64>() / n;
+    1.0 / (var + eps as f64).sqrt()
 }
 
 /// A rotated value mixes two of its row's: with a rotary stage, each is held to the row's

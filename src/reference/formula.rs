@@ -42,7 +42,7 @@ pub fn norm_family_flushed(x: &Inputs, sums: bool) -> (Vec<f64>, Vec<f32>) {
 
 /// `N(row)` in f64: the row's normalization, each value times the factor it is scaled by.
 /// RMSNorm: `x · 1/sqrt(mean(x²) + eps)`;
-/// LayerNorm: `(x − m) · 1/sqrt(mean((x − m)²) + eps)`.
+/// LayerNorm: `(x − m) · 1/sqrt(mean((x − m)²) + eps)`; none: `x`.
 /// Sums in f64 of f32 values are exact to far below f32's precision, so the centered form
 /// needs no care here.
 pub(super) fn normalized(row: &[f64], kind: NormKind, eps: f32) -> Vec<f64> {
@@ -50,6 +50,7 @@ pub(super) fn normalized(row: &[f64], kind: NormKind, eps: f32) -> Vec<f64> {
     let mean = match kind {
         NormKind::Rms => 0.0,
         NormKind::Layer => row.iter().sum::<f64>() / n,
+        NormKind::None => return row.to_vec(),
     };
     let var = row.iter().map(|&s| (s - mean) * (s - mean)).sum::<f64>() / n;
     let inv = 1.0 / (var + eps as f64).sqrt();
@@ -95,9 +96,14 @@ fn row_v(x: &Inputs, r: usize, flush: &impl Fn(f32) -> f32) -> Vec<f32> {
         .collect()
 }
 
-/// The call's `gamma`, for the checks of `y`: a call without it has only `v`.
-pub(super) fn gamma<'a>(x: &Inputs<'a>) -> &'a [f32] {
-    x.gamma.expect("y is checked only where the call has gamma")
+/// The call's `gamma`, for the checks of `y`: a call without it has only `v`, or (no norm)
+/// `y = v`, a gamma of ones.
+pub(super) fn gamma<'a>(x: &Inputs<'a>) -> std::borrow::Cow<'a, [f32]> {
+    match x.gamma {
+        Some(g) => g.into(),
+        None if x.norm.kind == NormKind::None => vec![1.0; x.hidden].into(),
+        None => panic!("y is checked only where the call has gamma"),
+    }
 }
 
 fn norm_rows(x: &Inputs, flush: impl Fn(f32) -> f32) -> (Vec<f64>, Vec<f32>) {
@@ -111,10 +117,15 @@ fn norm_rows(x: &Inputs, flush: impl Fn(f32) -> f32) -> (Vec<f64>, Vec<f32>) {
     for r in 0..n / x.hidden {
         let row = row_v(x, r, &flush);
         let wide: Vec<f64> = row.iter().map(|&s| s as f64).collect();
-        // Without gamma the call has `v` alone.
-        let Some(gamma) = x.gamma else {
-            v.extend(row);
-            continue;
+        // Without gamma the call has `v` alone, or (no norm) `y = v`.
+        let ones = vec![1.0; x.hidden];
+        let gamma = match x.gamma {
+            Some(g) => g,
+            None if x.norm.kind == NormKind::None => &ones[..],
+            None => {
+                v.extend(row);
+                continue;
+            }
         };
         let mut out: Vec<f64> = normalized(&wide, x.norm.kind, x.eps)
             .iter()

@@ -36,7 +36,12 @@ export async function normFamily(norm: FusedRmsNorm): Promise<void> {
   const decode = await norm.run({ input: f32(), gamma, hidden, position: 4095, heads: 4, theta: 1e6, rotaryStyle: "neox" });
   const olmoRope = await norm.runWithSum({ input: f32(), gamma, hidden, headSize: 32, positions: new Uint32Array(4), theta: 5e5 });
   const phi = await norm.run({ input: f32(), gamma, beta: f32(hidden), hidden, kind: "layer", rotaryDim: 32, rotaryStyle: "interleaved", attentionScaling: 1.1, position: 0, invFreq: f32(16) });
+  // The rotation alone (Llama, GPT-J: no QK-norm), no gamma.
+  const llamaQ = await norm.run({ input: f32(), hidden, kind: "none", headSize: 64, position: 7, invFreq: f32(32) });
+  const gptjK = await norm.run({ input: f32(), hidden, kind: "none", rotaryDim: 16, rotaryStyle: "interleaved", positions: new Int32Array(4), theta: 1e4, output: "gpu" });
   type _Rotary = [
+    Expect<Equal<typeof llamaQ, Float32Array>>,
+    Expect<Equal<typeof gptjK, GpuTensor<"f32">>>,
     Expect<Equal<typeof qwen, Float32Array>>,
     Expect<Equal<typeof decode, Float32Array>>,
     Expect<Equal<typeof olmoRope, FusedRmsNormWithSum<"f32">>>,

@@ -56,6 +56,13 @@ function rotateRow(args, r, y, scale, at) {
   for (let i = at; i < at + hidden; i++) scale[i] = largest * scaling;
 }
 
+/** A row of ones, kept: kind "none"'s gamma. */
+let onesRow = new Float64Array(0);
+function ones(hidden) {
+  if (onesRow.length !== hidden) onesRow = new Float64Array(hidden).fill(1);
+  return onesRow;
+}
+
 /** Three f64 scratch rows, grown as needed: no allocation per row. */
 let scratch = [];
 function rowsOf(hidden) {
@@ -71,6 +78,10 @@ function rowsOf(hidden) {
  */
 function normalize(x, kind, eps, out) {
   const n = x.length;
+  if (kind === "none") {
+    for (let i = 0; i < n; i++) out[i] = x[i];
+    return 1;
+  }
   let mean = 0;
   if (kind === "layer") {
     for (let i = 0; i < n; i++) mean += x[i];
@@ -95,7 +106,9 @@ function normalize(x, kind, eps, out) {
  *   because the residual cancels w would be held to a bound relative to what is left.
  */
 function normRow(args, r, v, y, scale, at) {
-  const { input, residual, input2, gamma, beta, bias, postGamma, hidden, eps = 1e-6, kind = "rms", gammaOffset = 0 } = args;
+  const { input, residual, input2, beta, bias, postGamma, hidden, eps = 1e-6, kind = "rms", gammaOffset = 0 } = args;
+  // kind "none" normalizes nothing and has no gamma: y = v (then the rotary stage).
+  const gamma = args.gamma ?? ones(hidden);
   const o = r * hidden;
   const g = Math.fround(gammaOffset);
   const [wide, t, w] = rowsOf(hidden);

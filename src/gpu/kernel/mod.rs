@@ -181,6 +181,7 @@ impl Variant {
                 ("EARLY_RESIDUAL", Bool(t.early_residual)),
                 ("HAS_POST", Bool(o.post_gamma)),
                 ("LAYER", Bool(o.kind == NormKind::Layer)),
+                ("NORM_NONE", Bool(o.kind == NormKind::None)),
             ]),
         }
         if let Tiling::Family(_) = self.tiling {

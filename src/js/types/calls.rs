@@ -206,6 +206,9 @@ export type FusedRmsNormEncodeArgs<D extends Dtype = "f32"> =
   | FusedRmsNormEncodeToArgs<D, "f32">
   | FusedRmsNormEncodeToArgs<D, "f16">
   | FusedRmsNormEncodeInPlaceArgs<D>
+  | RotationFields<FusedRmsNormEncodeToArgs<D, "f32">>
+  | RotationFields<FusedRmsNormEncodeToArgs<D, "f16">>
+  | RotationFields<FusedRmsNormEncodeInPlaceArgs<D>>
   | (SumAloneFields<D, FusedRmsNormGpuData<D>> & { output?: undefined; sum: FusedRmsNormGpuData<D>; inPlace?: false })
   | (SumAloneFields<D, FusedRmsNormGpuData<D>> & { output?: undefined; sum?: undefined; inPlace: true });
 
@@ -234,6 +237,28 @@ export type FusedRmsNormSumAloneGpuArgs<D extends Dtype = "f32"> =
 /** `runWithSum` of a post-norm's sum alone in place: `residual ← v`, `input` as it was. */
 export type FusedRmsNormSumAloneInPlaceArgs<D extends Dtype = "f32"> =
   SumAloneFields<D, FusedRmsNormArray<D>> & { input: GpuTensor<D>; residual: GpuTensor<D>; inPlace: true; output?: undefined; sum?: undefined };
+
+/**
+ * The rotation alone (`kind: "none"`: Llama's, Mistral's and GPT-J's q and k, which have no
+ * QK-norm): `y` is the sum, turned by the rotary stage (`positions` or `position`, required);
+ * no `gamma`, `beta`, `postGamma` or `gammaOffset`.
+ */
+type RotationFields<T> = Omit<T, "gamma" | "beta" | "postGamma" | "gammaOffset" | "kind"> & {
+  kind: "none";
+  gamma?: undefined;
+  beta?: undefined;
+  postGamma?: undefined;
+  gammaOffset?: 0;
+};
+
+/** `run` or `runWithSum` of the rotation alone, read back. */
+export type FusedRmsNormRotationArgs<D extends Dtype = "f32", O extends Dtype = D> = RotationFields<FusedRmsNormArgs<D, O>>;
+
+/** The rotation alone, left on the GPU as a new tensor. */
+export type FusedRmsNormRotationGpuArgs<D extends Dtype = "f32", O extends Dtype = D> = RotationFields<FusedRmsNormGpuArgs<D, O>>;
+
+/** The rotation alone in place: `input ← y` (and `residual ← v` where there is one). */
+export type FusedRmsNormRotationInPlaceArgs<D extends Dtype = "f32"> = RotationFields<FusedRmsNormInPlaceArgs<D>>;
 
 /** Arguments of the timing calls: any call whose results are read back. */
 export type FusedRmsNormTimedArgs =

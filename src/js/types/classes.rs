@@ -122,6 +122,13 @@ export class FusedRmsNorm {
   run(args: FusedRmsNormGpuArgs<"f16", "f32">): Promise<GpuTensor<"f32">>;
   /** In place: `input ← y`, `residual ← v`; resolves with nothing. */
   run(args: FusedRmsNormInPlaceArgs<"f32"> | FusedRmsNormInPlaceArgs<"f16">): Promise<void>;
+  /** The rotation alone (`kind: "none"`, no gamma): as a norm's call. */
+  run(args: FusedRmsNormRotationArgs<"f32">): Promise<Float32Array>;
+  run(args: FusedRmsNormRotationArgs<"f16">): Promise<Uint16Array>;
+  run(args: FusedRmsNormRotationArgs<"f32", "f16">): Promise<Uint16Array>;
+  run(args: FusedRmsNormRotationGpuArgs<"f32">): Promise<GpuTensor<"f32">>;
+  run(args: FusedRmsNormRotationGpuArgs<"f16">): Promise<GpuTensor<"f16">>;
+  run(args: FusedRmsNormRotationInPlaceArgs<"f32"> | FusedRmsNormRotationInPlaceArgs<"f16">): Promise<void>;
   /** As `run`, and also resolves with `sum = v` (in the data's dtype), the residual stream the next layer takes. */
   runWithSum(args: FusedRmsNormArgs<"f32">): Promise<FusedRmsNormWithSum<"f32">>;
   runWithSum(args: FusedRmsNormArgs<"f16">): Promise<FusedRmsNormWithSum<"f16">>;
@@ -148,6 +155,8 @@ export class FusedRmsNorm {
   runWithSum(args: FusedRmsNormSumAloneGpuArgs<"f32">): Promise<{ sum: GpuTensor<"f32"> }>;
   runWithSum(args: FusedRmsNormSumAloneGpuArgs<"f16">): Promise<{ sum: GpuTensor<"f16"> }>;
   runWithSum(args: FusedRmsNormSumAloneInPlaceArgs<"f32"> | FusedRmsNormSumAloneInPlaceArgs<"f16">): Promise<void>;
+  runWithSum(args: FusedRmsNormRotationArgs<"f32">): Promise<FusedRmsNormWithSum<"f32">>;
+  runWithSum(args: FusedRmsNormRotationArgs<"f16">): Promise<FusedRmsNormWithSum<"f16">>;
   /**
    * Uploads `data` as a tensor calls accept in place of an array. Synchronous; throws
    * `TypeError`, `ShapeError` (too large for one binding), `RangeError` (the CPU backend's

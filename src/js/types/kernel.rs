@@ -56,7 +56,7 @@ export interface FusedRmsNormKernelSource {
 /** What a kernel description has whatever its dtypes. */
 interface FusedRmsNormKernelBase {
   hidden: number;
-  kind?: NormKind;
+  kind?: NormKind | "none";
   /** Whether calls pass a `residual` (default true). */
   residual?: boolean;
   postGamma?: boolean;

@@ -18,13 +18,14 @@ import { ROOT } from "../support/repo.mjs";
 
 const { inPage } = pageSuite("rmsnorm-rotary-");
 
-const CASES = ["qwen3", "qwen3_yarn", "gemma3_sliding", "gemma3_full", "olmo2", "phi", "cohere"];
+// With a QK-norm, and (Llama 3's scaled rope, GPT-J's interleaved partial one) without.
+const CASES = ["qwen3", "qwen3_yarn", "gemma3_sliding", "gemma3_full", "olmo2", "phi", "cohere", "llama3", "gptj"];
 
 async function fixture(name) {
   return JSON.parse(await readFile(`${ROOT}/tests/fixtures/rotary/${name}.json`, "utf8"));
 }
 
-for (const backend of ["cpu", "webgpu"]) test(`QK-norm then RoPE is what transformers computes, for every model with a QK-norm (${backend})`, async (t) => {
+for (const backend of ["cpu", "webgpu"]) test(`QK-norm then RoPE, and RoPE alone, is what transformers computes for every model (${backend})`, async (t) => {
   const fixtures = await Promise.all(CASES.map(fixture));
   let r = await inPage(async ([fixtures, backend]) => {
     const { pkg, ref } = window.lib;
@@ -32,13 +33,16 @@ for (const backend of ["cpu", "webgpu"]) test(`QK-norm then RoPE is what transfo
     const F = (a) => new Float32Array(a.flat(2).map(Math.fround));
     const report = [];
     for (const f of fixtures) {
-      const c = f.config, norm = c.norm, hd = c.head_dim;
+      const c = f.config, hd = c.head_dim;
+      // No QK-norm: kind "none", a token's heads one row, nothing normalized.
+      const norm = c.norm ?? { kind: "none", over: "projection" };
       for (const [name, heads] of [["q", c.q_heads], ["k", c.kv_heads]]) {
-        const weight = f[`${name}_norm_weight`], perHead = Array.isArray(weight[0]) && weight.length > 1;
+        const weight = f[`${name}_norm_weight`] ?? [], perHead = Array.isArray(weight[0]) && weight.length > 1;
         for (const run of f.runs) {
           const projected = F(run[`${name}_proj`]), want = F(run[name]), tokens = run.positions.length;
           const rotary = { invFreq: F(f.inv_freq), rotaryDim: c.rotary_dim, rotaryStyle: c.style, attentionScaling: f.attention_scaling, headSize: hd };
           const base = { eps: norm.eps, kind: norm.kind, gammaOffset: norm.gamma_offset, ...rotary };
+          const gammaOf = (w) => (norm.kind === "none" ? {} : { gamma: F(w) });
           if (norm.bias) base.beta = F(f[`${name}_norm_bias`]);
           const over = norm.over === "projection";
           // Positions three ways: Int32Array, Uint32Array, or the first of consecutive ones
@@ -49,7 +53,7 @@ for (const backend of ["cpu", "webgpu"]) test(`QK-norm then RoPE is what transfo
           if (consecutive) ways.push({ position: run.positions[0], heads: over || perHead ? 1 : heads });
           const calls = [];
           if (!perHead) {
-            calls.push({ cols: null, args: { ...base, input: projected, gamma: F(weight), hidden: over ? heads * hd : hd } });
+            calls.push({ cols: null, args: { ...base, input: projected, ...gammaOf(weight), hidden: over ? heads * hd : hd } });
           } else {
             // A γ per head (Cohere): the head's columns, one call a head.
             for (let h = 0; h < heads; h++) {
@@ -87,6 +91,7 @@ for (const backend of ["cpu", "webgpu"]) test(`QK-norm then RoPE is what transfo
   const worst = r.reduce((m, x) => Math.max(m, x.off), 0);
   for (const x of r) assert.ok(x.off <= 1e-5, `${x.what}: ${x.off} of the head's scale from the model's ${x.problems ?? ""}`);
   assert.ok(r.length >= CASES.length * 2 * 4 * 2, `${r.length} runs`);
+  assert.ok(r.some((x) => /gpt-j|gptj/i.test(x.what)) && r.some((x) => /llama/i.test(x.what)), "the rotations without a norm ran");
   t.diagnostic(`${r.length} runs, worst ${worst.toExponential(2)} of a head's largest value`);
 });
 
@@ -153,6 +158,8 @@ test("every bad rotary value is a named error and the instance works after it (b
         "scaling negative": { ...ok, attentionScaling: -1 },
         "unknown style": { ...ok, rotaryStyle: "gptj" },
         "rotaryDim without positions": { input, gamma, hidden, rotaryDim: 4 },
+        "kind none with gamma": { ...ok, kind: "none" },
+        "kind none without a rotary stage": { input, hidden, kind: "none" },
       };
       const got = {};
       for (const [what, args] of Object.entries(cases)) {
@@ -191,6 +198,8 @@ test("every bad rotary value is a named error and the instance works after it (b
     "scaling negative": ["ShapeError", "attentionScaling:"],
     "unknown style": ["TypeError", "rotaryStyle:"],
     "rotaryDim without positions": ["TypeError", "positions:"],
+    "kind none with gamma": ["TypeError", "gamma: expected undefined with kind \"none\""],
+    "kind none without a rotary stage": ["TypeError", "positions: missing (kind \"none\""],
   };
   for (const [backend, { got, after }] of Object.entries(r)) {
     assert.equal(after, 32, `${backend}: the instance works after the errors`);

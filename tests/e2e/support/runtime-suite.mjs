@@ -155,7 +155,8 @@ async function deviceLoss(n, report) {
 /**
  * The rotary stage after the norm: NeoX and interleaved, partial, heads narrower than the row,
  * positions from an Int32Array, a Uint32Array or a start, far positions, through run,
- * runWithSum, new tensors, in place and f16 output, each against the f64 reference.
+ * runWithSum, new tensors, in place and f16 output, and the rotation alone (`kind: "none"`),
+ * each against the f64 reference.
  */
 async function rotary(n, report) {
   let checked = 0;
@@ -183,6 +184,10 @@ async function rotary(n, report) {
     push(`${what}, in place`, ref.compare(args, await over.read()));
     over.free();
   }
+  // The rotation alone (Llama's q: no QK-norm), each token's heads one row.
+  const q = seeded.caseArgs({ rows: 3, hidden: 256, bias: true, beta: false, seed: 12 });
+  const alone = { input: q.input, residual: q.residual, bias: q.bias, hidden: 256, kind: "none", headSize: 64, position: 131071, theta: 5e5 };
+  push("kind none", ref.compare(alone, await n.run(alone)));
   report.checked.rotary = checked;
 }
 
