@@ -26,6 +26,14 @@ pub enum RotaryStyle {
 }
 
 impl RotaryStyle {
+    /// The places in a head of pair `k`'s two values, of a rotary width of `rotary_dim`.
+    pub fn pair(self, k: usize, rotary_dim: usize) -> (usize, usize) {
+        match self {
+            RotaryStyle::NeoX => (k, k + rotary_dim / 2),
+            RotaryStyle::Interleaved => (2 * k, 2 * k + 1),
+        }
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             RotaryStyle::NeoX => "neox",

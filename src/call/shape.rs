@@ -201,6 +201,27 @@ impl<A> Inputs<A> {
         }
     }
 
+    /// How many of [`Inputs::arrays`] come first as rows × hidden (`input`, `residual`,
+    /// `input2`); the rest are a row's.
+    pub const ROW_ARRAYS: usize = 3;
+
+    /// The array arguments in their order (`input`, `residual`, `input2`, `gamma`, `beta`,
+    /// `bias`, `postGamma`: `named`'s), absent ones `None`.
+    #[rustfmt::skip]
+    pub fn arrays(&self) -> [Option<&A>; 7] {
+        let x = self;
+        [Some(&x.input), x.residual.as_ref(), x.input2.as_ref(), x.gamma.as_ref(),
+         x.beta.as_ref(), x.bias.as_ref(), x.post_gamma.as_ref()]
+    }
+
+    /// [`Inputs::arrays`], to change.
+    #[rustfmt::skip]
+    pub fn arrays_mut(&mut self) -> [Option<&mut A>; 7] {
+        let x = self;
+        [Some(&mut x.input), x.residual.as_mut(), x.input2.as_mut(), x.gamma.as_mut(),
+         x.beta.as_mut(), x.bias.as_mut(), x.post_gamma.as_mut()]
+    }
+
     /// The array arguments by name, absent optional ones as `None` skipped.
     pub fn named(&self) -> impl Iterator<Item = (&'static str, &A)> {
         [
@@ -276,23 +297,17 @@ pub fn fit_buffers<H: Len>(
             b.len = b.len.min(want);
         }
     };
-    fit(&mut x.input, n);
-    for r in [x.residual.as_mut(), x.input2.as_mut()]
-        .into_iter()
-        .flatten()
-    {
-        fit(r, n);
-    }
-    for a in [
-        x.gamma.as_mut(),
-        x.beta.as_mut(),
-        x.bias.as_mut(),
-        x.post_gamma.as_mut(),
-    ]
-    .into_iter()
-    .flatten()
-    {
-        fit(a, hidden);
+    for (i, a) in x.arrays_mut().into_iter().enumerate() {
+        if let Some(a) = a {
+            fit(
+                a,
+                if i < Inputs::<H>::ROW_ARRAYS {
+                    n
+                } else {
+                    hidden
+                },
+            );
+        }
     }
     if let Some(Outputs::To { output, sum }) = outputs {
         for a in [output.as_mut(), sum.as_mut()].into_iter().flatten() {

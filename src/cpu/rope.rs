@@ -55,14 +55,10 @@ impl Rotation {
             }));
             self.at = Some(position);
         }
-        let half = self.rotary_dim / 2;
         for head in y.chunks_exact_mut(self.head_size) {
             let turned = &mut head[..self.rotary_dim];
             for (k, &(c, s)) in self.cos_sin.iter().enumerate() {
-                let (i, j) = match self.style {
-                    RotaryStyle::NeoX => (k, k + half),
-                    RotaryStyle::Interleaved => (2 * k, 2 * k + 1),
-                };
+                let (i, j) = self.style.pair(k, self.rotary_dim);
                 let (a, b) = (turned[i], turned[j]);
                 turned[i] = a * c - b * s;
                 turned[j] = b * c + a * s;

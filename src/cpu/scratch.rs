@@ -184,18 +184,7 @@ pub fn lay_out(x: &mut Inputs<Span>, sum: bool, out_per_block: bool) -> Result<L
         s.at = end;
         end = s.end();
     };
-    place(&mut x.input);
-    for s in [
-        x.residual.as_mut(),
-        x.input2.as_mut(),
-        x.gamma.as_mut(),
-        x.beta.as_mut(),
-        x.bias.as_mut(),
-        x.post_gamma.as_mut(),
-    ]
-    .into_iter()
-    .flatten()
-    {
+    for s in x.arrays_mut().into_iter().flatten() {
         place(s);
     }
     let dtype = x.input.dtype;
@@ -332,19 +321,10 @@ fn staged<T: Word, O: Word>(
     let in_place = at.in_place(x);
     let y = (!in_place).then_some(at.y);
     let v = at.sum.filter(|_| !in_place);
+    let [input, residual, input2, gamma, beta, bias, post_gamma] = x.arrays().map(|s| s.copied());
     let [input, residual, input2, gamma, beta, bias, post_gamma, y_words, v_words] = regions(
         scratch,
-        [
-            Some(x.input),
-            x.residual,
-            x.input2,
-            x.gamma,
-            x.beta,
-            x.bias,
-            x.post_gamma,
-            y,
-            v,
-        ],
+        [input, residual, input2, gamma, beta, bias, post_gamma, y, v],
     );
     let Some(input) = input else {
         unreachable!("input is always laid out")

@@ -101,16 +101,7 @@ fn in_scratch(ctx: &CpuContext, x: &Inputs<Span>, staged: &Layout) -> Option<Pro
         let address = |s: &Span| base + 4 * s.at as u32;
         let at = ADDRESSES.with(|slots| {
             let mut slots = slots.borrow_mut();
-            let spans = [
-                Some(x.input),
-                x.residual,
-                x.input2,
-                x.gamma,
-                x.beta,
-                x.bias,
-                x.post_gamma,
-            ];
-            for (slot, s) in slots.iter_mut().zip(spans) {
+            for (slot, s) in slots.iter_mut().zip(x.arrays()) {
                 *slot = s.map_or(-1.0, |s| f64::from(address(&s)));
             }
             slots.as_ptr() as u32

@@ -117,7 +117,7 @@ impl CallKey {
         CallKey::PostGamma,
     ];
 
-    /// How many of [`CallKey::ARRAYS`] hold rows.
+    /// How many of [`CallKey::ARRAYS`] hold rows (as `Inputs::ROW_ARRAYS` of its arrays).
     pub const ROW_ARRAYS: usize = 3;
 
     /// The field's name in the argument object.

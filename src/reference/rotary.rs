@@ -3,7 +3,7 @@
 //! f64 times the attention scaling. Only the angle is rounded as the models round it; the
 //! rotation itself carries no f32 rounding.
 
-use crate::call::rotary::{Rotary, RotaryStyle};
+use crate::call::rotary::Rotary;
 
 /// Turns `y`, row `r` of a call of `rows × hidden` (`y` in f64, after `gamma` and `beta`),
 /// where the call has a rotary stage.
@@ -20,15 +20,11 @@ pub(super) fn rotate(
     let inv_freq = rotary.inv_freq(shape.rotary_dim);
     let position = rotary.position(r, shape.heads);
     let scaling = rotary.attention_scaling as f64;
-    let half = shape.rotary_dim / 2;
     for head in y.chunks_exact_mut(shape.head_size) {
         for (k, &f) in inv_freq.iter().enumerate() {
             let angle = (position as f32 * f) as f64;
             let (c, s) = (angle.cos() * scaling, angle.sin() * scaling);
-            let (i, j) = match shape.style {
-                RotaryStyle::NeoX => (k, k + half),
-                RotaryStyle::Interleaved => (2 * k, 2 * k + 1),
-            };
+            let (i, j) = shape.style.pair(k, shape.rotary_dim);
             let (a, b) = (head[i], head[j]);
             head[i] = a * c - b * s;
             head[j] = b * c + a * s;
