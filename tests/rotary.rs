@@ -61,6 +61,11 @@ fn rotary(s: &Shape, positions: Positions, rng: &mut Rng) -> Rotary {
     }
 }
 
+/// Four rows of 8 ones and a gamma of ones: a call whose checks are what is tested.
+fn ones() -> (Vec<f32>, Vec<f32>) {
+    (vec![1.0; 4 * 8], vec![1.0; 8])
+}
+
 /// Runs `x` on both backends and holds each to the reference; returns the worst error.
 fn check(x: &Inputs, what: &str) -> f64 {
     let (want, _) = norm_family(x);
@@ -274,10 +279,8 @@ fn in_place_and_to_tensors_turn_y_alike() {
 
 #[test]
 fn every_bad_rotary_value_is_refused_by_name_and_nothing_is_computed() {
-    let (rows, hidden) = (4, 8);
-    let input = vec![1.0f32; rows * hidden];
-    let gamma = vec![1.0f32; hidden];
-    let base = Inputs::without_residual(&input[..], &gamma[..], hidden);
+    let (input, gamma) = ones();
+    let base = Inputs::without_residual(&input[..], &gamma[..], gamma.len());
     let ok = Rotary::new(Positions::Each(vec![0, 1, 2, 3].into()), &[1.0; 4]);
     let cases = [
         (
@@ -344,10 +347,8 @@ fn every_bad_rotary_value_is_refused_by_name_and_nothing_is_computed() {
 /// binding) is refused by both.
 #[test]
 fn the_gpu_refuses_what_the_cpu_refuses_with_the_same_words() {
-    let (rows, hidden) = (4, 8);
-    let input = vec![1.0f32; rows * hidden];
-    let gamma = vec![1.0f32; hidden];
-    let base = Inputs::without_residual(&input[..], &gamma[..], hidden);
+    let (input, gamma) = ones();
+    let base = Inputs::without_residual(&input[..], &gamma[..], gamma.len());
     let ok = Rotary::new(Positions::From(3), &[1.0; 4]);
     let bad = Rotary {
         rotary_dim: Some(5),

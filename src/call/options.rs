@@ -93,20 +93,17 @@ impl Options {
     /// `kind: "none"` normalizes nothing: `y = v`, for a rotary stage to turn (Llama's and GPT-J's
     /// q and k), with none of the norm's weights.
     pub fn check_no_norm(self) -> Result<(), Error> {
-        let o = self;
         let none = "kind \"none\" normalizes nothing: y is the sum, turned by a rotary stage";
-        let refused = if o.rotary.is_none() {
-            format!("positions: missing ({none})")
-        } else if o.post_gamma {
-            format!("postGamma: expected undefined ({none})")
-        } else if o.beta {
-            format!("beta: expected undefined ({none})")
-        } else if o.gamma_offset {
-            format!("gammaOffset: expected 0 or undefined ({none})")
-        } else {
-            return Ok(());
-        };
-        Err(Error::Type(refused))
+        let refused = [
+            (self.rotary.is_none(), "positions: missing"),
+            (self.post_gamma, "postGamma: expected undefined"),
+            (self.beta, "beta: expected undefined"),
+            (self.gamma_offset, "gammaOffset: expected 0 or undefined"),
+        ];
+        match refused.into_iter().find(|(bad, _)| *bad) {
+            Some((_, what)) => Err(Error::Type(format!("{what} ({none})"))),
+            None => Ok(()),
+        }
     }
 
     /// A call without `gamma` computes a post-norm's sum alone (OLMo 2's `h = x + N(attn(x)) · w`):

@@ -39,15 +39,13 @@ export async function normFamily(norm: FusedRmsNorm): Promise<void> {
   // The rotation alone (Llama, GPT-J: no QK-norm), no gamma.
   const llamaQ = await norm.run({ input: f32(), hidden, kind: "none", headSize: 64, position: 7, invFreq: f32(32) });
   const gptjK = await norm.run({ input: f32(), hidden, kind: "none", rotaryDim: 16, rotaryStyle: "interleaved", positions: new Int32Array(4), theta: 1e4, output: "gpu" });
-  type _Rotary = [
+  type _Family = [
     Expect<Equal<typeof llamaQ, Float32Array>>,
     Expect<Equal<typeof gptjK, GpuTensor<"f32">>>,
     Expect<Equal<typeof qwen, Float32Array>>,
     Expect<Equal<typeof decode, Float32Array>>,
     Expect<Equal<typeof olmoRope, FusedRmsNormWithSum<"f32">>>,
     Expect<Equal<typeof phi, Float32Array>>,
-  ];
-  type _Family = [
     Expect<Equal<typeof llama, Float32Array>>,
     Expect<Equal<typeof gpt2, FusedRmsNormWithSum<"f32">>>,
     Expect<Equal<typeof qk, Float32Array>>,
