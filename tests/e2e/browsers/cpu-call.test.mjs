@@ -124,7 +124,7 @@ test("bad values reject with the same named error as a plain object and with a p
       "a plain Array residual": ["TypeError", { ...a, residual: Array.from(a.residual) }, `residual: ${optional}, got an Array`],
       ...readings.badValues(a),
       "no hidden": ["TypeError", { ...a, hidden: undefined }, "hidden: expected a number (an integer >= 1), got undefined"],
-      "kind rmsx": ["TypeError", { ...a, kind: "rmsx" }, 'kind: expected "rms", "layer" or undefined, got the string "rmsx"'],
+      "kind rmsx": ["TypeError", { ...a, kind: "rmsx" }, 'kind: expected "rms", "layer", "none" or undefined, got the string "rmsx"'],
       "gammaOffset NaN": ["ShapeError", { ...a, gammaOffset: NaN }, "gammaOffset: expected a finite number, got NaN"],
       "gammaOffset a string": ["TypeError", { ...a, gammaOffset: "1" }, 'gammaOffset: expected a number or undefined, got the string "1"'],
       "outputDtype f64": ["TypeError", { ...a, outputDtype: "f64" }, 'outputDtype: expected "f32" or "f16", got the string "f64"'],
