@@ -48,7 +48,7 @@ function kernelOf(args, rows) {
 }
 
 /** One shape's resident tensors, its recorders (the baselines' raw dispatches and the package's encode of each variant), and what to pair. */
-async function shapeKit(ctx, rows, hidden) {
+async function shapeKit(ctx, rows, hidden, only) {
   const { norm, raw } = ctx;
   const n = rows * hidden;
   const lanes = hidden % 4 === 0 ? 4 : 1;
@@ -84,7 +84,7 @@ async function shapeKit(ctx, rows, hidden) {
     const half = await raw.pipeline(addHalfWgsl(), "f16(a+b) vec4");
     rec.half = rawCalls(raw, half, raw.bind(half, { a: t.x.buffer, b: t.res.buffer, out: t.out16.buffer, p: flat }), groups);
   }
-  const variants = VARIANTS.filter((v) => rec[v.base]);
+  const variants = VARIANTS.filter((v) => rec[v.base] && (!only || only.includes(v.key)));
   const args = {};
   for (const v of variants) {
     args[v.key] = { input: t.x, gamma: t.g, hidden, ...v.extra(t), output: v.f16 ? t.out16 : t.out };
@@ -119,7 +119,7 @@ export async function sectionFamily(ctx, out, { opt, num }) {
   const wgsl = {};
   for (const [rows, hidden] of shapes) {
     const tag = `${rows}×${hidden}`;
-    const kit = await shapeKit(ctx, rows, hidden);
+    const kit = await shapeKit(ctx, rows, hidden, opt.variants?.split(","));
     // Calls a pass: busy, enough to fill --pass-us; idle, --idle-pass-us (a few of a page's calls).
     const cal = await timePairs(ctx, kit.rec.ab, kit.rec.ab, { n: Math.min(8, maxN), reps: 1, warmMs: 50 });
     const perCall = Math.max(cal.base.us, 0.05);
@@ -156,7 +156,7 @@ function printFamily(ctx, results, { reps, idleMs, passUs, idlePassUs }) {
       " SM clock: nvidia-smi clocks.sm (and the throttle reasons) read as the pairs ran; min–max over the row.",
   );
   if (!real) log(`NO ROOFLINE CLAIMS: ${ctx.kind.isNull ? "Null backend" : "a CPU adapter"} (${ctx.kind.name}); µs only, and they are not GPU numbers.`);
-  const variants = VARIANTS.map((v) => v.key);
+  const variants = VARIANTS.map((v) => v.key).filter((k) => results.some((r) => r.busy[k]));
   const label = Object.fromEntries(VARIANTS.map((v) => [v.key, v.label]));
   const rel = (x) => (real && x ? pct(1 / x.ratio) : "—");
   const times = (x) => (real && x ? `${fmt(x.ratio, 2)}×` : "—");
