@@ -468,10 +468,20 @@ fn turn_interleaved(y: V, h: u32, pos: u32) -> V {
 #endif
 }
 
+// NeoX: the tiling puts a thread's pairs at the same places of every head of its row (ROW_T
+// divides ROT_HALF_W and HEAD_W), so their turns are formed once a row, for every head.
+const N_TURNS: u32 = max(ROT_HALF_W / ROW_T, 1u);
+
 // Every column of this thread: v where it is written, y turned pair by pair.
 fn store_turned(base: u32, row: u32, t: u32, width: u32, cache: ptr<function, array<V, N_CACHE>>,
                 s: Stat, s1: Stat) {
     let pos = rotary_position(row);
+    var turns: array<Turn, N_TURNS>;
+    if ROT_NEOX && width > 0u {
+        for (var k = 0u; k < N_TURNS; k++) {
+            turns[k] = neox_turn(pos, t + k * ROW_T);
+        }
+    }
     // A pair's second column is stored with its first, by the same thread.
     let partner = select(1u, ROT_HALF_W, ROT_NEOX);
     let paired = ROT_NEOX || !VEC4;
@@ -483,7 +493,12 @@ fn store_turned(base: u32, row: u32, t: u32, width: u32, cache: ptr<function, ar
             if first {
                 let j = i + partner;
                 let vj = v_at(base, j, k + partner / ROW_T, cache, s1);
-                let turn = select_turn(pos, h);
+                var turn: Turn;
+                if ROT_NEOX {
+                    turn = turns[h / ROW_T];
+                } else {
+                    turn = select_turn(pos, h);
+                }
                 store_pair(base, i, j, v_at(base, i, k, cache, s1), vj, s, turn);
             }
             continue;
@@ -500,12 +515,9 @@ fn store_turned(base: u32, row: u32, t: u32, width: u32, cache: ptr<function, ar
     }
 }
 
-// The turn of a pair whose first value is column h of its head: NeoX's, or (scalar rows) an
-// interleaved pair's, pair h / 2.
+// The turn of an interleaved pair whose first value is column h of its head, in a scalar row:
+// pair h / 2.
 fn select_turn(pos: u32, h: u32) -> Turn {
-    if ROT_NEOX {
-        return neox_turn(pos, h);
-    }
     let a = turn_of(pos, h / 2u);
     return Turn(V(a.x), V(a.y));
 }

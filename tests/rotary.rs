@@ -107,6 +107,15 @@ fn both_backends_turn_y_as_the_reference_does_at_every_position() {
             head_size: 80,
             rotary_dim: 32,
         },
+        // A quarter of heads of 80 (StableLM): pairs five vectors apart, read a scalar at a
+        // time on the GPU, two heads a row.
+        Shape {
+            tokens: 3,
+            heads: 1,
+            hidden: 160,
+            head_size: 80,
+            rotary_dim: 20,
+        },
         Shape {
             tokens: 2,
             heads: 2,
