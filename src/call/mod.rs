@@ -8,6 +8,7 @@ pub mod checks;
 pub mod device;
 pub mod dtype;
 pub mod error;
+pub mod given;
 pub mod host;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod native_arrays;

@@ -3,13 +3,14 @@
 //! buffers sized to the call ([`fit_buffers`]).
 //! [`crate::call::plan`] turns a checked call into what a driver records.
 
-use crate::call::checks::{eps_from_number, gamma_offset_from_number, hidden_from_number};
+use crate::call::checks::{
+    eps_from_number, gamma_offset_from_number, hidden_from_number, DEFAULT_EPS,
+};
 use crate::call::dtype::Dtype;
 use crate::call::error::Error;
 use crate::call::host::Arg;
 use crate::call::numbers::Len;
 use crate::call::rotary::Rotary;
-use crate::support::number_text::number_text;
 
 /// The arguments of one call. `A` is where the numbers live: a Rust slice natively, a JS
 /// `Float32Array` in the browser (uploaded straight from JS, never copied through wasm).
@@ -166,9 +167,6 @@ impl Shape {
     }
 }
 
-/// `eps` where a call gives none.
-pub const DEFAULT_EPS: f32 = 1e-6;
-
 impl<A> Inputs<A> {
     /// Whether the call computes `y`: with `gamma`, or with no norm (`kind: "none"`, a
     /// rotation alone); else it computes a post-norm's sum alone.
@@ -267,15 +265,22 @@ pub fn fit_buffers<H: Len>(
 ) -> Result<(), Error> {
     let hidden = x.hidden.max(1);
     let input_is_buffer = matches!(x.input, Arg::Buffer(_));
+    let len = x.input.len();
     let rows = match rows {
-        Some(r) if !input_is_buffer && Some(x.input.len()) != r.checked_mul(hidden) => {
+        Some(r) if !input_is_buffer && len.is_multiple_of(hidden) && len / hidden != r => {
             return Err(Error::Shape(format!(
                 "rows: expected {} (input.length / hidden), got {r}",
-                number_text(x.input.len() as f64 / hidden as f64)
+                len / hidden
+            )));
+        }
+        Some(r) if !input_is_buffer && !len.is_multiple_of(hidden) => {
+            return Err(Error::Shape(format!(
+                "rows: expected undefined with an input of {len} elements, no whole rows of \
+                 {hidden}, got {r}"
             )));
         }
         Some(r) => r,
-        None if x.input.len().is_multiple_of(hidden) => x.input.len() / hidden,
+        None if len.is_multiple_of(hidden) => len / hidden,
         None => return Ok(()),
     };
     let Some(n) = rows.checked_mul(hidden) else {

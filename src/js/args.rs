@@ -1,30 +1,29 @@
-//! A call's arguments decoded from what `call_record.rs` read, field by field
-//! (`fields.rs`) in the order the messages name them: the inputs, options and destinations
-//! of `run`, `runWithSum`, the timing calls, `encode` and `bind`; and `upload`'s data. Only the JavaScript types are checked here;
-//! the values are checked by `call/checks.rs` (`hidden`, `eps`, `repeat`, `rows`),
-//! `call/shape.rs` (lengths) and `call/plan.rs` (what a call asks for), the same functions for
-//! every entry point.
+//! A call's arguments decoded from what `call_record.rs` read: the inputs, options and
+//! destinations of `run`, `runWithSum`, the timing calls, `encode` and `bind`; and `upload`'s
+//! data. A call goes down the layers once: every field's JavaScript type first, field by
+//! field (`fields.rs`, `rotary_args.rs`) in the order the messages name them; then the values,
+//! by `call/checks.rs` (every number, by one rule each), `call/shape.rs` (lengths) and
+//! `call/plan.rs` (what a call asks for), the same functions for every entry point. A refusal
+//! is worded last (`refused.rs`), with what the call gave.
 
 use js_sys::Reflect;
 use wasm_bindgen::prelude::*;
 
-use crate::call::checks::{
-    eps_from_number, gamma_offset_from_number, hidden_from_number, repeat_from_number,
-};
+use crate::call::checks::{repeat_from_number, GivenNumbers};
 use crate::call::dtype::Dtype;
 use crate::call::error::Error;
+use crate::call::given::Unchecked;
 use crate::call::host::Arg;
 use crate::call::plan::{Destination, Request};
-use crate::call::shape::{fit_buffers, Inputs, Norm, NormKind, Outputs, DEFAULT_EPS};
+use crate::call::shape::{Inputs, Norm, NormKind, Outputs};
 use crate::gpu::webgpu_raw::RawEncoder;
 use crate::js::array::{Args, JsArray};
 use crate::js::call_js::is_webgpu;
-use crate::js::call_record::{Call, Status, What, Word};
-use crate::js::caller_arrays::CallerArrays;
-use crate::js::fields::{
-    array_arg, dtype, flag, kind, missing, no_output, optional_number, rows, Sources,
-};
+use crate::js::call_record::{Call, Status, What};
+use crate::js::caller_arrays::{destinations, CallerArrays};
+use crate::js::fields::{array_arg, missing, no_output, Sources};
 use crate::js::keys::{keys_of, CallKey, Readers, CALL_KEYS};
+use crate::js::refused::{field, word, Refused};
 use crate::js::rotary_args::rotary;
 use crate::js::value::{check_keys, describe};
 
@@ -102,60 +101,17 @@ pub fn parse_args(call: &Call, sum: bool) -> Result<(Args, Request), Error> {
 /// `run`'s and `runWithSum`'s arguments: the inputs, what the call asks for, and the arrays
 /// of the caller's its results go into (`output`, `sum`), where it gave them.
 pub fn parse_call(call: &Call, sum: bool) -> Result<(Args, Request, CallerArrays), Error> {
-    let mut x = parse_inputs(call, Sources::RUN, |k, required, from| {
-        array_arg(call, k, required, from)
+    let read = read_call(call, sum);
+    read.map_err(|refused| word(call, refused))
+}
+
+/// [`parse_call`]'s reading: every field's type first, then the values, down the layers.
+fn read_call(call: &Call, sum: bool) -> Result<(Args, Request, CallerArrays), Refused> {
+    let x = parse_inputs(call, Sources::RUN, |key, required, from| {
+        array_arg(call, key, required, from)
     })?;
-    fit_buffers(&mut x, None, rows(call)?)?;
-    let mut arrays = CallerArrays::default();
-    let output = call.what(CallKey::Output);
-    let request = match call.word(CallKey::Output) {
-        _ if output == What::Absent => Request::host(sum),
-        Some(Word::Array) => Request::host(sum),
-        Some(Word::Gpu) => Request::to_gpu(sum),
-        _ if !x.writes_y() => return Err(no_output(call)),
-        _ if arrays.read(call, CallKey::Output)? => Request::host(sum),
-        _ => {
-            return Err(Error::Type(format!(
-                "output: expected \"array\", \"gpu\", a typed array for the result or undefined, got {}",
-                call.got(CallKey::Output)
-            )));
-        }
-    };
-    let given_sum = call.what(CallKey::Sum) != What::Absent;
-    if given_sum {
-        let refused = if !sum {
-            Some("in run (runWithSum has a sum result)")
-        } else if request.to == Destination::Gpu {
-            Some("with output: \"gpu\" (the sum is a new GpuTensor too)")
-        } else if !arrays.read(call, CallKey::Sum)? {
-            Some("or a typed array for the sum")
-        } else {
-            None
-        };
-        if let Some(why) = refused {
-            return Err(Error::Type(format!(
-                "sum: expected undefined {why}, got {}",
-                call.got(CallKey::Sum)
-            )));
-        }
-    }
-    if !flag(call, CallKey::InPlace)? {
-        arrays.check(&x)?;
-        return Ok((x, request, arrays));
-    }
-    if output != What::Absent || given_sum {
-        let key = if output == What::Absent {
-            CallKey::Sum
-        } else {
-            CallKey::Output
-        };
-        return Err(Error::Type(format!(
-            "{}: expected undefined with inPlace: true (the results overwrite input and residual), got {}",
-            key.name(),
-            call.got(key)
-        )));
-    }
-    Ok((x, Request::in_place(), CallerArrays::default()))
+    let (request, arrays) = destinations(call, sum, &x.inputs)?;
+    Ok((x.fit(None)?, request, arrays))
 }
 
 /// `encode`'s encoder: a `GPUCommandEncoder`, as this runtime's WebGPU recognises its own
@@ -172,86 +128,89 @@ pub fn encoder_arg(v: &JsValue) -> Result<&RawEncoder, Error> {
 
 /// `encode`'s and `bind`'s arguments: the inputs (GPU data only), and where the results go.
 pub fn parse_encode(call: &Call) -> Result<(Args, Outputs<Arg<JsArray>>), Error> {
+    let read = read_encode(call);
+    read.map_err(|refused| word(call, refused))
+}
+
+/// [`parse_encode`]'s reading, as [`read_call`]'s.
+fn read_encode(call: &Call) -> Result<(Args, Outputs<Arg<JsArray>>), Refused> {
     let from = Sources::ENCODE;
-    let mut x = parse_inputs(call, from, |k, required, from| {
+    let x = parse_inputs(call, from, |k, required, from| {
         array_arg(call, k, required, from)
     })?;
     // The app's buffers hold what the call says: the data's dtype, `output` outputDtype's.
     let data = Sources {
-        dtype: dtype(call, CallKey::Dtype)?.unwrap_or(Dtype::F32),
+        dtype: call.dtype_field(CallKey::Dtype)?.unwrap_or(Dtype::F32),
         ..from
     };
     let out = Sources {
-        dtype: x.norm.output_dtype.unwrap_or(data.dtype),
+        dtype: x.inputs.norm.output_dtype.unwrap_or(data.dtype),
         ..data
     };
     let output = array_arg(call, CallKey::Output, false, out)?;
     let sum = array_arg(call, CallKey::Sum, false, data)?;
-    let mut outputs = match (flag(call, CallKey::InPlace)?, output) {
+    let writes_y = x.inputs.writes_y();
+    let mut outputs = match (call.flag_field(CallKey::InPlace)?, output) {
         (true, None) if sum.is_none() => Outputs::InPlace,
         (true, _) => {
             return Err(Error::Type(
                 "output: expected no output or sum with inPlace: true (the results overwrite input and residual)".into(),
-            ))
+            ).into())
         }
-        (false, Some(_)) if !x.writes_y() => return Err(no_output(call)),
-        (false, output) if !x.writes_y() || output.is_some() => Outputs::To { output, sum },
+        (false, Some(_)) if !writes_y => return no_output(),
+        (false, output) if !writes_y || output.is_some() => Outputs::To { output, sum },
         (false, _) => {
             return Err(Error::Type(
                 "output: expected a GPUBuffer or a GpuTensor for the result (or inPlace: true), got undefined".into(),
-            ))
+            ).into())
         }
     };
-    fit_buffers(&mut x, Some(&mut outputs), rows(call)?)?;
-    Ok((x, outputs))
+    Ok((x.fit(Some(&mut outputs))?, outputs))
 }
 
-/// The arrays (each by `array`, as the caller takes them), `hidden`, `eps` and the norm of a
-/// call; `from` with the `dtype` its `GPUBuffer`s hold.
+/// The arrays (each by `array`, as the caller takes them), `hidden`, `eps`, the norm and the
+/// rotary stage of a call, their types read; `from` with the `dtype` its `GPUBuffer`s hold.
 pub fn parse_inputs<A>(
     call: &Call,
     mut from: Sources,
-    mut array: impl FnMut(CallKey, bool, Sources) -> Result<Option<A>, Error>,
-) -> Result<Inputs<A>, Error> {
+    mut array: impl FnMut(CallKey, bool, Sources) -> Result<Option<A>, Refused>,
+) -> Result<Unchecked<A>, Refused> {
     match call.status() {
         Status::Read => {}
-        Status::UnknownKey => check_keys(call.args(), "args", KEYS)?,
-        Status::NotObject => {
-            return Err(Error::Type(format!(
-                "args: expected an object {{ input, gamma, hidden, residual?, input2?, beta?, bias?, postGamma?, eps?, kind?, gammaOffset?, outputDtype? }}, got {}",
-                call.got_args()
-            )))
-        }
+        Status::UnknownKey => return Err(Refused::UnknownKey(KEYS)),
+        Status::NotObject => return Err(Refused::Args(
+            "an object { input, gamma, hidden, residual?, input2?, beta?, bias?, postGamma?, eps?, kind?, gammaOffset?, outputDtype? }",
+        )),
     }
-    from.dtype = dtype(call, CallKey::Dtype)?.unwrap_or(Dtype::F32);
+    from.dtype = call.dtype_field(CallKey::Dtype)?.unwrap_or(Dtype::F32);
     let input = array(CallKey::Input, true, from)?.ok_or_else(|| missing(CallKey::Input))?;
     let residual = array(CallKey::Residual, false, from)?;
     let input2 = array(CallKey::Input2, false, from)?;
     // Optional beside a postGamma (a post-norm's sum alone: `plan::sum_alone` checks the
     // rest) and with no norm (`kind: "none"`, which has none).
-    let kind = kind(call)?;
+    let kind = call.kind()?;
     let gamma_required = call.what(CallKey::PostGamma) == What::Absent && kind != NormKind::None;
     let gamma = array(CallKey::Gamma, gamma_required, from)?;
     let beta = array(CallKey::Beta, false, from)?;
     let bias = array(CallKey::Bias, false, from)?;
     let post_gamma = array(CallKey::PostGamma, false, from)?;
+    let mut numbers = GivenNumbers {
+        gamma_offset: call.optional_number(CallKey::GammaOffset)?,
+        ..GivenNumbers::default()
+    };
     let norm = Norm {
         kind,
-        gamma_offset: optional_number(call, CallKey::GammaOffset)?
-            .map_or(Ok(0.0), gamma_offset_from_number)?,
-        output_dtype: dtype(call, CallKey::OutputDtype)?,
+        gamma_offset: 0.0,
+        output_dtype: call.dtype_field(CallKey::OutputDtype)?,
     };
-    let hidden = match call.what(CallKey::Hidden) {
-        What::Number => hidden_from_number(call.number(CallKey::Hidden))?,
-        _ => {
-            return Err(Error::Type(format!(
-                "hidden: expected a number (an integer >= 1), got {}",
-                call.got(CallKey::Hidden)
-            )))
-        }
+    numbers.hidden = match call.what(CallKey::Hidden) {
+        What::Number => call.number(CallKey::Hidden),
+        _ => return field(CallKey::Hidden, "a number (an integer >= 1)"),
     };
-    let eps = optional_number(call, CallKey::Eps)?.map_or(Ok(DEFAULT_EPS), eps_from_number)?;
-    Ok(Inputs {
+    numbers.eps = call.optional_number(CallKey::Eps)?;
+    let rotary = rotary(call, &mut numbers)?;
+    numbers.rows = call.optional_number(CallKey::Rows)?;
+    let inputs = Inputs {
         input,
         residual,
         input2,
@@ -259,11 +218,12 @@ pub fn parse_inputs<A>(
         beta,
         bias,
         post_gamma,
-        hidden,
-        eps,
+        hidden: 0,
+        eps: 0.0,
         norm,
-        rotary: rotary(call)?,
-    })
+        rotary,
+    };
+    Ok(Unchecked { inputs, numbers })
 }
 
 /// A timing call's arguments: the call's, with results read back, and `repeat`.

@@ -288,8 +288,10 @@ impl<'a> Call<'a> {
 
     /// The string a field holds, where it is one of [`Word`]'s.
     pub fn word(&self, key: CallKey) -> Option<Word> {
-        let at = self.slot(key).value as usize;
-        (self.what(key) == What::Word).then(|| WORDS.get(at).map(|(w, _)| *w))?
+        match self.what(key) {
+            What::Word => WORDS.get(self.slot(key).value as usize).map(|(w, _)| *w),
+            _ => None,
+        }
     }
 
     /// A typed array's element type.
@@ -319,8 +321,9 @@ impl<'a> Call<'a> {
 
     /// For a destination array, the first key whose array shares a byte with it.
     pub fn overlap(&self, key: CallKey) -> Option<CallKey> {
-        let at = self.slot(key).overlap;
-        (at >= 0.0).then(|| CallKey::at(at as usize))
+        CALL_KEYS
+            .get(usize::try_from(self.slot(key).overlap as i64).ok()?)
+            .and_then(|k| k.call)
     }
 
     /// The numbers of a table field (`positions`, `invFreq`: 32-bit elements, as their bits),
@@ -342,11 +345,6 @@ impl<'a> Call<'a> {
             What::Tensor | What::FreedTensor => "a GpuTensor".into(),
             _ => describe(&self.value(key)),
         }
-    }
-
-    /// How the argument object itself looks in a message.
-    pub fn got_args(&self) -> String {
-        describe(self.args)
     }
 
     /// What each field holds and its value, as bits: all that identifies a call of tensors

@@ -9,16 +9,17 @@
 
 use js_sys::{Float32Array, Uint16Array};
 use wasm_bindgen::prelude::*;
-use wasm_bindgen::JsCast;
 
 use crate::call::dtype::Dtype;
 use crate::call::error::Error;
-use crate::call::host::Arg;
-use crate::call::plan::check_written;
+use crate::call::plan::{check_written, Destination, Request};
 use crate::call::results::{Given, Output};
-use crate::js::array::{Args, JsArray, Memory};
-use crate::js::call_record::Call;
+use crate::js::array::{Args, Memory};
+use crate::js::call_record::{Call, What, Word};
+use crate::js::fields::no_output;
+use crate::js::fields::DETACHED;
 use crate::js::keys::CallKey;
+use crate::js::refused::{field, Refused};
 use crate::js::value::results_value;
 use crate::support::typed_result::TypedResult;
 
@@ -26,10 +27,11 @@ use crate::support::typed_result::TypedResult;
 struct CallerArray {
     /// The caller's object, which the call resolves with.
     array: JsValue,
-    /// Where its elements lie.
-    memory: Memory,
     len: usize,
     dtype: Dtype,
+    /// The first array of the call (by the table's order) that shares a byte with it, as
+    /// `call.js` found it.
+    overlap: Option<CallKey>,
 }
 
 /// The arrays given for a call's results, where it gave them.
@@ -46,29 +48,26 @@ impl CallerArrays {
 
     /// Reads `key`'s value as the array its result goes into; `Ok(false)` where it is no
     /// typed array of a dtype the package holds (the caller says what else it may be).
-    pub fn read(&mut self, call: &Call, key: CallKey) -> Result<bool, Error> {
-        if call.dtype(key).is_none() {
+    pub fn read(&mut self, call: &Call, key: CallKey) -> Result<bool, Refused> {
+        let Some(dtype) = call.dtype(key) else {
             return Ok(false);
-        }
-        let (name, v) = (key.name(), &call.value(key));
-        let a = match JsArray::from_value(v) {
-            Ok(Some(a)) => a,
-            Ok(None) => return Ok(false),
-            Err(expected) => return Err(Error::Type(format!("{name}: expected {expected}"))),
         };
-        let memory = a.memory();
-        let wasm_memory: js_sys::WebAssembly::Memory = wasm_bindgen::memory().unchecked_into();
-        if memory.buffer == wasm_memory.buffer() {
+        let name = key.name();
+        if call.detached(key) {
+            return Err(Error::Type(format!("{name}: expected {DETACHED}")).into());
+        }
+        if call.in_wasm_memory(key) {
             return Err(Error::Type(format!(
                 "{name}: expected an array of the app's own memory, got a view of this module's \
                  WebAssembly memory (which the package itself writes)"
-            )));
+            ))
+            .into());
         }
         let given = CallerArray {
-            array: v.clone(),
-            memory,
-            len: a.len,
-            dtype: a.dtype,
+            array: call.value(key),
+            len: call.len(key),
+            dtype,
+            overlap: call.overlap(key),
         };
         match key {
             CallKey::Output => self.output = Some(given),
@@ -87,21 +86,22 @@ impl CallerArrays {
             .filter_map(|(n, a)| a.as_ref().map(|a| (*n, a)))
         {
             check_written(x, name, a.len, a.dtype)?;
-            for (input, arg) in x.named() {
-                if matches!(arg, Arg::Host(h) if a.memory.overlaps(&h.memory())) {
-                    return Err(Error::Type(format!(
-                        "{name}: expected an array apart from the call's inputs, got one over \
-                         the same memory as {input}"
-                    )));
-                }
+            if let Some(input) = a.overlap.filter(|k| CallKey::ARRAYS.contains(k)) {
+                return Err(Error::Type(format!(
+                    "{name}: expected an array apart from the call's inputs, got one over \
+                     the same memory as {}",
+                    input.name()
+                )));
             }
         }
-        if let (Some(y), Some(v)) = (&self.output, &self.sum) {
-            if y.memory.overlaps(&v.memory) {
-                return Err(Error::Type(
-                    "sum: expected an array apart from output, got one over the same memory".into(),
-                ));
-            }
+        let (y, v) = (&self.output, &self.sum);
+        if y.as_ref().is_some_and(|y| y.overlap == Some(CallKey::Sum))
+            || v.as_ref()
+                .is_some_and(|v| v.overlap == Some(CallKey::Output))
+        {
+            return Err(Error::Type(
+                "sum: expected an array apart from output, got one over the same memory".into(),
+            ));
         }
         Ok(())
     }
@@ -111,7 +111,8 @@ impl CallerArrays {
     pub fn given(&self) -> Given {
         let view = |a: &Option<CallerArray>| {
             let a = a.as_ref()?;
-            let (buffer, start, len) = (&a.memory.buffer, a.memory.start as u32, a.len as u32);
+            let memory = Memory::of(&a.array, a.len, a.dtype);
+            let (buffer, start, len) = (&memory.buffer, memory.start as u32, a.len as u32);
             Some(match a.dtype {
                 Dtype::F32 => TypedResult::F32(Float32Array::new_with_byte_offset_and_length(
                     buffer, start, len,
@@ -137,4 +138,56 @@ impl CallerArrays {
         let sum = own(&self.sum, out.sum);
         results_value(y, sum.filter(|_| want_sum))
     }
+}
+
+/// Where `run`'s results go: what `output`, `sum` and `inPlace` ask for, and the caller's
+/// arrays among them, checked against the call's `input` (`x`).
+pub fn destinations(call: &Call, sum: bool, x: &Args) -> Result<(Request, CallerArrays), Refused> {
+    let writes_y = x.writes_y();
+    let mut arrays = CallerArrays::default();
+    let output = call.what(CallKey::Output);
+    let request = match call.word(CallKey::Output) {
+        _ if output == What::Absent => Request::host(sum),
+        Some(Word::Array) => Request::host(sum),
+        Some(Word::Gpu) => Request::to_gpu(sum),
+        _ if !writes_y => return no_output(),
+        _ if arrays.read(call, CallKey::Output)? => Request::host(sum),
+        _ => {
+            return field(
+                CallKey::Output,
+                "\"array\", \"gpu\", a typed array for the result or undefined",
+            )
+        }
+    };
+    let given_sum = call.what(CallKey::Sum) != What::Absent;
+    if given_sum {
+        let refused = if !sum {
+            Some("in run (runWithSum has a sum result)")
+        } else if request.to == Destination::Gpu {
+            Some("with output: \"gpu\" (the sum is a new GpuTensor too)")
+        } else if !arrays.read(call, CallKey::Sum)? {
+            Some("or a typed array for the sum")
+        } else {
+            None
+        };
+        if let Some(why) = refused {
+            return field(CallKey::Sum, format!("undefined {why}"));
+        }
+    }
+    if !call.flag_field(CallKey::InPlace)? {
+        arrays.check(x)?;
+        return Ok((request, arrays));
+    }
+    if output != What::Absent || given_sum {
+        let key = if output == What::Absent {
+            CallKey::Sum
+        } else {
+            CallKey::Output
+        };
+        return field(
+            key,
+            "undefined with inPlace: true (the results overwrite input and residual)",
+        );
+    }
+    Ok((Request::in_place(), CallerArrays::default()))
 }

@@ -53,14 +53,14 @@ pub fn run(ctx: &CpuContext, call: &Call, sum: bool) -> Option<Promise> {
     let spans = parse_inputs(call, Sources::RUN, |k, _, _| {
         Ok(call.dtype(k).map(|d| Span::of(call.len(k), d)))
     });
-    let laid_out = spans.and_then(|mut x| {
-        ctx.check_staged(&x, sum)?;
-        check_given(&x, call, sum)?;
-        let staged = lay_out(&mut x, sum, all_given)?;
-        Ok((x, staged))
-    });
+    // A refusal is worded where the call is decoded again, as every call is.
+    let (mut x, _) = spans.ok().and_then(|x| x.checked().ok())?;
+    let laid_out = ctx
+        .check_staged(&x, sum)
+        .and_then(|_| check_given(&x, call, sum))
+        .and_then(|()| lay_out(&mut x, sum, all_given));
     match laid_out {
-        Ok((x, staged)) => in_scratch(ctx, &x, &staged),
+        Ok(staged) => in_scratch(ctx, &x, &staged),
         // Too big for wasm memory is said at once: decoding again would copy the arrays
         // before finding out.
         Err(e @ Error::Range(_)) => Some(rejected(e)),
@@ -102,7 +102,7 @@ fn in_scratch(ctx: &CpuContext, x: &Inputs<Span>, staged: &Layout) -> Option<Pro
         let at = ADDRESSES.with(|slots| {
             let mut slots = slots.borrow_mut();
             for (slot, s) in slots.iter_mut().zip(x.arrays()) {
-                *slot = s.map_or(-1.0, |s| f64::from(address(&s)));
+                *slot = s.map_or(-1.0, |s| f64::from(address(s)));
             }
             slots.as_ptr() as u32
         });

@@ -1,8 +1,8 @@
 //! One field of a call's record (`call_record.rs`) decoded: an array argument (a typed
 //! array, a `GpuTensor` or an app's `GPUBuffer`), a number, a flag or a name, each checked
-//! for its JavaScript type with the message that names the field and describes the value.
+//! for its JavaScript type. A field of the wrong type is [`Refused`] by name, with what it
+//! should have been; `refused.rs` adds what the call gave. Values are checked in `call/`.
 
-use crate::call::checks::rows_from_number;
 use crate::call::dtype::Dtype;
 use crate::call::error::Error;
 use crate::call::host::{AppBuffer, Arg};
@@ -10,8 +10,8 @@ use crate::call::shape::NormKind;
 use crate::js::array::JsArray;
 use crate::js::call_record::{Call, What, Word};
 use crate::js::keys::CallKey;
+use crate::js::refused::{field, Refused};
 use crate::js::tensor::tensor_by_handle;
-use crate::support::number_text::number_text;
 
 /// Where a call takes its arrays from, and what it does with the app's `GPUBuffer`s.
 #[derive(Clone, Copy)]
@@ -50,17 +50,17 @@ pub fn array_arg(
     key: CallKey,
     required: bool,
     from: Sources,
-) -> Result<Option<Arg<JsArray>>, Error> {
+) -> Result<Option<Arg<JsArray>>, Refused> {
     let name = key.name();
     match call.what(key) {
         What::Absent if !required => return Ok(None),
+        What::Buffer => return gpu_buffer_arg(call, key, from).map(|b| Some(Arg::Buffer(b))),
         What::F32 | What::Bits | What::Halves => return host_array(call, key, from).map(Some),
         What::Tensor => match tensor_by_handle(call.handle(key)) {
             Some(t) => return Ok(Some(Arg::Gpu(t))),
-            None => return Err(freed(name)),
+            None => return Err(freed(name).into()),
         },
-        What::FreedTensor => return Err(freed(name)),
-        What::Buffer => return gpu_buffer_arg(call, key, from).map(|b| Some(Arg::Buffer(b))),
+        What::FreedTensor => return Err(freed(name).into()),
         _ => {}
     }
     let expected = match (from.host, required) {
@@ -73,33 +73,26 @@ pub fn array_arg(
         (false, true) => "a GPUBuffer or a GpuTensor",
         (false, false) => "a GPUBuffer, a GpuTensor or undefined",
     };
-    Err(Error::Type(format!(
-        "{name}: expected {expected}, got {}",
-        call.got(key)
-    )))
+    field(key, expected)
 }
 
 /// A typed array argument, where the call takes host data.
-fn host_array(call: &Call, key: CallKey, from: Sources) -> Result<Arg<JsArray>, Error> {
+fn host_array(call: &Call, key: CallKey, from: Sources) -> Result<Arg<JsArray>, Refused> {
     let name = key.name();
     // A transferred (detached) buffer would read as length 0: it gets its own message.
     if call.detached(key) {
-        return Err(Error::Type(format!("{name}: expected {DETACHED}")));
+        return Err(Error::Type(format!("{name}: expected {DETACHED}")).into());
     }
     if !from.host {
-        return Err(Error::Type(format!(
-            "{name}: expected a GPUBuffer or a GpuTensor (encode records GPU work only: \
-             upload host data first), got {}",
-            call.got(key)
-        )));
+        return field(
+            key,
+            "a GPUBuffer or a GpuTensor (encode records GPU work only: upload host data first)",
+        );
     }
     match JsArray::from_value(&call.value(key)) {
         Ok(Some(a)) => Ok(Arg::Host(a)),
-        Ok(None) => Err(Error::Type(format!(
-            "{name}: expected a typed array, got {}",
-            call.got(key)
-        ))),
-        Err(expected) => Err(Error::Type(format!("{name}: expected {expected}"))),
+        Ok(None) => field(key, "a typed array"),
+        Err(expected) => Err(Error::Type(format!("{name}: expected {expected}")).into()),
     }
 }
 
@@ -114,94 +107,78 @@ fn freed(name: &str) -> Error {
 }
 
 /// An app's `GPUBuffer`, recognised as the runtime's WebGPU recognises its own.
-fn gpu_buffer_arg(call: &Call, key: CallKey, from: Sources) -> Result<AppBuffer, Error> {
+fn gpu_buffer_arg(call: &Call, key: CallKey, from: Sources) -> Result<AppBuffer, Refused> {
     let name = key.name();
-    let (size, usage) = (call.number(key), call.usage(key));
+    // A GPUBuffer's size is a whole number of bytes.
+    let (size, usage) = (call.number(key) as u64, call.usage(key));
     let (bits, flag) = from.usage;
     if usage & bits == 0 {
         return Err(Error::Type(format!(
             "{name}: expected a GPUBuffer with GPUBufferUsage.{flag}, got one without it"
-        )));
+        ))
+        .into());
     }
-    if size % from.dtype.bytes() as f64 != 0.0 {
+    if !size.is_multiple_of(from.dtype.bytes() as u64) {
         return Err(Error::Shape(format!(
-            "{name}: expected a GPUBuffer of whole {} elements, got {} bytes",
+            "{name}: expected a GPUBuffer of whole {} elements, got {size} bytes",
             from.dtype.name(),
-            number_text(size)
-        )));
+        ))
+        .into());
     }
-    Ok(AppBuffer::new(call.value(key), size as u64, from.dtype))
+    Ok(AppBuffer::new(call.value(key), size, from.dtype))
 }
 
 /// An `output` given to a call without `gamma`, which has no `y` to write.
-pub fn no_output(call: &Call) -> Error {
-    Error::Type(format!(
-        "output: expected undefined without gamma (the call computes a post-norm's sum alone), got {}",
-        call.got(CallKey::Output)
-    ))
+pub fn no_output<T>() -> Result<T, Refused> {
+    field(
+        CallKey::Output,
+        "undefined without gamma (the call computes a post-norm's sum alone)",
+    )
 }
 
-pub fn missing(key: CallKey) -> Error {
-    Error::Type(format!("{}: missing", key.name()))
+pub fn missing(key: CallKey) -> Refused {
+    Error::Type(format!("{}: missing", key.name())).into()
 }
 
-/// An optional number field.
-pub fn optional_number(call: &Call, key: CallKey) -> Result<Option<f64>, Error> {
-    match call.what(key) {
-        What::Absent => Ok(None),
-        What::Number => Ok(Some(call.number(key))),
-        _ => Err(Error::Type(format!(
-            "{}: expected a number or undefined, got {}",
-            key.name(),
-            call.got(key)
-        ))),
+/// The typed getters of a call's record: each field's JavaScript type checked, and
+/// [`Refused`] by name where it is another.
+impl Call<'_> {
+    /// An optional number field.
+    pub fn optional_number(&self, key: CallKey) -> Result<Option<f64>, Refused> {
+        match self.what(key) {
+            What::Absent => Ok(None),
+            What::Number => Ok(Some(self.number(key))),
+            _ => field(key, "a number or undefined"),
+        }
     }
-}
 
-/// The optional `rows` of a call whose `GPUBuffer`s hold more than its rows.
-pub fn rows(call: &Call) -> Result<Option<usize>, Error> {
-    optional_number(call, CallKey::Rows)?
-        .map(rows_from_number)
-        .transpose()
-}
-
-/// An optional boolean field.
-pub fn flag(call: &Call, key: CallKey) -> Result<bool, Error> {
-    match call.what(key) {
-        What::Absent | What::No => Ok(false),
-        What::Yes => Ok(true),
-        _ => Err(Error::Type(format!(
-            "{}: expected a boolean or undefined, got {}",
-            key.name(),
-            call.got(key)
-        ))),
+    /// An optional boolean field.
+    pub fn flag_field(&self, key: CallKey) -> Result<bool, Refused> {
+        match self.what(key) {
+            What::Absent | What::No => Ok(false),
+            What::Yes => Ok(true),
+            _ => field(key, "a boolean or undefined"),
+        }
     }
-}
 
-/// The optional `kind: "rms" | "layer"`.
-pub fn kind(call: &Call) -> Result<NormKind, Error> {
-    match call.word(CallKey::Kind) {
-        _ if call.what(CallKey::Kind) == What::Absent => Ok(NormKind::Rms),
-        Some(Word::Rms) => Ok(NormKind::Rms),
-        Some(Word::Layer) => Ok(NormKind::Layer),
-        Some(Word::NoNorm) => Ok(NormKind::None),
-        _ => Err(Error::Type(format!(
-            "kind: expected \"rms\", \"layer\", \"none\" or undefined, got {}",
-            call.got(CallKey::Kind)
-        ))),
+    /// The optional `kind: "rms" | "layer" | "none"`.
+    pub fn kind(&self) -> Result<NormKind, Refused> {
+        match self.word(CallKey::Kind) {
+            _ if self.what(CallKey::Kind) == What::Absent => Ok(NormKind::Rms),
+            Some(Word::Rms) => Ok(NormKind::Rms),
+            Some(Word::Layer) => Ok(NormKind::Layer),
+            Some(Word::NoNorm) => Ok(NormKind::None),
+            _ => field(CallKey::Kind, "\"rms\", \"layer\", \"none\" or undefined"),
+        }
     }
-}
 
-/// An optional `"f32" | "f16"` field.
-pub fn dtype(call: &Call, key: CallKey) -> Result<Option<Dtype>, Error> {
-    match call.word(key) {
-        _ if call.what(key) == What::Absent => Ok(None),
-        Some(Word::F32) => Ok(Some(Dtype::F32)),
-        Some(Word::F16) => Ok(Some(Dtype::F16)),
-        _ => Err(Error::Type(format!(
-            "{}: expected \"f32\" or \"f16\", got {}",
-            key.name(),
-            call.got(key)
-        ))),
+    /// An optional `"f32" | "f16"` field.
+    pub fn dtype_field(&self, key: CallKey) -> Result<Option<Dtype>, Refused> {
+        match self.word(key) {
+            _ if self.what(key) == What::Absent => Ok(None),
+            Some(Word::F32) => Ok(Some(Dtype::F32)),
+            Some(Word::F16) => Ok(Some(Dtype::F16)),
+            _ => field(key, "\"f32\" or \"f16\""),
+        }
     }
 }

@@ -124,13 +124,6 @@ impl CallKey {
     pub const fn name(self) -> &'static str {
         CALL_KEYS[self as usize].name
     }
-
-    /// The key of [`CALL_KEYS`]'s row `at`.
-    pub fn at(at: usize) -> CallKey {
-        CALL_KEYS[at]
-            .call
-            .expect("every row of CALL_KEYS is a call's key")
-    }
 }
 
 const fn call(id: CallKey, name: &'static str, kind: Kind) -> Key {

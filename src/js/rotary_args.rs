@@ -1,19 +1,20 @@
 //! A call's rotary stage decoded from its record (`call_record.rs`): the JavaScript types of
 //! its fields, and its positions and frequencies copied into wasm memory; and the stage of a
-//! kernel that `prepare` and `kernelSource` describe. The values are checked by
-//! `call/rotary.rs`, the same for every entry point and backend.
+//! kernel that `prepare` and `kernelSource` describe. Its numbers are checked with the call's
+//! (`call/checks.rs`), the stage itself by `call/rotary.rs`, the same for every entry point
+//! and backend.
 
 use std::rc::Rc;
 
+use crate::call::checks::GivenNumbers;
 use crate::call::error::Error;
 use wasm_bindgen::JsValue;
 
 use crate::call::rotary::{Frequencies, Positions, Rotary, RotaryKernel, RotaryStyle};
 use crate::js::call_record::{Call, What, Word};
-use crate::js::fields::optional_number;
 use crate::js::keys::CallKey;
+use crate::js::refused::{field, Refused};
 use crate::js::value::{describe, flag_or_true, get};
-use crate::support::number_text::number_text;
 
 /// The fields that describe a rotation, which need `positions` or `position`.
 const DESCRIBING: [CallKey; 7] = [
@@ -26,14 +27,16 @@ const DESCRIBING: [CallKey; 7] = [
     CallKey::Heads,
 ];
 
-/// The call's rotary stage: `None` without `positions` and `position`.
-pub fn rotary(call: &Call) -> Result<Option<Rotary>, Error> {
-    let Some(positions) = positions(call)? else {
+/// The call's rotary stage: `None` without `positions` and `position`. Its numbers go into
+/// `numbers`, to be checked with the call's; the stage takes them once they are.
+pub fn rotary(call: &Call, numbers: &mut GivenNumbers) -> Result<Option<Rotary>, Refused> {
+    let Some(positions) = positions(call, numbers)? else {
         if let Some(k) = DESCRIBING.iter().find(|&&k| call.what(k) != What::Absent) {
             return Err(Error::Type(format!(
                 "positions: missing ({} describes a rotary stage: give positions or position)",
                 k.name()
-            )));
+            ))
+            .into());
         }
         return Ok(None);
     };
@@ -42,46 +45,43 @@ pub fn rotary(call: &Call) -> Result<Option<Rotary>, Error> {
         Some(Word::NeoX) => RotaryStyle::NeoX,
         Some(Word::Interleaved) => RotaryStyle::Interleaved,
         _ => {
-            return Err(Error::Type(format!(
-                "rotaryStyle: expected \"neox\", \"interleaved\" or undefined, got {}",
-                call.got(CallKey::RotaryStyle)
-            )))
+            return field(
+                CallKey::RotaryStyle,
+                "\"neox\", \"interleaved\" or undefined",
+            )
         }
     };
-    let scaling = optional_number(call, CallKey::AttentionScaling)?.unwrap_or(1.0);
+    let scaling = call
+        .optional_number(CallKey::AttentionScaling)?
+        .unwrap_or(1.0);
+    let frequencies = frequencies(call)?;
+    numbers.rotary.rotary_dim = call.optional_number(CallKey::RotaryDim)?;
+    numbers.rotary.head_size = call.optional_number(CallKey::HeadSize)?;
+    numbers.rotary.heads = call.optional_number(CallKey::Heads)?;
     Ok(Some(Rotary {
         positions,
-        frequencies: frequencies(call)?,
+        frequencies,
         style,
-        rotary_dim: count(call, CallKey::RotaryDim)?,
-        head_size: count(call, CallKey::HeadSize)?,
-        heads: count(call, CallKey::Heads)?,
+        rotary_dim: None,
+        head_size: None,
+        heads: None,
         // Out of f32's range becomes infinite, which the checks refuse by name.
         attention_scaling: scaling as f32,
         first_row: 0,
     }))
 }
 
-/// `positions` (one a token) or `position` (the first of consecutive tokens).
-fn positions(call: &Call) -> Result<Option<Positions>, Error> {
+/// `positions` (one a token) or `position` (the first of consecutive tokens: into `numbers`,
+/// and into the stage once checked).
+fn positions(call: &Call, numbers: &mut GivenNumbers) -> Result<Option<Positions>, Refused> {
     let (each, from) = (CallKey::Positions, CallKey::Position);
     match (call.what(each), call.what(from)) {
         (What::Absent, What::Absent) => Ok(None),
         (What::Absent, What::Number) => {
-            let p = call.number(from);
-            if !(p.fract() == 0.0 && (0.0..=u32::MAX as f64).contains(&p)) {
-                return Err(Error::Shape(format!(
-                    "position: expected an integer from 0 to {}, got {}",
-                    u32::MAX,
-                    number_text(p)
-                )));
-            }
-            Ok(Some(Positions::From(p as u32)))
+            numbers.rotary.position = Some(call.number(from));
+            Ok(Some(Positions::From(0)))
         }
-        (What::Absent, _) => Err(Error::Type(format!(
-            "position: expected a number or undefined, got {}",
-            call.got(from)
-        ))),
+        (What::Absent, _) => field(from, "a number or undefined"),
         (What::I32 | What::U32, What::Absent) => {
             let words = copied(call, each)?;
             if call.what(each) == What::I32 {
@@ -89,25 +89,22 @@ fn positions(call: &Call) -> Result<Option<Positions>, Error> {
                     return Err(Error::Shape(format!(
                         "positions: expected integers >= 0, got {} at {i}",
                         words[i] as i32
-                    )));
+                    ))
+                    .into());
                 }
             }
             Ok(Some(Positions::Each(words.into())))
         }
-        (What::I32 | What::U32, _) => Err(Error::Type(format!(
-            "position: expected undefined with positions, got {}",
-            call.got(from)
-        ))),
-        _ => Err(Error::Type(format!(
-            "positions: expected an Int32Array or a Uint32Array (a position a token) or \
-             undefined, got {}",
-            call.got(each)
-        ))),
+        (What::I32 | What::U32, _) => field(from, "undefined with positions"),
+        _ => field(
+            each,
+            "an Int32Array or a Uint32Array (a position a token) or undefined",
+        ),
     }
 }
 
 /// `invFreq` (copied) or `theta`.
-fn frequencies(call: &Call) -> Result<Frequencies, Error> {
+fn frequencies(call: &Call) -> Result<Frequencies, Refused> {
     let (inv, theta) = (CallKey::InvFreq, CallKey::Theta);
     match (call.what(inv), call.what(theta)) {
         (What::F32, What::Absent) => {
@@ -118,47 +115,20 @@ fn frequencies(call: &Call) -> Result<Frequencies, Error> {
         (What::Absent, What::Number) => Ok(Frequencies::Theta(call.number(theta))),
         (What::Absent, What::Absent) => Err(Error::Type(
             "invFreq: missing (the model's inverse frequencies, or theta, with positions)".into(),
-        )),
-        (What::F32, _) => Err(Error::Type(format!(
-            "theta: expected undefined with invFreq, got {}",
-            call.got(theta)
-        ))),
-        (What::Absent, _) => Err(Error::Type(format!(
-            "theta: expected a number or undefined, got {}",
-            call.got(theta)
-        ))),
-        _ => Err(Error::Type(format!(
-            "invFreq: expected a Float32Array or undefined, got {}",
-            call.got(inv)
-        ))),
+        )
+        .into()),
+        (What::F32, _) => field(theta, "undefined with invFreq"),
+        (What::Absent, _) => field(theta, "a number or undefined"),
+        _ => field(inv, "a Float32Array or undefined"),
     }
 }
 
 /// A table field's numbers, copied now: the app may change its array once the call returns.
-fn copied(call: &Call, key: CallKey) -> Result<Vec<u32>, Error> {
-    call.table(key).ok_or_else(|| {
-        Error::Type(format!(
-            "{}: expected a typed array the browser lets be read, got {}",
-            key.name(),
-            call.got(key)
-        ))
-    })
-}
-
-/// An optional count (`rotaryDim`, `headSize`, `heads`): an integer from 1.
-fn count(call: &Call, key: CallKey) -> Result<Option<usize>, Error> {
-    let Some(n) = optional_number(call, key)? else {
-        return Ok(None);
-    };
-    if !(n.fract() == 0.0 && (1.0..=u32::MAX as f64).contains(&n)) {
-        return Err(Error::Shape(format!(
-            "{}: expected an integer from 1 to {}, got {}",
-            key.name(),
-            u32::MAX,
-            number_text(n)
-        )));
+fn copied(call: &Call, key: CallKey) -> Result<Vec<u32>, Refused> {
+    match call.table(key) {
+        Some(words) => Ok(words),
+        None => field(key, "a typed array the browser lets be read"),
     }
-    Ok(Some(n as usize))
 }
 
 /// A kernel description's rotary stage (`rotaryDim`, `headSize`, `rotaryStyle`, `positions`),
