@@ -17,7 +17,7 @@ use crate::call::dtype::Dtype;
 use crate::js::call_js::{call_init, call_release, call_table, call_value, read_call};
 use crate::js::glue::POINTER_FIELD;
 use crate::js::keys::{CallKey, Kind, CALL_KEYS};
-use crate::js::tensor::{freed_count, tensor_prototype};
+use crate::js::tensor::{freed_count, with_tensor_prototype};
 use crate::js::value::{describe, object};
 
 /// What a field holds, as `readCall` found it.
@@ -217,8 +217,7 @@ impl<'a> Call<'a> {
     pub fn read(args: &'a JsValue) -> Call<'a> {
         let at = record();
         let freed = freed_count();
-        let prototype = tensor_prototype().unwrap_or(JsValue::UNDEFINED);
-        read_call(args, at as u32, &prototype);
+        with_tensor_prototype(|prototype| read_call(args, at as u32, prototype));
         // Copied out at once: a later read (a getter's own call) writes the same record.
         // SAFETY: `at` is the live record `record()` made, which nothing else borrows.
         let record = unsafe { *at };

@@ -1,7 +1,7 @@
 //! `GpuTensor`, the JavaScript face of a GPU-resident tensor, and how a tensor passed in an
 //! argument object is found again.
 
-use std::cell::{Cell, RefCell};
+use std::cell::{Cell, OnceCell, RefCell};
 use std::collections::HashMap;
 use std::rc::Rc;
 
@@ -32,7 +32,7 @@ thread_local! {
     /// when this has moved since it last did.
     static FREED: Cell<u64> = const { Cell::new(0) };
     /// `GpuTensor.prototype`, learnt from the first tensor handed to JavaScript.
-    static TENSOR_PROTOTYPE: RefCell<Option<JsValue>> = const { RefCell::new(None) };
+    static TENSOR_PROTOTYPE: OnceCell<JsValue> = const { OnceCell::new() };
 }
 
 /// Hands `tensor` to JavaScript as a `GpuTensor`.
@@ -50,16 +50,20 @@ pub fn tensor_value(tensor: Rc<Tensor>, engine: &Engine) -> JsValue {
     }
     .into();
     TENSOR_PROTOTYPE.with(|p| {
-        if p.borrow().is_none() {
-            *p.borrow_mut() = prototype_of(&v).ok();
+        if p.get().is_none() {
+            // Set once; a call being read meanwhile (a getter's upload) lends `undefined`.
+            if let Ok(proto) = prototype_of(&v) {
+                let _ = p.set(proto);
+            }
         }
     });
     v
 }
 
-/// `GpuTensor.prototype`, once a tensor has been made.
-pub fn tensor_prototype() -> Option<JsValue> {
-    TENSOR_PROTOTYPE.with(|p| p.borrow().clone())
+/// `f` of `GpuTensor.prototype` (`undefined` before the first tensor), lent rather than
+/// cloned: a clone and its drop are two crossings into JavaScript on every call.
+pub fn with_tensor_prototype<R>(f: impl FnOnce(&JsValue) -> R) -> R {
+    TENSOR_PROTOTYPE.with(|p| f(p.get().unwrap_or(&JsValue::UNDEFINED)))
 }
 
 /// The live tensor `handle` names.
