@@ -110,8 +110,11 @@ fn read_call(call: &Call, sum: bool) -> Result<(Args, Request, CallerArrays), Re
     let x = parse_inputs(call, Sources::RUN, |key, required, from| {
         array_arg(call, key, required, from)
     })?;
-    let (request, arrays) = destinations(call, sum, &x.inputs)?;
-    Ok((x.fit(None)?, request, arrays))
+    let (request, arrays) = destinations(call, sum, x.inputs.writes_y())?;
+    // The arrays given for the results match the input as fitted to the call's rows.
+    let x = x.fit(None)?;
+    arrays.check(&x)?;
+    Ok((x, request, arrays))
 }
 
 /// `encode`'s encoder: a `GPUCommandEncoder`, as this runtime's WebGPU recognises its own

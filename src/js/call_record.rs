@@ -78,6 +78,13 @@ pub enum Word {
     NoNorm,
 }
 
+impl Word {
+    /// The word `s` is, where it is one.
+    pub fn named(s: &str) -> Option<Word> {
+        WORDS.iter().find(|(_, w)| *w == s).map(|(word, _)| *word)
+    }
+}
+
 /// Each string as `call.js` is told it.
 #[rustfmt::skip]
 const WORDS: [(Word, &str); 9] = [

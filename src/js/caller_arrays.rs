@@ -140,10 +140,14 @@ impl CallerArrays {
     }
 }
 
-/// Where `run`'s results go: what `output`, `sum` and `inPlace` ask for, and the caller's
-/// arrays among them, checked against the call's `input` (`x`).
-pub fn destinations(call: &Call, sum: bool, x: &Args) -> Result<(Request, CallerArrays), Refused> {
-    let writes_y = x.writes_y();
+/// Where `run`'s results go: what `output`, `sum` and `inPlace` ask for (`writes_y`: the call
+/// has a `y` to write), and the caller's arrays among them ([`CallerArrays::check`] checks
+/// them once the call's input is fitted to its rows).
+pub fn destinations(
+    call: &Call,
+    sum: bool,
+    writes_y: bool,
+) -> Result<(Request, CallerArrays), Refused> {
     let mut arrays = CallerArrays::default();
     let output = call.what(CallKey::Output);
     let request = match call.word(CallKey::Output) {
@@ -175,7 +179,6 @@ pub fn destinations(call: &Call, sum: bool, x: &Args) -> Result<(Request, Caller
         }
     }
     if !call.flag_field(CallKey::InPlace)? {
-        arrays.check(x)?;
         return Ok((request, arrays));
     }
     if output != What::Absent || given_sum {

@@ -6,12 +6,15 @@
 use crate::call::dtype::Dtype;
 use crate::call::error::Error;
 use crate::call::host::{AppBuffer, Arg};
+use crate::call::rotary::RotaryStyle;
 use crate::call::shape::NormKind;
 use crate::js::array::JsArray;
 use crate::js::call_record::{Call, What, Word};
 use crate::js::keys::CallKey;
 use crate::js::refused::{field, Refused};
 use crate::js::tensor::tensor_by_handle;
+use crate::js::value::{describe, get};
+use wasm_bindgen::JsValue;
 
 /// Where a call takes its arrays from, and what it does with the app's `GPUBuffer`s.
 #[derive(Clone, Copy)]
@@ -109,8 +112,7 @@ fn freed(name: &str) -> Error {
 /// An app's `GPUBuffer`, recognised as the runtime's WebGPU recognises its own.
 fn gpu_buffer_arg(call: &Call, key: CallKey, from: Sources) -> Result<AppBuffer, Refused> {
     let name = key.name();
-    // A GPUBuffer's size is a whole number of bytes.
-    let (size, usage) = (call.number(key) as u64, call.usage(key));
+    let (size, usage) = (call.number(key), call.usage(key));
     let (bits, flag) = from.usage;
     if usage & bits == 0 {
         return Err(Error::Type(format!(
@@ -118,14 +120,20 @@ fn gpu_buffer_arg(call: &Call, key: CallKey, from: Sources) -> Result<AppBuffer,
         ))
         .into());
     }
-    if !size.is_multiple_of(from.dtype.bytes() as u64) {
+    // A GPUBuffer's size is a whole number of bytes (one that only claims the brand may not be).
+    let whole = size.fract() == 0.0 && (0.0..=u64::MAX as f64).contains(&size);
+    if !whole || !(size as u64).is_multiple_of(from.dtype.bytes() as u64) {
+        let got = match whole {
+            true => format!("{} bytes", size as u64),
+            false => "a size of no whole bytes".into(),
+        };
         return Err(Error::Shape(format!(
-            "{name}: expected a GPUBuffer of whole {} elements, got {size} bytes",
+            "{name}: expected a GPUBuffer of whole {} elements, got {got}",
             from.dtype.name(),
         ))
         .into());
     }
-    Ok(AppBuffer::new(call.value(key), size, from.dtype))
+    Ok(AppBuffer::new(call.value(key), size as u64, from.dtype))
 }
 
 /// An `output` given to a call without `gamma`, which has no `y` to write.
@@ -140,45 +148,122 @@ pub fn missing(key: CallKey) -> Refused {
     Error::Type(format!("{}: missing", key.name())).into()
 }
 
-/// The typed getters of a call's record: each field's JavaScript type checked, and
-/// [`Refused`] by name where it is another.
-impl Call<'_> {
-    /// An optional number field.
-    pub fn optional_number(&self, key: CallKey) -> Result<Option<f64>, Refused> {
-        match self.what(key) {
-            What::Absent => Ok(None),
-            What::Number => Ok(Some(self.number(key))),
-            _ => field(key, "a number or undefined"),
+/// A field as read, from a call's record ([`Call::field`]) or from a kernel description's
+/// object ([`described`]): what the decoders below take, so that both readers decode a field
+/// alike and say alike what it should have been.
+#[derive(Clone, Copy)]
+pub enum Field {
+    Absent,
+    Number(f64),
+    Flag(bool),
+    Word(Word),
+    Other,
+}
+
+impl Field {
+    /// An optional number.
+    pub fn optional_number(self) -> Result<Option<f64>, &'static str> {
+        match self {
+            Field::Absent => Ok(None),
+            Field::Number(x) => Ok(Some(x)),
+            _ => Err("a number or undefined"),
         }
     }
 
-    /// An optional boolean field.
-    pub fn flag_field(&self, key: CallKey) -> Result<bool, Refused> {
-        match self.what(key) {
-            What::Absent | What::No => Ok(false),
-            What::Yes => Ok(true),
-            _ => field(key, "a boolean or undefined"),
+    /// An optional boolean, `absent` where not given.
+    pub fn flag(self, absent: bool) -> Result<bool, &'static str> {
+        match self {
+            Field::Absent => Ok(absent),
+            Field::Flag(on) => Ok(on),
+            _ => Err("a boolean or undefined"),
         }
     }
 
     /// The optional `kind: "rms" | "layer" | "none"`.
-    pub fn kind(&self) -> Result<NormKind, Refused> {
-        match self.word(CallKey::Kind) {
-            _ if self.what(CallKey::Kind) == What::Absent => Ok(NormKind::Rms),
-            Some(Word::Rms) => Ok(NormKind::Rms),
-            Some(Word::Layer) => Ok(NormKind::Layer),
-            Some(Word::NoNorm) => Ok(NormKind::None),
-            _ => field(CallKey::Kind, "\"rms\", \"layer\", \"none\" or undefined"),
+    pub fn kind(self) -> Result<NormKind, &'static str> {
+        match self {
+            Field::Absent | Field::Word(Word::Rms) => Ok(NormKind::Rms),
+            Field::Word(Word::Layer) => Ok(NormKind::Layer),
+            Field::Word(Word::NoNorm) => Ok(NormKind::None),
+            _ => Err("\"rms\", \"layer\", \"none\" or undefined"),
         }
     }
 
-    /// An optional `"f32" | "f16"` field.
-    pub fn dtype_field(&self, key: CallKey) -> Result<Option<Dtype>, Refused> {
-        match self.word(key) {
-            _ if self.what(key) == What::Absent => Ok(None),
-            Some(Word::F32) => Ok(Some(Dtype::F32)),
-            Some(Word::F16) => Ok(Some(Dtype::F16)),
-            _ => field(key, "\"f32\" or \"f16\""),
+    /// An optional `"f32" | "f16"`.
+    pub fn dtype(self) -> Result<Option<Dtype>, &'static str> {
+        match self {
+            Field::Absent => Ok(None),
+            Field::Word(Word::F32) => Ok(Some(Dtype::F32)),
+            Field::Word(Word::F16) => Ok(Some(Dtype::F16)),
+            _ => Err("\"f32\" or \"f16\""),
         }
     }
+
+    /// The optional `rotaryStyle: "neox" | "interleaved"`.
+    pub fn style(self) -> Result<RotaryStyle, &'static str> {
+        match self {
+            Field::Absent | Field::Word(Word::NeoX) => Ok(RotaryStyle::NeoX),
+            Field::Word(Word::Interleaved) => Ok(RotaryStyle::Interleaved),
+            _ => Err("\"neox\", \"interleaved\" or undefined"),
+        }
+    }
+}
+
+/// The typed getters of a call's record: each field's JavaScript type checked, and
+/// [`Refused`] by name where it is another.
+impl Call<'_> {
+    /// The field `key` as read into the record.
+    pub fn field(&self, key: CallKey) -> Field {
+        match self.what(key) {
+            What::Absent => Field::Absent,
+            What::Number => Field::Number(self.number(key)),
+            What::Yes => Field::Flag(true),
+            What::No => Field::Flag(false),
+            What::Word => self.word(key).map_or(Field::Other, Field::Word),
+            _ => Field::Other,
+        }
+    }
+
+    pub fn optional_number(&self, key: CallKey) -> Result<Option<f64>, Refused> {
+        Field::optional_number(self.field(key)).or_else(|e| field(key, e))
+    }
+
+    /// An optional boolean field.
+    pub fn flag_field(&self, key: CallKey) -> Result<bool, Refused> {
+        Field::flag(self.field(key), false).or_else(|e| field(key, e))
+    }
+
+    pub fn kind(&self) -> Result<NormKind, Refused> {
+        Field::kind(self.field(CallKey::Kind)).or_else(|e| field(CallKey::Kind, e))
+    }
+
+    pub fn dtype_field(&self, key: CallKey) -> Result<Option<Dtype>, Refused> {
+        Field::dtype(self.field(key)).or_else(|e| field(key, e))
+    }
+
+    pub fn rotary_style(&self) -> Result<RotaryStyle, Refused> {
+        let key = CallKey::RotaryStyle;
+        Field::style(self.field(key)).or_else(|e| field(key, e))
+    }
+}
+
+/// A kernel description's field `name`, decoded by `decode` (one of [`Field`]'s), or a
+/// `TypeError` naming it, what it should have been and what it is.
+pub fn described<T>(
+    o: &JsValue,
+    name: &'static str,
+    decode: impl FnOnce(Field) -> Result<T, &'static str>,
+) -> Result<T, Error> {
+    let v = get(o, name);
+    let read = if v.is_undefined() {
+        Field::Absent
+    } else if let Some(x) = v.as_f64() {
+        Field::Number(x)
+    } else if let Some(on) = v.as_bool() {
+        Field::Flag(on)
+    } else {
+        let word = v.as_string().and_then(|s| Word::named(&s));
+        word.map_or(Field::Other, Field::Word)
+    };
+    decode(read).map_err(|e| Error::Type(format!("{name}: expected {e}, got {}", describe(&v))))
 }

@@ -4,18 +4,16 @@
 use wasm_bindgen::prelude::*;
 
 use crate::backend::Choice;
-use crate::call::checks::hidden_from_number;
+use crate::call::checks::{gamma_offset_from_number, hidden_from_number, rows_from_number};
 use crate::call::dtype::Dtype;
 use crate::call::error::Error;
 use crate::call::options::Options;
 use crate::call::plan::Kernel;
 use crate::instance::Settings;
+use crate::js::fields::{described, Field};
 use crate::js::keys::{keys_of, Readers, KERNEL_KEYS};
 use crate::js::rotary_args::rotary_kernel;
-use crate::js::value::{
-    check_keys, describe, dtype_field, flag, flag_or_true, gamma_offset_field, get, is_array,
-    kind_field, rows_field,
-};
+use crate::js::value::{check_keys, describe, get, is_array};
 
 const OPTIONS_KEYS: [&str; 4] = [
     "backend",
@@ -44,7 +42,8 @@ pub fn parse_kernels(v: &JsValue) -> Result<Vec<Kernel>, Error> {
 /// `kernelSource`'s argument: a kernel as `prepare` takes it, and `rows` to size the grid for.
 pub fn parse_source(v: &JsValue) -> Result<(Kernel, Option<u32>), Error> {
     let kernel = parse_kernel(v, SOURCE_KEYS)?;
-    let rows = rows_field(v)?.map(|r| r as u32);
+    let rows = described(v, "rows", Field::optional_number)?;
+    let rows = rows.map(rows_from_number).transpose()?.map(|r| r as u32);
     Ok((kernel, rows))
 }
 
@@ -63,20 +62,23 @@ fn parse_kernel(o: &JsValue, keys: &'static [&'static str]) -> Result<Kernel, Er
             describe(&h)
         )));
     };
-    let flag = |name| flag(o, name);
-    let dtype = dtype_field(o, "dtype")?.unwrap_or(Dtype::F32);
+    let flag = |name| described(o, name, |f| f.flag(false));
+    let flag_or_true = |name| described(o, name, |f| f.flag(true));
+    let dtype = described(o, "dtype", Field::dtype)?.unwrap_or(Dtype::F32);
     let in_place = flag("inPlace")?;
-    let residual = flag_or_true(o, "residual")?;
-    let output = flag_or_true(o, "gamma")?;
+    let residual = flag_or_true("residual")?;
+    let output = flag_or_true("gamma")?;
     // A uniform; the kernel only knows whether there is one.
-    let gamma_offset = gamma_offset_field(o)? != 0.0;
-    let out_dtype = dtype_field(o, "outputDtype")?.unwrap_or(dtype);
-    if !output && dtype_field(o, "outputDtype")?.is_some() {
+    let gamma_offset = described(o, "gammaOffset", Field::optional_number)?;
+    let gamma_offset = gamma_offset.map_or(Ok(0.0), gamma_offset_from_number)? != 0.0;
+    let out_dtype = described(o, "outputDtype", Field::dtype)?;
+    if !output && out_dtype.is_some() {
         return Err(Error::Type(
             "outputDtype: expected undefined without gamma (the call computes the sum alone)"
                 .into(),
         ));
     }
+    let out_dtype = out_dtype.unwrap_or(dtype);
     if in_place && out_dtype != dtype {
         return Err(Error::Type(format!(
             "outputDtype: expected {} (the data's) in place, where y is written over input, got {}",
@@ -95,7 +97,7 @@ fn parse_kernel(o: &JsValue, keys: &'static [&'static str]) -> Result<Kernel, Er
             post_gamma: flag("postGamma")?,
             input2: flag("input2")?,
             output,
-            kind: kind_field(o)?,
+            kind: described(o, "kind", Field::kind)?,
             gamma_offset,
             rotary: rotary_kernel(o, hidden)?,
         },

@@ -10,11 +10,12 @@ use crate::call::checks::GivenNumbers;
 use crate::call::error::Error;
 use wasm_bindgen::JsValue;
 
-use crate::call::rotary::{Frequencies, Positions, Rotary, RotaryKernel, RotaryStyle};
-use crate::js::call_record::{Call, What, Word};
+use crate::call::rotary::{Frequencies, Positions, Rotary, RotaryKernel};
+use crate::js::call_record::{Call, What};
+use crate::js::fields::{described, Field};
 use crate::js::keys::CallKey;
 use crate::js::refused::{field, Refused};
-use crate::js::value::{describe, flag_or_true, get};
+use crate::js::value::{describe, get};
 
 /// The fields that describe a rotation, which need `positions` or `position`.
 const DESCRIBING: [CallKey; 7] = [
@@ -40,17 +41,7 @@ pub fn rotary(call: &Call, numbers: &mut GivenNumbers) -> Result<Option<Rotary>,
         }
         return Ok(None);
     };
-    let style = match call.word(CallKey::RotaryStyle) {
-        _ if call.what(CallKey::RotaryStyle) == What::Absent => RotaryStyle::NeoX,
-        Some(Word::NeoX) => RotaryStyle::NeoX,
-        Some(Word::Interleaved) => RotaryStyle::Interleaved,
-        _ => {
-            return field(
-                CallKey::RotaryStyle,
-                "\"neox\", \"interleaved\" or undefined",
-            )
-        }
-    };
+    let style = call.rotary_style()?;
     let scaling = call
         .optional_number(CallKey::AttentionScaling)?
         .unwrap_or(1.0);
@@ -148,19 +139,8 @@ pub fn rotary_kernel(o: &JsValue, hidden: f64) -> Result<Option<RotaryKernel>, E
         }
     };
     let (rotary_dim, head_size) = (number("rotaryDim")?, number("headSize")?);
-    let style = get(o, "rotaryStyle");
-    let style = match style.as_string().as_deref() {
-        _ if style.is_undefined() => RotaryStyle::NeoX,
-        Some("neox") => RotaryStyle::NeoX,
-        Some("interleaved") => RotaryStyle::Interleaved,
-        _ => {
-            return Err(Error::Type(format!(
-                "rotaryStyle: expected \"neox\", \"interleaved\" or undefined, got {}",
-                describe(&style)
-            )))
-        }
-    };
-    let each = flag_or_true(o, "positions")?;
+    let style = described(o, "rotaryStyle", Field::style)?;
+    let each = described(o, "positions", |f| f.flag(true))?;
     let Some(rotary_dim) = rotary_dim else {
         return Ok(None);
     };

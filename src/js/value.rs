@@ -1,6 +1,6 @@
-//! Reading a caller's JavaScript values: fields, flags and dtypes, unknown keys with the
-//! field a typo meant, how a value looks in an error message, and errors back into
-//! JavaScript `Error`s.
+//! Reading a caller's JavaScript values: a field, unknown keys with the field a typo meant,
+//! how a value looks in an error message, and errors back into JavaScript `Error`s (what a
+//! field should hold is decoded in `fields.rs`).
 //!
 //! Nothing here can throw into Rust: an exception unwinding through wasm frames skips
 //! their cleanup (borrow flags, the shadow stack), and enough of them kill the module. Every
@@ -9,10 +9,7 @@
 use js_sys::{Object, Reflect};
 use wasm_bindgen::prelude::*;
 
-use crate::call::checks::{gamma_offset_from_number, rows_from_number};
-use crate::call::dtype::Dtype;
 use crate::call::error::Error;
-use crate::call::shape::NormKind;
 use crate::support::number_text::number_text;
 
 #[wasm_bindgen]
@@ -184,86 +181,6 @@ pub fn describe(v: &JsValue) -> String {
         return format!("{article} {name}");
     }
     "an object".into()
-}
-
-/// An optional boolean field.
-pub fn flag(o: &JsValue, name: &'static str) -> Result<bool, Error> {
-    let f = get(o, name);
-    match f.as_bool() {
-        _ if f.is_undefined() => Ok(false),
-        Some(on) => Ok(on),
-        None => Err(Error::Type(format!(
-            "{name}: expected a boolean or undefined, got {}",
-            describe(&f)
-        ))),
-    }
-}
-
-/// An optional boolean field that is `true` where absent.
-pub fn flag_or_true(o: &JsValue, name: &'static str) -> Result<bool, Error> {
-    if get(o, name).is_undefined() {
-        return Ok(true);
-    }
-    flag(o, name)
-}
-
-/// The optional `kind: "rms" | "layer"`.
-pub fn kind_field(o: &JsValue) -> Result<NormKind, Error> {
-    let k = get(o, "kind");
-    match k.as_string().as_deref() {
-        _ if k.is_undefined() => Ok(NormKind::Rms),
-        Some("rms") => Ok(NormKind::Rms),
-        Some("layer") => Ok(NormKind::Layer),
-        Some("none") => Ok(NormKind::None),
-        _ => Err(Error::Type(format!(
-            "kind: expected \"rms\", \"layer\", \"none\" or undefined, got {}",
-            describe(&k)
-        ))),
-    }
-}
-
-/// The optional `gammaOffset` (0 where absent).
-pub fn gamma_offset_field(o: &JsValue) -> Result<f32, Error> {
-    let g = get(o, "gammaOffset");
-    if g.is_undefined() {
-        return Ok(0.0);
-    }
-    let Some(offset) = g.as_f64() else {
-        return Err(Error::Type(format!(
-            "gammaOffset: expected a number or undefined, got {}",
-            describe(&g)
-        )));
-    };
-    gamma_offset_from_number(offset)
-}
-
-/// An optional `"f32" | "f16"` field.
-pub fn dtype_field(o: &JsValue, name: &'static str) -> Result<Option<Dtype>, Error> {
-    let d = get(o, name);
-    match d.as_string().as_deref() {
-        _ if d.is_undefined() => Ok(None),
-        Some("f32") => Ok(Some(Dtype::F32)),
-        Some("f16") => Ok(Some(Dtype::F16)),
-        _ => Err(Error::Type(format!(
-            "{name}: expected \"f32\" or \"f16\", got {}",
-            describe(&d)
-        ))),
-    }
-}
-
-/// The optional `rows` of a call whose `GPUBuffer`s hold more than its rows.
-pub fn rows_field(args: &JsValue) -> Result<Option<usize>, Error> {
-    let r = get(args, "rows");
-    if r.is_undefined() {
-        return Ok(None);
-    }
-    let Some(rows) = r.as_f64() else {
-        return Err(Error::Type(format!(
-            "rows: expected a number or undefined, got {}",
-            describe(&r)
-        )));
-    };
-    rows_from_number(rows).map(Some)
 }
 
 /// A plain object of `fields`, for results.

@@ -155,13 +155,18 @@ test("GPUBuffer arguments: run and runWithSum take buffers of norm.device (alone
     const big = (a, extra) => { const b = device.createBuffer({ size: a.byteLength + extra, usage: COPY | GPUBufferUsage.COPY_DST }); device.queue.writeBuffer(b, 0, a); return b; };
     const rows = await norm.runWithSum({ ...args, input: big(args.input, 4096), residual: big(args.residual, 100 * 4), gamma: big(args.gamma, 64), rows: 5 });
     out.rows = ref.compare(args, rows.output, { sum: rows.sum });
+    // The same into the caller's arrays: their length is the rows', not the buffers'.
+    const [y, v] = [new Float32Array(args.input.length), new Float32Array(args.input.length)];
+    const given = await norm.runWithSum({ ...args, input: big(args.input, 4096), residual: big(args.residual, 400), rows: 5, output: y, sum: v });
+    out.givenRows = { ...ref.compare(args, y, { sum: v }), same: given.output === y && given.sum === v };
     const tensorRows = await norm.run({ ...args, residual: big(args.residual, 1024) });
     out.tensorRows = ref.compare(args, tensorRows);
     try { await norm.run({ ...args, rows: 4 }); out.wrongRows = "resolved"; } catch (e) { out.wrongRows = `${e.name}: ${e.message}`; }
     try { await norm.run({ ...args, input: big(args.input, 0), rows: 6 }); out.shortBuffer = "resolved"; } catch (e) { out.shortBuffer = `${e.name}: ${e.message}`; }
     return out;
   });
-  for (const k of ["all", "mixed", "f16", "rows", "tensorRows"]) assert.deepEqual(r[k].problems, [], k);
+  for (const k of ["all", "mixed", "f16", "rows", "givenRows", "tensorRows"]) assert.deepEqual(r[k].problems, [], k);
+  assert.equal(r.givenRows.same, true, "runWithSum resolves with the caller's own arrays");
   assert.match(r.wrongRows, /^ShapeError: rows: expected 5 \(input\.length \/ hidden\), got 4/);
   assert.match(r.shortBuffer, /^ShapeError: input: expected a GPUBuffer of at least 576 elements \(rows × hidden\), got 480/);
   assert.equal(r.f16Same, true, "f16 from buffers equals f16 from arrays bit for bit");
