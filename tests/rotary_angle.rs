@@ -85,7 +85,8 @@ fn worst(pos: &[u32], inv: &[f32], got: impl Fn(usize) -> (f32, f32)) -> Worst {
         let error = (f64::from(c) - want_c)
             .abs()
             .max((f64::from(s) - want_s).abs());
-        if !(error <= w.error) {
+        // A NaN (a broken kernel's) is the worst of all.
+        if error.is_nan() || error > w.error {
             w = Worst {
                 error,
                 what: format!(
