@@ -180,7 +180,8 @@ mod tests {
         };
         assert_eq!(given.check(), Ok(()));
         let (from_1, from_0) = (HIDDEN.expected(), ROWS.expected());
-        let bad: [(&str, fn(&mut GivenNumbers), String); 8] = [
+        type Spoil = fn(&mut GivenNumbers);
+        let bad: [(&str, Spoil, String); 8] = [
             (
                 "gammaOffset",
                 |g| g.gamma_offset = Some(f64::NAN),
