@@ -203,6 +203,10 @@ fn normalized(x: V, s: Stat) -> V {
     return centered(x, s) * (s.scale * s.post);
 }
 
+// Where the call has a gamma a head (GAMMA_HEADS: Cohere's QK-norm, rows that are heads),
+// this invocation's row's first weight; else 0.
+var<private> gamma_row: u32 = 0u;
+
 fn gamma_at(i: u32) -> V {
     if NORM_NONE {
         return V(1.0);
@@ -210,7 +214,7 @@ fn gamma_at(i: u32) -> V {
     if !WRITE_Y {
         return V(0.0);
     }
-    return ld(gamma[i]) + params.gamma_offset;
+    return ld(gamma[gamma_row + i]) + params.gamma_offset;
 }
 
 fn beta_at(i: u32) -> V {
@@ -536,6 +540,9 @@ fn main(
     }
     let t = lid % ROW_T;
     let row = first_row + lid / ROW_T;
+    if GAMMA_HEADS {
+        gamma_row = (row % params.rotary_heads) * params.width;
+    }
     // A row past the end still takes part in every barrier, over no columns.
     let width = select(0u, params.width, row < params.rows);
     let base = row * params.width;

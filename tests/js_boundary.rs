@@ -79,6 +79,7 @@ fn each_reader_accepts_the_keys_it_names_in_its_unknown_field_message() {
         "headSize",
         "rotaryStyle",
         "positions",
+        "gammaHeads",
     ];
     let mut source = prepare.to_vec();
     source.push("rows");

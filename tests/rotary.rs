@@ -50,6 +50,19 @@ struct Shape {
     rotary_dim: usize,
 }
 
+impl Shape {
+    /// Rows that are heads (QK-norm): `heads` rows a token, each a head of `hidden`.
+    fn heads(tokens: usize, heads: usize, hidden: usize, rotary_dim: usize) -> Shape {
+        Shape {
+            tokens,
+            heads,
+            hidden,
+            head_size: hidden,
+            rotary_dim,
+        }
+    }
+}
+
 fn rotary(s: &Shape, positions: Positions, rng: &mut Rng) -> Rotary {
     let inv_freq: Vec<f32> = (0..s.rotary_dim / 2)
         .map(|k| 10_000f32.powf(-2.0 * k as f32 / s.rotary_dim as f32) * (1.0 + rng.unit() / 8.0))
@@ -179,6 +192,78 @@ fn both_backends_turn_y_as_the_reference_does_at_every_position() {
     eprintln!("worst error: {worst:.3} of the tolerance");
 }
 
+/// Cohere's QK-norm: a gamma a head (`[heads, hidden]`), row r taking head r mod heads's;
+/// each weight differs, so a kernel that read one gamma for every head fails.
+#[test]
+fn a_gamma_a_head_scales_each_row_by_its_heads_weight() {
+    let mut rng = Rng(47);
+    let shapes = [
+        (5, 4, 64, 64),
+        (2, 2, 256, 128),
+        (4, 2, 80, 32),
+        (3, 3, 12, 12),
+    ];
+    let mut worst = 0.0f64;
+    for (tokens, heads, hidden, rotary_dim) in shapes {
+        let rows = tokens * heads;
+        let input = rng.vec(rows * hidden, 2.0);
+        let gamma = rng.vec(heads * hidden, 1.5);
+        let beta = rng.vec(hidden, 0.5);
+        let s = Shape::heads(tokens, heads, hidden, rotary_dim);
+        for (style, kind) in [
+            (RotaryStyle::Interleaved, NormKind::Layer),
+            (RotaryStyle::NeoX, NormKind::Rms),
+        ] {
+            let each: Vec<u32> = (0..tokens as u32).map(|t| 4093 + 3 * t).collect();
+            for positions in [Positions::Each(each.into()), Positions::From(32_765)] {
+                let r = Rotary {
+                    style,
+                    heads: Some(heads),
+                    ..rotary(&s, positions.clone(), &mut rng)
+                };
+                let x = Inputs {
+                    beta: (kind == NormKind::Layer).then_some(&beta[..]),
+                    norm: Norm {
+                        kind,
+                        ..Norm::default()
+                    },
+                    rotary: Some(r),
+                    ..Inputs::without_residual(&input[..], &gamma[..], hidden)
+                };
+                let what =
+                    format!("{tokens}x{heads} of {hidden}, {style:?} {kind:?} at {positions:?}");
+                worst = worst.max(check(&x, &what));
+            }
+        }
+    }
+    eprintln!("worst error: {worst:.3} of the tolerance");
+    // Beside rows that are not heads, or of another length, gamma is refused by name.
+    let (input, _) = ones();
+    let gamma = [1.0; 3 * 8];
+    let r = Rotary {
+        heads: Some(2),
+        ..Rotary::new(Positions::From(0), &[1.0; 4])
+    };
+    let x = Inputs {
+        rotary: Some(r.clone()),
+        ..Inputs::without_residual(&input[..], &gamma[..], 8)
+    };
+    for run in [cpu as fn(&Inputs) -> _, gpu] {
+        let e = run(&x).unwrap_err();
+        assert_eq!(e.name(), "ShapeError");
+        assert_eq!(
+            e.message(),
+            "gamma: expected length 8 (hidden) or 16 (a gamma a head), got 24"
+        );
+        let alone = Inputs {
+            rotary: None,
+            ..x.clone()
+        };
+        let e = run(&alone).unwrap_err();
+        assert_eq!(e.message(), "gamma: expected length 8 (hidden), got 24");
+    }
+}
+
 #[test]
 fn theta_is_the_frequencies_it_names_and_nothing_else_moves() {
     let mut rng = Rng(45);
@@ -230,13 +315,7 @@ fn in_place_and_to_tensors_turn_y_alike() {
     let input = rng.vec(tokens * heads * hidden, 1.0);
     let residual = rng.vec(tokens * heads * hidden, 1.0);
     let gamma = rng.vec(hidden, 1.0);
-    let s = Shape {
-        tokens,
-        heads,
-        hidden,
-        head_size: hidden,
-        rotary_dim: hidden,
-    };
+    let s = Shape::heads(tokens, heads, hidden, hidden);
     let r = rotary(&s, Positions::Each(vec![5, 6, 9].into()), &mut rng);
     let x = Inputs {
         rotary: Some(r),
@@ -395,14 +474,12 @@ struct Projection<'a> {
 }
 
 impl Projection<'_> {
-    /// The calls this projection takes (one, or one a head where `γ` is a head's: Cohere)
-    /// and, for each, the columns of the projection it covers and its result's.
+    /// The projection's one call: its heads a row each, or the whole projection a row (OLMo 2).
     fn run(&self, run: &Json, on: &dyn Fn(&Inputs) -> Vec<f32>) -> Vec<f32> {
         let norm = self.config.get("norm");
         let head_dim = self.config.get("head_dim").f64() as usize;
         let width = self.heads * head_dim;
         let projected = run.get(&format!("{}_proj", self.name)).floats();
-        let tokens = projected.len() / width;
         let positions: Vec<u32> = run
             .get("positions")
             .list()
@@ -466,24 +543,9 @@ impl Projection<'_> {
         match norm.get("over").text() {
             // The whole projection a row, turned head by head (OLMo 2).
             "projection" => call(&projected, &weight, width),
-            // A head a row; Cohere's γ is a head's: one call a head, its rows those of the
-            // head's columns.
-            _ if weight.len() == head_dim => call(&projected, &weight, head_dim),
-            _ => {
-                let mut out = vec![0.0; projected.len()];
-                for h in 0..self.heads {
-                    let cols = |t: usize| t * width + h * head_dim..t * width + (h + 1) * head_dim;
-                    let input: Vec<f32> = (0..tokens)
-                        .flat_map(|t| projected[cols(t)].to_vec())
-                        .collect();
-                    let gamma = &weight[h * head_dim..(h + 1) * head_dim];
-                    let y = call(&input, gamma, head_dim);
-                    for t in 0..tokens {
-                        out[cols(t)].copy_from_slice(&y[t * head_dim..(t + 1) * head_dim]);
-                    }
-                }
-                out
-            }
+            // A head a row, one weight for every head or (Cohere's `[heads, head_dim]`) a
+            // weight a head, row r taking head r mod heads's.
+            _ => call(&projected, &weight, head_dim),
         }
     }
 }

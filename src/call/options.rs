@@ -4,6 +4,7 @@
 //! pipeline of its own.
 
 use crate::call::error::Error;
+use crate::call::numbers::Len;
 use crate::call::rotary::RotaryKernel;
 use crate::call::shape::{Inputs, NormKind};
 
@@ -72,7 +73,7 @@ impl Options {
     }
 
     /// The options of a call of `x`, with the `sum` output when `sum`.
-    pub fn of<A>(x: &Inputs<A>, sum: bool) -> Options {
+    pub fn of<A: Len>(x: &Inputs<A>, sum: bool) -> Options {
         Options {
             bias: x.bias.is_some(),
             beta: x.beta.is_some(),
@@ -83,7 +84,10 @@ impl Options {
             output: x.writes_y(),
             kind: x.norm.kind,
             gamma_offset: x.norm.gamma_offset != 0.0,
-            rotary: x.rotary.as_ref().map(|r| r.kernel(x.hidden)),
+            rotary: x.rotary.as_ref().map(|r| RotaryKernel {
+                gamma_heads: x.gamma.as_ref().is_some_and(|g| g.len() > x.hidden),
+                ..r.kernel(x.hidden)
+            }),
         }
     }
 }

@@ -100,6 +100,9 @@ pub struct RotaryKernel {
     pub head_size: u32,
     /// A position a token (`positions`), rather than consecutive ones from a start.
     pub each: bool,
+    /// A `gamma` a head (Cohere's QK-norm, `[heads, head size]`): row `r` takes the
+    /// `(r mod heads)`-th, where rows are heads.
+    pub gamma_heads: bool,
 }
 
 impl RotaryKernel {
@@ -165,6 +168,11 @@ impl Rotary {
         }
     }
 
+    /// Which of its token's `heads` row `r` is (a block's rows counted from the call's first).
+    pub fn head(&self, r: usize, heads: usize) -> usize {
+        (self.first_row + r) % heads.max(1)
+    }
+
     /// Rows a token in a call of `rows` (checked by [`Rotary::check`]).
     fn heads(&self, rows: usize) -> usize {
         let derived = match &self.positions {
@@ -194,6 +202,7 @@ impl Rotary {
             rotary_dim: rotary_dim as u32,
             head_size: head_size as u32,
             each: matches!(self.positions, Positions::Each(_)),
+            gamma_heads: false,
         }
     }
 

@@ -135,17 +135,24 @@ impl Shape {
             ("bias", x.bias.as_ref()),
             ("postGamma", x.post_gamma.as_ref()),
         ];
-        for (name, array) in per_row {
-            if let Some(a) = array {
-                if a.len() != hidden {
-                    return Err(Error::Shape(format!(
-                        "{name}: expected length {hidden} (hidden), got {}",
-                        a.len()
-                    )));
-                }
-            }
-        }
         let rows = n / hidden;
+        // Where rows are heads of a rotary stage, gamma may hold a weight a head.
+        let heads = x.rotary.as_ref().map_or(1, |r| r.shape(rows, hidden).heads);
+        for (name, array) in per_row {
+            let Some(len) = array.map(|a| a.len()) else {
+                continue;
+            };
+            if len == hidden || (name == "gamma" && heads > 1 && len == heads * hidden) {
+                continue;
+            }
+            let each_head = match name {
+                "gamma" if heads > 1 => format!(" or {} (a gamma a head)", heads * hidden),
+                _ => String::new(),
+            };
+            return Err(Error::Shape(format!(
+                "{name}: expected length {hidden} (hidden){each_head}, got {len}"
+            )));
+        }
         if rows > u32::MAX as usize {
             return Err(Error::Shape(format!(
                 "input: expected at most {} rows, got {rows}",

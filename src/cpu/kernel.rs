@@ -197,6 +197,12 @@ impl<'a> Rows<'a> {
             row::write_y(&self.v, gamma, self.beta.as_deref(), post, y);
             return;
         };
+        // A gamma a head (rows that are heads): the row's head's.
+        let hidden = self.v.len();
+        let gamma = match gamma.len() > hidden {
+            true => &gamma[rotation.head(r) * hidden..][..hidden],
+            false => &gamma[..],
+        };
         // `y` in f32 in the scratch row, turned there, then rounded once to its storage.
         row::scale(&mut self.v, gamma, self.beta.as_deref(), post);
         rotation.rotate(r, &mut self.v);

@@ -43,6 +43,11 @@ impl Rotation {
         }
     }
 
+    /// Which of its token's heads `row` is.
+    pub fn head(&self, row: usize) -> usize {
+        self.rotary.head(row, self.heads)
+    }
+
     /// Rotates `y`, row `row` of the call (of its block), in place.
     pub fn rotate(&mut self, row: usize, y: &mut [f32]) {
         let position = self.rotary.position(row, self.heads);

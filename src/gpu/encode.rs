@@ -18,6 +18,7 @@ use wasm_bindgen::JsCast;
 
 use crate::call::error::Error;
 use crate::call::host::{Arg, HostArray};
+use crate::call::numbers::Len;
 use crate::call::plan::{Kernel, Plan};
 use crate::call::shape::Inputs;
 use crate::call::shape::Outputs;
@@ -156,7 +157,15 @@ fn bind<H: HostArray>(
     };
     set(slot::INPUT, Some(&x.input), all_bytes);
     set(slot::RESIDUAL, x.residual.as_ref(), all_bytes);
-    set(slot::GAMMA, x.gamma.as_ref(), row_bytes);
+    let gamma_bytes = x
+        .gamma
+        .as_ref()
+        .map(|g| plan.kernel.dtype.copy_bytes(g.len()));
+    set(
+        slot::GAMMA,
+        x.gamma.as_ref(),
+        gamma_bytes.unwrap_or(row_bytes),
+    );
     set(slot::BETA, x.beta.as_ref(), row_bytes);
     set(slot::BIAS, x.bias.as_ref(), row_bytes);
     set(slot::POST_GAMMA, x.post_gamma.as_ref(), row_bytes);

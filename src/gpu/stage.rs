@@ -74,7 +74,13 @@ impl<'a> Staging<'a> {
     pub fn columns<A: HostArray>(&mut self, x: &Inputs<A>) -> Result<Columns, Error> {
         let hidden = self.hidden;
         Ok(Columns {
-            gamma: self.optional("gamma", x.gamma.as_ref(), 0, hidden)?,
+            // A gamma a head holds several rows of weights (checked by `Shape::of`).
+            gamma: self.optional(
+                "gamma",
+                x.gamma.as_ref(),
+                0,
+                x.gamma.as_ref().map_or(hidden, |g| g.len()),
+            )?,
             beta: self.optional("beta", x.beta.as_ref(), 0, hidden)?,
             bias: self.optional("bias", x.bias.as_ref(), 0, hidden)?,
             post_gamma: self.optional("postGamma", x.post_gamma.as_ref(), 0, hidden)?,

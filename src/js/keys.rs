@@ -185,7 +185,7 @@ const fn kernel(name: &'static str, kind: Kind, readers: Readers) -> Key {
 
 /// A kernel description (`prepare`, `kernelSource`): which arrays its calls pass, as flags.
 #[rustfmt::skip]
-pub const KERNEL_KEYS: [Key; 18] = [
+pub const KERNEL_KEYS: [Key; 19] = [
     kernel("hidden", Kind::Number, Readers::KERNELS), kernel("bias", Kind::Array, Readers::KERNELS),
     kernel("beta", Kind::Array, Readers::KERNELS),
     // `runWithSum`'s.
@@ -203,6 +203,8 @@ pub const KERNEL_KEYS: [Key; 18] = [
     kernel("headSize", Kind::Number, Readers::KERNELS),
     kernel("rotaryStyle", Kind::Name, Readers::KERNELS),
     kernel("positions", Kind::Flag, Readers::KERNELS),
+    // A gamma a head (Cohere's QK-norm), where rows are heads.
+    kernel("gammaHeads", Kind::Flag, Readers::KERNELS),
     // The rows to size the grid for.
     kernel("rows", Kind::Number, Readers::KERNEL_SOURCE),
 ];

@@ -141,7 +141,15 @@ pub fn rotary_kernel(o: &JsValue, hidden: f64) -> Result<Option<RotaryKernel>, E
     let (rotary_dim, head_size) = (number("rotaryDim")?, number("headSize")?);
     let style = described(o, "rotaryStyle", Field::style)?;
     let each = described(o, "positions", |f| f.flag(true))?;
+    let gamma_heads = described(o, "gammaHeads", |f| f.flag(false))?;
     let Some(rotary_dim) = rotary_dim else {
+        if gamma_heads {
+            return Err(Error::Type(
+                "gammaHeads: expected undefined without rotaryDim (a gamma a head is a rotary \
+                 stage's, where rows are heads)"
+                    .into(),
+            ));
+        }
         return Ok(None);
     };
     let stage = Rotary {
@@ -155,6 +163,7 @@ pub fn rotary_kernel(o: &JsValue, hidden: f64) -> Result<Option<RotaryKernel>, E
     stage.check(0, hidden)?;
     Ok(Some(RotaryKernel {
         each,
+        gamma_heads,
         ..stage.kernel(hidden)
     }))
 }

@@ -2,7 +2,7 @@
 //! relative to the product it is made of, `v` (the `sum` output) bit for bit but for what a GPU
 //! may flush to zero, and chains of layers relative to their values.
 
-use super::formula::{gamma, norm_family, norm_family_flushed, normalized, Inputs};
+use super::formula::{gamma, norm_family, norm_family_flushed, normalized, row_gamma, Inputs};
 use crate::call::shape::NormKind;
 
 /// `|N(v)[i] · (gamma[i] + offset)|` of every element: the size of the product each `y` is
@@ -11,7 +11,9 @@ fn products(x: &Inputs, v: &[f32]) -> Vec<f64> {
     let offset = x.norm.gamma_offset as f64;
     let gamma = gamma(x);
     v.chunks(x.hidden.max(1))
-        .flat_map(|row| {
+        .enumerate()
+        .flat_map(|(r, row)| {
+            let gamma = row_gamma(x, &gamma, r);
             let wide: Vec<f64> = row.iter().map(|&s| s as f64).collect();
             normalized(&wide, x.norm.kind, x.eps)
                 .into_iter()
@@ -84,6 +86,7 @@ pub fn worst_error_at(got: &[f32], want: &[f64], x: &Inputs, rtol: f64) -> (f64,
         .step_by(x.hidden.max(1))
         .map(|s| (s, &v[s..s + x.hidden]))
     {
+        let weights = row_gamma(x, &weights, row_start / x.hidden.max(1));
         let inv = inverse_deviation(row_v, x.norm.kind, x.eps);
         let beta = |i: usize| x.beta.map_or(0.0, |b| (b[i] as f64).abs());
         let turned = turned_scale(x, &size[row_start..row_start + x.hidden]);

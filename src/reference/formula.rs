@@ -106,6 +106,17 @@ pub(super) fn gamma<'a>(x: &Inputs<'a>) -> std::borrow::Cow<'a, [f32]> {
     }
 }
 
+/// Row `r`'s gamma: a head's where the call has a gamma a head (rows that are heads of a
+/// rotary stage: Cohere's QK-norm), else the call's own.
+pub(super) fn row_gamma<'g>(x: &Inputs, gamma: &'g [f32], r: usize) -> &'g [f32] {
+    let h = x.hidden;
+    let Some(rotary) = x.rotary.as_ref().filter(|_| gamma.len() > h) else {
+        return gamma;
+    };
+    let heads = rotary.shape(x.input.len() / h.max(1), h).heads;
+    &gamma[rotary.head(r, heads) * h..][..h]
+}
+
 fn norm_rows(x: &Inputs, flush: impl Fn(f32) -> f32) -> (Vec<f64>, Vec<f32>) {
     let n = x.input.len();
     let mut y = Vec::with_capacity(n);
@@ -127,6 +138,7 @@ fn norm_rows(x: &Inputs, flush: impl Fn(f32) -> f32) -> (Vec<f64>, Vec<f32>) {
                 continue;
             }
         };
+        let gamma = row_gamma(x, gamma, r);
         let mut out: Vec<f64> = normalized(&wide, x.norm.kind, x.eps)
             .iter()
             .enumerate()

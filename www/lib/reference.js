@@ -29,15 +29,29 @@ function inverseFrequencies(args, dim) {
   return f;
 }
 
+/** A rotary stage's rows a token. */
+function headsOf(args) {
+  const rows = args.input.length / args.hidden;
+  return args.heads ?? (args.positions ? rows / args.positions.length : 1);
+}
+
+/** Row `r`'s gamma: a head's where the call has a gamma a head (Cohere's `[heads, hidden]`). */
+function rowGamma(args, r) {
+  const { gamma, hidden } = args;
+  // kind "none" normalizes nothing and has no gamma: y = v (then the rotary stage).
+  if (!gamma) return ones(hidden);
+  if (gamma.length === hidden) return gamma;
+  const h = r % headsOf(args);
+  return gamma.subarray(h * hidden, (h + 1) * hidden);
+}
+
 /** Turns row `r` of y (at offset `at`) as the call's rotary stage says, and evens its scale. */
 function rotateRow(args, r, y, scale, at) {
   const { positions, position, hidden, rotaryStyle = "neox", attentionScaling = 1 } = args;
   if (positions === undefined && position === undefined) return;
   const headSize = args.headSize ?? hidden;
   const dim = args.rotaryDim ?? headSize;
-  const rows = args.input.length / hidden;
-  const heads = args.heads ?? (positions ? rows / positions.length : 1);
-  const token = Math.floor(r / heads);
+  const token = Math.floor(r / headsOf(args));
   const p = Math.fround(positions ? positions[token] : position + token);
   const inv = inverseFrequencies(args, dim);
   const scaling = Math.fround(attentionScaling);
@@ -107,8 +121,7 @@ function normalize(x, kind, eps, out) {
  */
 function normRow(args, r, v, y, scale, at) {
   const { input, residual, input2, beta, bias, postGamma, hidden, eps = 1e-6, kind = "rms", gammaOffset = 0 } = args;
-  // kind "none" normalizes nothing and has no gamma: y = v (then the rotary stage).
-  const gamma = args.gamma ?? ones(hidden);
+  const gamma = rowGamma(args, r);
   const o = r * hidden;
   const g = Math.fround(gammaOffset);
   const [wide, t, w] = rowsOf(hidden);

@@ -199,10 +199,12 @@ impl Variant {
             rotary_dim: 0,
             head_size: self.lanes,
             each: false,
+            gamma_heads: false,
         });
         vec![
             ("ROT_NEOX", Bool(r.style == RotaryStyle::NeoX)),
             ("ROT_EACH", Bool(r.each)),
+            ("GAMMA_HEADS", Bool(r.gamma_heads)),
             ("ROT_DIM", U32(r.rotary_dim)),
             ("ROT_HALF", U32(r.rotary_dim / 2)),
             ("ROT_HALF_W", U32(r.rotary_dim / 2 / self.lanes)),

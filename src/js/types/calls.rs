@@ -31,7 +31,11 @@ interface FusedRmsNormFields<D extends Dtype, A> {
    * `postGamma`. Omitted: none.
    */
   input2?: A;
-  /** hidden; the scale applied after normalizing (plus `gammaOffset`). */
+  /**
+   * hidden; the scale applied after normalizing (plus `gammaOffset`). With a rotary stage whose
+   * rows are heads, heads × hidden: a gamma a head (Cohere's `[heads, head_dim]`), row r taking
+   * head r mod heads's (typed arrays and tensors; a `GPUBuffer` gamma is one for every head).
+   */
   gamma: A;
   /** hidden; the shift applied last. Omitted: zeros. */
   beta?: A;

@@ -69,6 +69,14 @@ interface FusedRmsNormKernelBase {
   sum?: boolean;
   /** Checked as a call checks it; a uniform, so every offset shares the kernel. */
   gammaOffset?: number;
+  /** A rotary stage's, as a call gives them: the values of each head that rotate. */
+  rotaryDim?: number;
+  headSize?: number;
+  rotaryStyle?: "neox" | "interleaved";
+  /** Whether calls give `positions` (default true), or a start `position`. */
+  positions?: boolean;
+  /** Whether calls pass a gamma a head (Cohere's QK-norm, rows that are heads); needs `rotaryDim`. */
+  gammaHeads?: boolean;
 }
 
 /**

@@ -3,7 +3,7 @@
 // - QK-norm and rotation as Hugging Face transformers computes them (tests/fixtures/rotary/):
 //   Qwen3 (and with YaRN), Gemma 3's local and global layers, OLMo 2 (the whole projection a
 //   row, turned head by head), Phi (LayerNorm with bias, partial rotary), Cohere (interleaved,
-//   a γ per head: a call a head); positions from an Int32Array, a Uint32Array or one start
+//   a γ per head, in one call); positions from an Int32Array, a Uint32Array or one start
 //   position; through run, runWithSum, the caller's array, f16 output, new tensors and in
 //   place;
 // - the f64 reference (www/lib/reference.js) at positions 0, 4095, 32767 and 2^20;
@@ -37,41 +37,26 @@ for (const backend of ["cpu", "webgpu"]) test(`QK-norm then RoPE, and RoPE alone
       // No QK-norm: kind "none", a token's heads one row, nothing normalized.
       const norm = c.norm ?? { kind: "none", over: "projection" };
       for (const [name, heads] of [["q", c.q_heads], ["k", c.kv_heads]]) {
-        const weight = f[`${name}_norm_weight`] ?? [], perHead = Array.isArray(weight[0]) && weight.length > 1;
+        const weight = f[`${name}_norm_weight`] ?? [];
         for (const run of f.runs) {
-          const projected = F(run[`${name}_proj`]), want = F(run[name]), tokens = run.positions.length;
+          const projected = F(run[`${name}_proj`]), want = F(run[name]);
           const rotary = { invFreq: F(f.inv_freq), rotaryDim: c.rotary_dim, rotaryStyle: c.style, attentionScaling: f.attention_scaling, headSize: hd };
           const base = { eps: norm.eps, kind: norm.kind, gammaOffset: norm.gamma_offset, ...rotary };
           const gammaOf = (w) => (norm.kind === "none" ? {} : { gamma: F(w) });
           if (norm.bias) base.beta = F(f[`${name}_norm_bias`]);
           const over = norm.over === "projection";
           // Positions three ways: Int32Array, Uint32Array, or the first of consecutive ones
-          // (rows a token: a head's, one where a row is a token's whole projection or a call
-          // is one head's).
+          // (rows a token: a head's, one where a row is a token's whole projection). Cohere's
+          // γ is a head's, `[heads, head_dim]`: row r takes head r mod heads's.
           const consecutive = run.positions.every((p, i) => p === run.positions[0] + i);
           const ways = [{ positions: new Int32Array(run.positions) }, { positions: new Uint32Array(run.positions) }];
-          if (consecutive) ways.push({ position: run.positions[0], heads: over || perHead ? 1 : heads });
-          const calls = [];
-          if (!perHead) {
-            calls.push({ cols: null, args: { ...base, input: projected, ...gammaOf(weight), hidden: over ? heads * hd : hd } });
-          } else {
-            // A γ per head (Cohere): the head's columns, one call a head.
-            for (let h = 0; h < heads; h++) {
-              const input = new Float32Array(tokens * hd);
-              for (let tk = 0; tk < tokens; tk++) input.set(projected.subarray(tk * heads * hd + h * hd, tk * heads * hd + (h + 1) * hd), tk * hd);
-              calls.push({ cols: h, args: { ...base, input, gamma: F(weight[h]), hidden: hd } });
-            }
-          }
+          if (consecutive) ways.push({ position: run.positions[0], heads: over ? 1 : heads });
+          const args = { ...base, input: projected, ...gammaOf(weight), hidden: over ? heads * hd : hd };
           for (const [w, way] of ways.entries()) {
-            const got = new Float32Array(want.length);
-            for (const { cols, args } of calls) {
-              const call = { ...args, ...way };
-              const y = w === 0 ? await n.run(call) : w === 1 ? (await n.runWithSum(call)).output : await n.run({ ...call, output: new Float32Array(call.input.length) });
-              const rep = ref.compare(call, y);
-              if (!rep.ok) report.push({ what: `${f.source.model} ${name} ${run.name} way ${w}: reference`, off: Infinity, problems: rep.problems.join("; ") });
-              if (cols === null) got.set(y);
-              else for (let tk = 0; tk < tokens; tk++) got.set(y.subarray(tk * hd, (tk + 1) * hd), tk * heads * hd + cols * hd);
-            }
+            const call = { ...args, ...way };
+            const got = w === 0 ? await n.run(call) : w === 1 ? (await n.runWithSum(call)).output : await n.run({ ...call, output: new Float32Array(call.input.length) });
+            const rep = ref.compare(call, got);
+            if (!rep.ok) report.push({ what: `${f.source.model} ${name} ${run.name} way ${w}: reference`, off: Infinity, problems: rep.problems.join("; ") });
             // Against the model: each value within 1e-5 of its head's largest magnitude.
             let off = 0;
             for (let h = 0; h * hd < want.length; h++) {
@@ -241,4 +226,71 @@ test("every bad rotary value is a named error and the instance works after it (b
     return out;
   });
   assert.deepEqual(gpu, { encode: [true, true], bind: true, inPlace: true, source: { table: "rotary", angle: true, fields: ["rotary_start", "rotary_heads", "rotary_scaling"] } });
+});
+
+test("a gamma a head (Cohere's QK-norm): run, runWithSum, tensors, in place, f16 output, encode and bind meet the f64 reference on both backends; kernelSource describes it; a wrong length is named", async () => {
+  const r = await inPage(async () => {
+    const { pkg, seeded, ref } = window.lib;
+    const out = {};
+    const [tokens, heads, hidden] = [3, 4, 16];
+    const a = seeded.caseArgs({ rows: tokens * heads, hidden, bias: false, beta: false, seed: 12 });
+    // Each head's weight its own: a kernel that read one gamma for all would fail the reference.
+    const gamma = Float32Array.from({ length: heads * hidden }, (_, i) => 0.5 + ((i * 37) % 23) / 11);
+    const args = { input: a.input, gamma, hidden, kind: "layer", eps: 1e-5, positions: new Int32Array([7, 8, 4093]), invFreq: Float32Array.from({ length: 8 }, (_, k) => Math.fround(5e5 ** (-k / 8))), rotaryStyle: "interleaved" };
+    const same = (x, y) => x.length === y.length && x.every((v, i) => Object.is(v, y[i]));
+    for (const backend of ["cpu", "webgpu"]) {
+      const n = await pkg.FusedRmsNorm.create({ backend });
+      const got = {};
+      const y = await n.run(args);
+      got.run = ref.compare(args, y).problems;
+      got.withSum = same((await n.runWithSum(args)).output, y);
+      got.f16 = ref.compare(args, await n.run({ ...args, outputDtype: "f16" }), { tol: 1e-3 }).problems;
+      const position = { ...args, positions: undefined, position: 7, heads };
+      got.position = ref.compare(position, await n.run(position)).problems;
+      const over = n.upload(a.input);
+      await n.run({ ...args, input: over, gamma: n.upload(gamma), inPlace: true });
+      got.inPlace = same(await over.read(), y);
+      if (backend === "webgpu") {
+        const output = n.upload(new Float32Array(a.input.length));
+        const tensors = { ...args, input: n.upload(a.input), gamma: n.upload(gamma) };
+        const e = n.device.createCommandEncoder();
+        n.encode(e, { ...tensors, output });
+        n.device.queue.submit([e.finish()]);
+        got.encode = same(await output.read(), y);
+        const boundOutput = n.upload(new Float32Array(a.input.length));
+        const bound = n.bind({ ...tensors, output: boundOutput });
+        await bound.run();
+        got.bind = same(await boundOutput.read(), y);
+        bound.free();
+        const src = n.kernelSource({ hidden, rotaryDim: hidden, rotaryStyle: "interleaved", kind: "layer", residual: false, gammaHeads: true, rows: tokens * heads });
+        got.source = src.code.includes("const GAMMA_HEADS: bool = true;");
+      }
+      try {
+        await n.run({ ...args, gamma: gamma.subarray(0, 3 * hidden) });
+        got.wrongLength = "resolved";
+      } catch (e) {
+        got.wrongLength = `${e.name}: ${e.message}`;
+      }
+      out[backend] = got;
+    }
+    try {
+      const n = await pkg.FusedRmsNorm.create();
+      n.kernelSource({ hidden, gammaHeads: true });
+      out.alone = "returned";
+    } catch (e) {
+      out.alone = `${e.name}: ${e.message}`;
+    }
+    return out;
+  });
+  for (const backend of ["cpu", "webgpu"]) {
+    const got = r[backend];
+    for (const k of ["run", "f16", "position"]) assert.deepEqual(got[k], [], `${backend} ${k}`);
+    assert.equal(got.withSum, true, `${backend}: runWithSum's output is run's`);
+    assert.equal(got.inPlace, true, `${backend}: in place over tensors is the arrays' result`);
+    assert.equal(got.wrongLength, "ShapeError: gamma: expected length 16 (hidden) or 64 (a gamma a head), got 48");
+  }
+  assert.equal(r.webgpu.encode, true, "encode into the app's encoder is run's result");
+  assert.equal(r.webgpu.bind, true, "a bound call's run is run's result");
+  assert.equal(r.webgpu.source, true, "kernelSource's WGSL reads a gamma a head");
+  assert.equal(r.alone, "TypeError: gammaHeads: expected undefined without rotaryDim (a gamma a head is a rotary stage's, where rows are heads)");
 });

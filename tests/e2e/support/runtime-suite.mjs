@@ -155,8 +155,8 @@ async function deviceLoss(n, report) {
 /**
  * The rotary stage after the norm: NeoX and interleaved, partial, heads narrower than the row,
  * positions from an Int32Array, a Uint32Array or a start, far positions, through run,
- * runWithSum, new tensors, in place and f16 output, and the rotation alone (`kind: "none"`),
- * each against the f64 reference.
+ * runWithSum, new tensors, in place and f16 output, the rotation alone (`kind: "none"`) and a
+ * gamma a head (Cohere's), each against the f64 reference.
  */
 async function rotary(n, report) {
   let checked = 0;
@@ -188,6 +188,16 @@ async function rotary(n, report) {
   const q = seeded.caseArgs({ rows: 3, hidden: 256, bias: true, beta: false, seed: 12 });
   const alone = { input: q.input, residual: q.residual, bias: q.bias, hidden: 256, kind: "none", headSize: 64, position: 131071, theta: 5e5 };
   push("kind none", ref.compare(alone, await n.run(alone)));
+  // A gamma a head (Cohere's QK-norm): rows that are heads, each head's weight its own, and
+  // the same over tensors in place.
+  const c = seeded.caseArgs({ rows: 8, hidden: 32, bias: false, beta: false, seed: 13 });
+  const gamma = Float32Array.from({ length: 4 * 32 }, (_, i) => 0.5 + ((i * 37) % 23) / 11);
+  const cohere = { input: c.input, gamma, hidden: 32, kind: "layer", positions: new Int32Array([5, 6]), theta: 5e5, rotaryStyle: "interleaved" };
+  push("a gamma a head", ref.compare(cohere, await n.run(cohere)));
+  const heads = n.upload(c.input);
+  await n.run({ ...cohere, input: heads, gamma: n.upload(gamma), inPlace: true });
+  push("a gamma a head, in place on tensors", ref.compare(cohere, await heads.read()));
+  heads.free();
   report.checked.rotary = checked;
 }
 
