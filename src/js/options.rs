@@ -50,7 +50,7 @@ pub fn parse_source(v: &JsValue) -> Result<(Kernel, Option<u32>), Error> {
 fn parse_kernel(o: &JsValue, keys: &'static [&'static str]) -> Result<Kernel, Error> {
     if !o.is_object() || o.is_function() {
         return Err(Error::Type(format!(
-            "kernels: expected {{ hidden, bias?, beta?, sum?, dtype?, inPlace?, kind?, residual?, gamma?, postGamma?, input2?, gammaOffset?, outputDtype?, rotaryDim?, headSize?, rotaryStyle?, positions? }}, got {}",
+            "kernels: expected {{ hidden, bias?, beta?, sum?, dtype?, inPlace?, kind?, residual?, gamma?, postGamma?, input2?, gammaOffset?, outputDtype?, rotaryDim?, headSize?, rotaryStyle?, positions?, gammaHeads? }}, got {}",
             describe(o)
         )));
     }
