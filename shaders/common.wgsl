@@ -76,7 +76,8 @@ fn st_out(v: V) -> SO { return v; }
 
 // The bindings, as the binding table (`BINDINGS` in src/gpu/kernel/bindings.rs) lays them out; a
 // test checks the two agree. Shapes: input, residual, input2, output, sum are rows x width;
-// gamma, beta, bias, post_gamma are width. Read-only where possible: some drivers route
+// gamma, beta, bias, post_gamma are width (gamma rotary_heads x width where the call has a gamma
+// a head, GAMMA_HEADS). Read-only where possible: some drivers route
 // read-only storage through a non-coherent cache. Binding 8 holds a parallel block's input2
 // where the call has one, a rotary stage's table (its inverse frequencies' bits, then each
 // token's position where the call gives them) where it has that, else post_gamma: no call

@@ -103,6 +103,10 @@ impl Options {
             (self.post_gamma, "postGamma: expected undefined"),
             (self.beta, "beta: expected undefined"),
             (self.gamma_offset, "gammaOffset: expected 0 or undefined"),
+            (
+                self.rotary.is_some_and(|r| r.gamma_heads),
+                "gammaHeads: expected false or undefined",
+            ),
         ];
         match refused.into_iter().find(|(bad, _)| *bad) {
             Some((_, what)) => Err(Error::Type(format!("{what} ({none})"))),

@@ -136,31 +136,34 @@ impl Shape {
             ("postGamma", x.post_gamma.as_ref()),
         ];
         let rows = n / hidden;
-        // Where rows are heads of a rotary stage, gamma may hold a weight a head.
-        let heads = x.rotary.as_ref().map_or(1, |r| r.shape(rows, hidden).heads);
-        for (name, array) in per_row {
-            let Some(len) = array.map(|a| a.len()) else {
-                continue;
-            };
-            if len == hidden || (name == "gamma" && heads > 1 && len == heads * hidden) {
-                continue;
-            }
-            let each_head = match name {
-                "gamma" if heads > 1 => format!(" or {} (a gamma a head)", heads * hidden),
-                _ => String::new(),
-            };
-            return Err(Error::Shape(format!(
-                "{name}: expected length {hidden} (hidden){each_head}, got {len}"
-            )));
-        }
         if rows > u32::MAX as usize {
             return Err(Error::Shape(format!(
                 "input: expected at most {} rows, got {rows}",
                 u32::MAX
             )));
         }
-        if let Some(r) = &x.rotary {
-            r.check(rows, hidden)?;
+        // Where rows are heads of a rotary stage (checked first), gamma may hold a weight a
+        // head.
+        let rotary = x
+            .rotary
+            .as_ref()
+            .map(|r| r.check(rows, hidden))
+            .transpose()?;
+        let each_head = rotary
+            .filter(|r| r.heads > 1)
+            .and_then(|r| r.heads.checked_mul(hidden));
+        for (name, array) in per_row {
+            let Some(len) = array.map(|a| a.len()) else {
+                continue;
+            };
+            let heads = each_head.filter(|_| name == "gamma");
+            if len == hidden || heads == Some(len) {
+                continue;
+            }
+            let heads = heads.map_or(String::new(), |h| format!(" or {h} (a gamma a head)"));
+            return Err(Error::Shape(format!(
+                "{name}: expected length {hidden} (hidden){heads}, got {len}"
+            )));
         }
         Ok(Shape { rows, hidden })
     }

@@ -145,8 +145,8 @@ pub fn rotary_kernel(o: &JsValue, hidden: f64) -> Result<Option<RotaryKernel>, E
     let Some(rotary_dim) = rotary_dim else {
         if gamma_heads {
             return Err(Error::Type(
-                "gammaHeads: expected undefined without rotaryDim (a gamma a head is a rotary \
-                 stage's, where rows are heads)"
+                "gammaHeads: expected false or undefined without rotaryDim (a gamma a head \
+                 is a rotary stage's, where rows are heads)"
                     .into(),
             ));
         }

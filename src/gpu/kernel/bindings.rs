@@ -197,7 +197,7 @@ mod tests {
             rotary_dim: 128,
             head_size: 128,
             each: true,
-            gamma_heads: false,
+            gamma_heads: true,
         });
         for (kind, input2, rotary) in [
             (NormKind::Rms, false, None),

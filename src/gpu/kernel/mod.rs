@@ -230,11 +230,12 @@ impl Variant {
             if o.output { "" } else { " sum-alone" },
             match o.rotary {
                 Some(r) => format!(
-                    " rotary={}/{}/{}{}",
+                    " rotary={}/{}/{}{}{}",
                     r.style.name(),
                     r.rotary_dim,
                     r.head_size,
-                    if r.each { "" } else { " from-start" }
+                    if r.each { "" } else { " from-start" },
+                    if r.gamma_heads { " gamma-heads" } else { "" }
                 ),
                 None => String::new(),
             },

@@ -273,12 +273,14 @@ test("a gamma a head (Cohere's QK-norm): run, runWithSum, tensors, in place, f16
       }
       out[backend] = got;
     }
-    try {
-      const n = await pkg.FusedRmsNorm.create();
-      n.kernelSource({ hidden, gammaHeads: true });
-      out.alone = "returned";
-    } catch (e) {
-      out.alone = `${e.name}: ${e.message}`;
+    const n = await pkg.FusedRmsNorm.create();
+    for (const [what, kernel] of [["alone", { hidden, gammaHeads: true }], ["noNorm", { hidden, kind: "none", rotaryDim: hidden, gammaHeads: true }]]) {
+      try {
+        n.kernelSource(kernel);
+        out[what] = "returned";
+      } catch (e) {
+        out[what] = `${e.name}: ${e.message}`;
+      }
     }
     return out;
   });
@@ -292,5 +294,6 @@ test("a gamma a head (Cohere's QK-norm): run, runWithSum, tensors, in place, f16
   assert.equal(r.webgpu.encode, true, "encode into the app's encoder is run's result");
   assert.equal(r.webgpu.bind, true, "a bound call's run is run's result");
   assert.equal(r.webgpu.source, true, "kernelSource's WGSL reads a gamma a head");
-  assert.equal(r.alone, "TypeError: gammaHeads: expected undefined without rotaryDim (a gamma a head is a rotary stage's, where rows are heads)");
+  assert.equal(r.alone, "TypeError: gammaHeads: expected false or undefined without rotaryDim (a gamma a head is a rotary stage's, where rows are heads)");
+  assert.match(r.noNorm, /^TypeError: gammaHeads: expected false or undefined \(kind "none" normalizes nothing/);
 });
