@@ -127,7 +127,7 @@ export async function normFamily(norm: FusedRmsNorm): Promise<void> {
   const viaVariable = await norm.run(args);
   type _Described = [
     Expect<Equal<typeof k.outputStorage, "f32" | "f16" | "f16-packed">>,
-    Expect<Equal<typeof k.params.fields[number]["name"], "rows" | "width" | "hidden" | "eps" | "gamma_offset">>,
+    Expect<Equal<typeof k.params.fields[number]["name"], "rows" | "width" | "hidden" | "eps" | "gamma_offset" | "rotary_start" | "rotary_heads" | "rotary_scaling">>,
     Expect<Equal<Extract<typeof k.bindings[number]["name"], "post_gamma">, "post_gamma">>,
     Expect<Equal<Extract<typeof k.bindings[number]["name"], "input2">, "input2">>,
     Expect<Equal<typeof viaVariable, Uint16Array>>,
