@@ -19,7 +19,12 @@ fn main() {
     let reads: String = names
         .iter()
         .enumerate()
-        .map(|(i, n)| format!("  try {{ v[{i}] = a[{n:?}]; }} catch {{ v[{i}] = undefined; }}\n"))
+        .map(|(i, n)| {
+            format!(
+                "  try {{ x = a[{n:?}]; }} catch {{ x = undefined; }}\n  \
+                 if (x !== undefined) (v[{i}] = x), (given[c++] = {i});\n"
+            )
+        })
         .collect();
     let js = js.replace(MARK, &reads);
     assert!(!js.contains("\"####"), "{JS}: a raw string's delimiter");

@@ -17,12 +17,14 @@ const { set, slice, subarray } = typed;
 // From Rust (`callInit`): wasm memory, the table's names, and the record's layout and codes.
 let memory, names, known, L, W, F, pointer;
 // The values of the call read last, by the table's order, and what each slot says of them.
-const held = [];
+let held = [];
 let whats = new Int8Array(0);
 // Views of all of wasm memory, made again once it has grown (the old buffer is detached).
 let buffer, f64, f32, u16;
+// A view of a buffer that memory.grow() replaced is detached, of length 0: cheaper to ask than
+// `memory.buffer`, a call into the engine.
 function views() {
-  if (memory.buffer === buffer) return;
+  if (f64 !== undefined && f64.length !== 0) return;
   buffer = memory.buffer;
   f64 = new Float64Array(buffer);
   f32 = new Float32Array(buffer);
@@ -31,18 +33,36 @@ function views() {
 // A read's values and slots, kept for the next: at decode size the garbage of a call was a
 // measurable part of its time. A getter of one call's object may read a call of its own,
 // which then takes fresh ones.
-let depth = 0, values = [], slots = new Float64Array(0);
+let depth = 0, values = new Array(0), slots = new Float64Array(0), present = new Int32Array(0);
+// The fields the record at `writtenAt` holds, by the table's order, from the last read.
+let written = new Int32Array(0), writtenCount = 0, writtenAt = -1;
 
 export function callInit(m, tableNames, layout) {
   memory = m;
   names = tableNames;
-  known = new Set(names);
+  known = Object.create(null);
+  for (const k of names) known[k] = true;
   L = layout;
   W = layout.codes;
   F = layout.flagBits;
-  pointer = layout.pointer;
+  // As a property's name, internalized: a read by a key made at run time (wasm-bindgen decodes
+  // strings from wasm memory) deoptimized readCall over and over.
+  pointer = Object.keys({ [layout.pointer]: 0 })[0];
   whats = new Int8Array(names.length);
+  held = new Array(names.length).fill(undefined);
+  values = Array.from({ length: names.length });
   slots = new Float64Array(3 * names.length);
+  present = new Int32Array(names.length);
+  written = new Int32Array(names.length);
+}
+
+// A tensor's handle, on the object under a key of this module's own (`tagTensor`): what makes
+// an object one of the package's tensors (its pointer says whether it was freed), read as a
+// plain property, where a getter of the class would cross into wasm for each tensor.
+const HANDLE = Symbol("handle");
+
+export function tagTensor(t, handle) {
+  Object.defineProperty(t, HANDLE, { value: handle });
 }
 
 // Whether `v` is the WebGPU interface `name`: an instance of the runtime's global of that
@@ -73,7 +93,7 @@ export function isWebGpu(v, name) {
 function statusOf(a) {
   try {
     if (a === null || typeof a !== "object" || Array.isArray(a) || ArrayBuffer.isView(a)) return W.notObject;
-    for (const k in a) if (!known.has(k) && hasOwn.call(a, k)) return W.unknownKey;
+    for (const k in a) if (known[k] !== true && hasOwn.call(a, k)) return W.unknownKey;
     return W.read;
   } catch {
     return W.notObject;
@@ -82,10 +102,9 @@ function statusOf(a) {
 
 // What `v` is, into slot[o] (the code), slot[o + 1] (a number, a length, a tensor's handle,
 // a buffer's size) and slot[o + 2] (an array's flags, a buffer's usage).
-function describe(v, proto, slot, o) {
+function describe(v, slot, o) {
   slot[o + 1] = 0;
   slot[o + 2] = 0;
-  if (v === undefined) return (slot[o] = W.absent);
   const t = typeof v;
   if (t === "number") return (slot[o + 1] = v), (slot[o] = W.number);
   if (t === "boolean") return (slot[o] = v ? W.yes : W.no);
@@ -94,9 +113,9 @@ function describe(v, proto, slot, o) {
     return word < 0 ? (slot[o] = W.other) : ((slot[o + 1] = word), (slot[o] = W.word));
   }
   if (v === null || t !== "object") return (slot[o] = W.other);
-  if (proto !== undefined && getPrototypeOf(v) === proto) {
+  if (HANDLE in v) {
     const live = v[pointer] !== 0;
-    if (live) slot[o + 1] = v.__handle;
+    if (live) slot[o + 1] = v[HANDLE];
     return (slot[o] = live ? W.tensor : W.freedTensor);
   }
   let tag;
@@ -137,35 +156,39 @@ function overlapOf(i) {
   return -1;
 }
 
-// Each field of `a` into v, in the table's order: each getter once, and a getter that throws
-// reads as undefined, as a missing field does. The reads name their fields, one per row of
-// keys.rs's CALL_KEYS, written in by build.rs: a property read by a name that varies from
-// read to read took several times as long.
-function readFields(a, v) {
+// Each field of `a` that is not undefined into v (whose slots are all undefined), in the
+// table's order, and its index into `given`: each getter once, and a getter that throws
+// reads as undefined, as a missing field does. Returns how many were given. The reads name
+// their fields, one per row of keys.rs's CALL_KEYS, written in by build.rs: a property read
+// by a name that varies from read to read took several times as long.
+function readFields(a, v, given) {
+  let x, c = 0;
   // build.rs: the reads.
+  return c;
 }
 
 // Reads `a` into the record at byte address `at`: its fields, then what each value is.
-export function readCall(a, at, proto) {
+export function readCall(a, at) {
   const status = statusOf(a), n = names.length;
-  const v = depth === 0 ? values : new Array(n), slot = depth === 0 ? slots : new Float64Array(3 * n);
+  const top = depth === 0;
+  const v = top ? values : new Array(n), slot = top ? slots : new Float64Array(3 * n);
+  const given = top ? present : new Int32Array(n);
+  let count = 0;
   depth++;
   try {
-    if (status === W.read) readFields(a, v);
-    else v.fill(undefined);
-    for (let i = 0; i < n; i++) {
-      const x = v[i], o = 3 * i;
-      // The common values without a call: absent, a number, a flag, a live tensor.
+    if (status === W.read) count = readFields(a, v, given);
+    for (let k = 0; k < count; k++) {
+      const i = given[k], x = v[i], o = 3 * i;
       slot[o + 1] = 0;
       slot[o + 2] = 0;
-      if (x === undefined) slot[o] = W.absent;
-      else if (typeof x === "number") (slot[o] = W.number), (slot[o + 1] = x);
+      // The common values without a call: a number, a flag, a live tensor.
+      if (typeof x === "number") (slot[o] = W.number), (slot[o + 1] = x);
       else if (x === true || x === false) slot[o] = x ? W.yes : W.no;
       else {
         try {
-          if (proto !== undefined && typeof x === "object" && getPrototypeOf(x) === proto && x[pointer] !== 0)
-            (slot[o] = W.tensor), (slot[o + 1] = x.__handle);
-          else describe(x, proto, slot, o);
+          const handle = typeof x === "object" && x !== null ? x[HANDLE] : undefined;
+          if (handle !== undefined && x[pointer] !== 0) (slot[o] = W.tensor), (slot[o + 1] = handle);
+          else describe(x, slot, o);
         } catch {
           slot[o] = W.other;
         }
@@ -174,26 +197,58 @@ export function readCall(a, at, proto) {
   } finally {
     depth--;
   }
-  // Written only now, after the caller's last line of code: a getter may have read a call of
-  // its own, through this same record.
+  writeRecord(at, v, slot, status, given, count);
+}
+
+// The record at byte address `at`, written only now, after the caller's last line of code: a
+// getter may have read a call of its own, through this same record. The fields the last
+// read wrote are cleared (an absent field's slot is all zeros), then the `count` fields this
+// call has, `given`, are written.
+function writeRecord(at, v, slot, status, given, count) {
   views();
-  const h = at / 8;
-  for (let i = 0; i < n; i++) {
+  const n = names.length, h = at / 8, stride = L.stride;
+  clear(at);
+  for (let k = 0; k < count; k++) {
+    const i = given[k], what = slot[3 * i], s = h + i * stride;
+    whats[i] = what;
     // A tensor is known by its handle: its object is not kept.
-    held[i] = slot[3 * i] === W.tensor ? undefined : v[i];
+    if (what !== W.tensor) held[i] = v[i];
     v[i] = undefined;
-    whats[i] = slot[3 * i];
-    const s = h + i * L.stride;
-    f64[s + L.what] = slot[3 * i];
+    f64[s + L.what] = what;
     f64[s + L.value] = slot[3 * i + 1];
     f64[s + L.flags] = slot[3 * i + 2];
-    f64[s + L.overlap] = -1;
+    written[k] = i;
   }
+  writtenCount = count;
   for (let d = 0; d < L.destinations.length; d++) {
     const i = L.destinations[d];
-    if (isArray(whats[i])) f64[h + i * L.stride + L.overlap] = overlapOf(i);
+    f64[h + i * stride + L.overlap] = isArray(whats[i]) ? overlapOf(i) : -1;
   }
-  f64[h + n * L.stride + L.what] = status;
+  f64[h + n * stride + L.what] = status;
+}
+
+// The record at `at` as if every field were absent: all of it where it is a new one, else
+// the slots the last read wrote (clearing the whole of it each call took a measurable part of
+// one).
+function clear(at) {
+  const h = at / 8, stride = L.stride;
+  if (at !== writtenAt) {
+    f64.fill(0, h, h + (names.length + 1) * stride);
+    whats.fill(W.absent);
+    held.fill(undefined);
+    writtenAt = at;
+  } else {
+    for (let k = 0; k < writtenCount; k++) {
+      const i = written[k], s = h + i * stride;
+      f64[s + L.what] = 0;
+      f64[s + L.value] = 0;
+      f64[s + L.flags] = 0;
+      f64[s + L.overlap] = 0;
+      whats[i] = W.absent;
+      held[i] = undefined;
+    }
+  }
+  writtenCount = 0;
 }
 
 // The value read for the field at `i` of the table.
@@ -202,7 +257,7 @@ export function callValue(i) {
 }
 
 export function callRelease() {
-  held.fill(undefined);
+  for (let k = 0; k < writtenCount; k++) held[written[k]] = undefined;
 }
 
 // The `len` 32-bit elements of the table field at `i` (the rotary stage's positions or

@@ -24,7 +24,7 @@ use crate::call::shape::Outputs;
 use crate::gpu::encode::{dispatch, Dispatch};
 use crate::gpu::GpuContext;
 use crate::js::args::parse_encode;
-use crate::js::call_record::{Call, CallBits, Status, What};
+use crate::js::call_record::{Call, Status, What, KEYS};
 use crate::js::keys::CallKey;
 use crate::js::value::to_js;
 use crate::support::fast_hash::FastMap;
@@ -110,7 +110,56 @@ fn common_call(engine: &Engine, call: &Call) -> Option<Rc<GpuContext>> {
 }
 
 fn key(ctx: &GpuContext, call: &Call) -> Key {
-    (ctx.id(), call.bits())
+    (ctx.id(), CallBits::of(call))
+}
+
+/// A call's record as bits: what each field holds and its value, hashed and compared over
+/// the fields the call has (an absent field's are zero), a few of the table's.
+#[derive(Clone, Copy, Eq)]
+struct CallBits {
+    present: u32,
+    whats: [u8; KEYS],
+    values: [u64; KEYS],
+}
+
+const _: () = assert!(KEYS <= 32, "a field a bit of CallBits::present");
+
+impl CallBits {
+    fn of(call: &Call) -> CallBits {
+        let mut bits = CallBits {
+            present: 0,
+            whats: [0; KEYS],
+            values: [0; KEYS],
+        };
+        for (i, (what, value)) in call.fields().enumerate() {
+            if what != What::Absent {
+                bits.present |= 1 << i;
+                (bits.whats[i], bits.values[i]) = (what as u8, value);
+            }
+        }
+        bits
+    }
+
+    fn fields(&self) -> impl Iterator<Item = (u8, u64)> + '_ {
+        (0..KEYS)
+            .filter(|i| self.present & (1 << i) != 0)
+            .map(|i| (self.whats[i], self.values[i]))
+    }
+}
+
+impl PartialEq for CallBits {
+    fn eq(&self, other: &Self) -> bool {
+        self.present == other.present && self.fields().eq(other.fields())
+    }
+}
+
+impl std::hash::Hash for CallBits {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        state.write_u32(self.present);
+        for (what, value) in self.fields() {
+            state.write_u64(value ^ u64::from(what) << 56);
+        }
+    }
 }
 
 fn found(ctx: &GpuContext, call: &Call) -> Option<Rc<Dispatch>> {

@@ -14,7 +14,10 @@ macro_rules! call_js_imports {
             #[wasm_bindgen(js_name = callInit)]
             pub(crate) fn call_init(memory: &JsValue, names: &js_sys::Array, layout: &JsValue);
             #[wasm_bindgen(js_name = readCall)]
-            pub(crate) fn read_call(args: &JsValue, at: u32, tensor_prototype: &JsValue);
+            pub(crate) fn read_call(args: &JsValue, at: u32);
+            /// Keeps `handle` on the tensor's object, where `readCall` reads it.
+            #[wasm_bindgen(js_name = tagTensor)]
+            pub(crate) fn tag_tensor(tensor: &JsValue, handle: u32);
             #[wasm_bindgen(js_name = callValue)]
             pub(crate) fn call_value(index: u32) -> JsValue;
             #[wasm_bindgen(js_name = callRelease)]

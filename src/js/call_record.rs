@@ -17,7 +17,7 @@ use crate::call::dtype::Dtype;
 use crate::js::call_js::{call_init, call_release, call_table, call_value, read_call};
 use crate::js::glue::POINTER_FIELD;
 use crate::js::keys::{CallKey, Kind, CALL_KEYS};
-use crate::js::tensor::{freed_count, with_tensor_prototype};
+use crate::js::tensor::freed_count;
 use crate::js::value::{describe, object};
 
 /// What a field holds, as `readCall` found it.
@@ -53,6 +53,8 @@ impl What {
 }
 
 const _: () = {
+    // `call.js` clears a record to zeros: an absent field's slot.
+    assert!(What::Absent as usize == 0, "an absent field's code is zero");
     let mut i = 0;
     while i < WHATS.len() {
         assert!(
@@ -128,18 +130,11 @@ pub struct Slot {
     /// A typed array's flags; a buffer's usage.
     flags: f64,
     /// For a destination array, the first key (by the table's order) whose array shares a
-    /// byte with it; -1 for none.
+    /// byte with it; -1 for none. Written for the destinations alone.
     overlap: f64,
 }
 
-const KEYS: usize = CALL_KEYS.len();
-
-/// A record's slots as bits ([`Call::bits`]).
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
-pub struct CallBits {
-    whats: [u8; KEYS],
-    values: [u64; KEYS],
-}
+pub const KEYS: usize = CALL_KEYS.len();
 
 /// A call as `readCall` writes it: a slot per key, in the table's order, then the status.
 #[repr(C)]
@@ -158,11 +153,18 @@ thread_local! {
 /// The record's address, with `call.js` told the table and the layout on the first call.
 fn record() -> *mut Record {
     if RECORD.get().is_null() {
-        let names: js_sys::Array = CALL_KEYS.iter().map(|k| JsValue::from(k.name)).collect();
-        call_init(&wasm_bindgen::memory(), &names, &layout());
-        RECORD.set(Box::into_raw(Box::default()));
+        first_record();
     }
     RECORD.get()
+}
+
+/// Out of line: once a session, and the rest of [`Call::read`] is short.
+#[cold]
+#[inline(never)]
+fn first_record() {
+    let names: js_sys::Array = CALL_KEYS.iter().map(|k| JsValue::from(k.name)).collect();
+    call_init(&wasm_bindgen::memory(), &names, &layout());
+    RECORD.set(Box::into_raw(Box::default()));
 }
 
 /// What `call.js` needs to know of the record: its layout, in `f64`s, and its codes.
@@ -224,7 +226,7 @@ impl<'a> Call<'a> {
     pub fn read(args: &'a JsValue) -> Call<'a> {
         let at = record();
         let freed = freed_count();
-        with_tensor_prototype(|prototype| read_call(args, at as u32, prototype));
+        read_call(args, at as u32);
         // Copied out at once: a later read (a getter's own call) writes the same record.
         // SAFETY: `at` is the live record `record()` made, which nothing else borrows.
         let record = unsafe { *at };
@@ -353,13 +355,10 @@ impl<'a> Call<'a> {
         }
     }
 
-    /// What each field holds and its value, as bits: all that identifies a call of tensors
-    /// (by handle) and numbers.
-    pub fn bits(&self) -> CallBits {
-        CallBits {
-            whats: self.whats.map(|w| w as u8),
-            values: self.record.keys.map(|s| s.value.to_bits()),
-        }
+    /// What each field holds and its value's bits, in the table's order: all that identifies
+    /// a call of tensors (by handle) and numbers.
+    pub fn fields(&self) -> impl Iterator<Item = (What, u64)> + '_ {
+        (self.whats.iter().zip(&self.record.keys)).map(|(w, s)| (*w, s.value.to_bits()))
     }
 }
 

@@ -29,8 +29,7 @@ pub const POINTER_FIELD: &str = "__wbg_ptr";
 pub const EXPORTS_BINDING: &str = "wasm";
 
 /// The prefix of the glue's own members of a class (`__destroy_into_raw`, `__wrap`), which
-/// the guard leaves as they are; the package's internal getter `__handle` shares it so that
-/// it is left alone too.
+/// the guard leaves as they are.
 pub const INTERNAL_PREFIX: &str = "__";
 
 /// Also relied on, and checked with the names above: the exported classes are bindings of

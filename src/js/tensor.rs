@@ -1,7 +1,7 @@
 //! `GpuTensor`, the JavaScript face of a GPU-resident tensor, and how a tensor passed in an
 //! argument object is found again.
 
-use std::cell::{Cell, OnceCell, RefCell};
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::rc::Rc;
 
@@ -12,7 +12,8 @@ use wasm_bindgen_futures::future_to_promise;
 use crate::backend::Engine;
 use crate::call::tensor::Tensor;
 use crate::gpu::tensor_buffer::TensorBuffer;
-use crate::js::value::{prototype_of, to_js};
+use crate::js::call_js::tag_tensor;
+use crate::js::value::to_js;
 
 /// Data on the GPU: made by `FusedRmsNorm.upload` or returned by `run` / `runWithSum` with
 /// `output: "gpu"`, and accepted by them wherever an array is. Release with `free()`.
@@ -31,8 +32,6 @@ thread_local! {
     /// Tensors freed so far: a bound call (`bound.rs`) looks its tensors up again only
     /// when this has moved since it last did.
     static FREED: Cell<u64> = const { Cell::new(0) };
-    /// `GpuTensor.prototype`, learnt from the first tensor handed to JavaScript.
-    static TENSOR_PROTOTYPE: OnceCell<JsValue> = const { OnceCell::new() };
 }
 
 /// Hands `tensor` to JavaScript as a `GpuTensor`.
@@ -49,21 +48,8 @@ pub fn tensor_value(tensor: Rc<Tensor>, engine: &Engine) -> JsValue {
         engine: engine.clone(),
     }
     .into();
-    TENSOR_PROTOTYPE.with(|p| {
-        if p.get().is_none() {
-            // Set once; a call being read meanwhile (a getter's upload) lends `undefined`.
-            if let Ok(proto) = prototype_of(&v) {
-                let _ = p.set(proto);
-            }
-        }
-    });
+    tag_tensor(&v, handle);
     v
-}
-
-/// `f` of `GpuTensor.prototype` (`undefined` before the first tensor), lent rather than
-/// cloned: a clone and its drop are two crossings into JavaScript on every call.
-pub fn with_tensor_prototype<R>(f: impl FnOnce(&JsValue) -> R) -> R {
-    TENSOR_PROTOTYPE.with(|p| f(p.get().unwrap_or(&JsValue::UNDEFINED)))
 }
 
 /// The live tensor `handle` names.
@@ -142,11 +128,5 @@ impl GpuTensor {
             .buffer()
             .and_then(|b| b.as_webgpu().map(|b| JsValue::from(b.clone())))
             .unwrap_or(JsValue::UNDEFINED)
-    }
-
-    #[doc(hidden)]
-    #[wasm_bindgen(getter, js_name = __handle, skip_typescript)]
-    pub fn handle(&self) -> u32 {
-        self.handle
     }
 }

@@ -18,8 +18,6 @@ extern "C" {
     pub fn is_array(v: &JsValue) -> Result<bool, JsValue>;
     #[wasm_bindgen(catch, js_namespace = ArrayBuffer, js_name = isView)]
     pub fn is_view(v: &JsValue) -> Result<bool, JsValue>;
-    #[wasm_bindgen(catch, js_namespace = Reflect, js_name = getPrototypeOf)]
-    pub fn prototype_of(v: &JsValue) -> Result<JsValue, JsValue>;
     #[wasm_bindgen(catch, js_namespace = Object, js_name = keys)]
     fn own_keys(v: &JsValue) -> Result<js_sys::Array, JsValue>;
 }
