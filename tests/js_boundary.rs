@@ -59,6 +59,7 @@ fn each_reader_accepts_the_keys_it_names_in_its_unknown_field_message() {
         "attentionScaling",
         "headSize",
         "heads",
+        "gammaHeads",
     ];
     let encode = run.to_vec();
     let prepare = [

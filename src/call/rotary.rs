@@ -79,6 +79,8 @@ pub struct Rotary {
     /// The call's first row among the rows the positions count: 0, but for a block of a
     /// call that the CPU backend computes a part at a time.
     pub first_row: usize,
+    /// Whether gamma holds a weight a head (`gammaHeads`); `None`: as its length says.
+    pub gamma_heads: Option<bool>,
 }
 
 /// What a kernel needs of a checked rotary stage.
@@ -155,6 +157,7 @@ impl Rotary {
             heads: None,
             attention_scaling: 1.0,
             first_row: 0,
+            gamma_heads: None,
         }
     }
 
@@ -364,6 +367,8 @@ pub fn inv_freq_of_theta(theta: f64, rotary_dim: usize) -> Vec<f32> {
 fn shape(message: String) -> Error {
     Error::Shape(message)
 }
+
+pub mod gamma;
 
 #[cfg(test)]
 mod tests;

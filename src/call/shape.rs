@@ -149,21 +149,19 @@ impl Shape {
             .as_ref()
             .map(|r| r.check(rows, hidden))
             .transpose()?;
-        let each_head = rotary
-            .filter(|r| r.heads > 1)
-            .and_then(|r| r.heads.checked_mul(hidden));
+        let said = x.rotary.as_ref().and_then(|r| r.gamma_heads);
+        let each_head = rotary.and_then(|r| r.heads.checked_mul(hidden));
         for (name, array) in per_row {
             let Some(len) = array.map(|a| a.len()) else {
                 continue;
             };
-            let heads = each_head.filter(|_| name == "gamma");
-            if len == hidden || heads == Some(len) {
-                continue;
+            if name == "gamma" {
+                crate::call::rotary::gamma::gamma_fits(len, hidden, each_head, said)?;
+            } else if len != hidden {
+                return Err(Error::Shape(format!(
+                    "{name}: expected length {hidden} (hidden), got {len}"
+                )));
             }
-            let heads = heads.map_or(String::new(), |h| format!(" or {h} (a gamma a head)"));
-            return Err(Error::Shape(format!(
-                "{name}: expected length {hidden} (hidden){heads}, got {len}"
-            )));
         }
         Ok(Shape { rows, hidden })
     }
@@ -212,6 +210,9 @@ impl<A> Inputs<A> {
     /// How many of [`Inputs::arrays`] come first as rows × hidden (`input`, `residual`,
     /// `input2`); the rest are a row's.
     pub const ROW_ARRAYS: usize = 3;
+
+    /// Where `gamma` is in [`Inputs::arrays`].
+    pub const GAMMA: usize = 3;
 
     /// The array arguments in their order (`input`, `residual`, `input2`, `gamma`, `beta`,
     /// `bias`, `postGamma`: `named`'s), absent ones `None`.
@@ -312,14 +313,19 @@ pub fn fit_buffers<H: Len>(
             b.len = b.len.min(want);
         }
     };
+    let gamma = x
+        .rotary
+        .as_ref()
+        .and_then(|r| r.said_gamma_len(rows, hidden));
+    let gamma = gamma.unwrap_or(hidden);
     for (i, a) in x.arrays_mut().into_iter().enumerate() {
         if let Some(a) = a {
             fit(
                 a,
-                if i < Inputs::<H>::ROW_ARRAYS {
-                    n
-                } else {
-                    hidden
+                match i {
+                    _ if i < Inputs::<H>::ROW_ARRAYS => n,
+                    Inputs::<H>::GAMMA => gamma,
+                    _ => hidden,
                 },
             );
         }

@@ -179,6 +179,13 @@ impl Field {
         }
     }
 
+    pub fn optional_flag(self) -> Result<Option<bool>, &'static str> {
+        match self {
+            Field::Absent => Ok(None),
+            _ => self.flag(false).map(Some),
+        }
+    }
+
     /// The optional `kind: "rms" | "layer" | "none"`.
     pub fn kind(self) -> Result<NormKind, &'static str> {
         match self {
@@ -231,6 +238,10 @@ impl Call<'_> {
     /// An optional boolean field.
     pub fn flag_field(&self, key: CallKey) -> Result<bool, Refused> {
         Field::flag(self.field(key), false).or_else(|e| field(key, e))
+    }
+
+    pub fn optional_flag(&self, key: CallKey) -> Result<Option<bool>, Refused> {
+        Field::optional_flag(self.field(key)).or_else(|e| field(key, e))
     }
 
     pub fn kind(&self) -> Result<NormKind, Refused> {

@@ -102,6 +102,7 @@ pub enum CallKey {
     AttentionScaling,
     HeadSize,
     Heads,
+    GammaHeads,
 }
 
 impl CallKey {
@@ -132,7 +133,7 @@ const fn call(id: CallKey, name: &'static str, kind: Kind) -> Key {
 
 /// A call's arguments (`run`, `runWithSum`, the timing calls, `encode`, `bind`).
 #[rustfmt::skip]
-pub const CALL_KEYS: [Key; 26] = [
+pub const CALL_KEYS: [Key; 27] = [
     call(CallKey::Input, "input", Kind::Array),
     call(CallKey::Residual, "residual", Kind::Array),
     // A parallel block's second sublayer output.
@@ -164,6 +165,9 @@ pub const CALL_KEYS: [Key; 26] = [
     call(CallKey::AttentionScaling, "attentionScaling", Kind::Number),
     call(CallKey::HeadSize, "headSize", Kind::Number),
     call(CallKey::Heads, "heads", Kind::Number),
+    // Whether gamma holds a weight a head (Cohere's QK-norm): what a GPUBuffer's size, rounded
+    // up by engines, cannot tell.
+    call(CallKey::GammaHeads, "gammaHeads", Kind::Flag),
 ];
 
 // Each row sits at its key's place.

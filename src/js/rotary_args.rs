@@ -18,7 +18,7 @@ use crate::js::refused::{field, Refused};
 use crate::js::value::{describe, get};
 
 /// The fields that describe a rotation, which need `positions` or `position`.
-const DESCRIBING: [CallKey; 7] = [
+const DESCRIBING: [CallKey; 8] = [
     CallKey::InvFreq,
     CallKey::Theta,
     CallKey::RotaryDim,
@@ -26,6 +26,7 @@ const DESCRIBING: [CallKey; 7] = [
     CallKey::AttentionScaling,
     CallKey::HeadSize,
     CallKey::Heads,
+    CallKey::GammaHeads,
 ];
 
 /// The call's rotary stage: `None` without `positions` and `position`. Its numbers go into
@@ -59,6 +60,7 @@ pub fn rotary(call: &Call, numbers: &mut GivenNumbers) -> Result<Option<Rotary>,
         // Out of f32's range becomes infinite, which the checks refuse by name.
         attention_scaling: scaling as f32,
         first_row: 0,
+        gamma_heads: call.optional_flag(CallKey::GammaHeads)?,
     }))
 }
 

@@ -84,3 +84,49 @@ fn theta_gives_the_usual_frequencies() {
     let f = inv_freq_of_theta(10_000.0, 8);
     assert_eq!(f, vec![1.0, 0.1, 0.01, 0.001]);
 }
+
+/// A gamma a head: as `gammaHeads` says, else as the length says; a buffer is sized to one
+/// only where the call says so.
+#[test]
+fn a_gamma_a_head_is_what_the_call_or_its_length_says() {
+    use super::gamma::gamma_fits;
+    let message = |r: Result<(), Error>| r.unwrap_err().to_string();
+    // Rows of 8, four heads a token: a gamma a head holds 32.
+    for (len, said) in [(8, None), (32, None), (32, Some(true)), (8, Some(false))] {
+        assert!(gamma_fits(len, 8, Some(32), said).is_ok(), "{len} {said:?}");
+    }
+    let refused = [
+        (
+            16,
+            None,
+            "gamma: expected length 8 (hidden) or 32 (a gamma a head), got 16",
+        ),
+        (
+            8,
+            Some(true),
+            "gamma: expected length 32 (heads × hidden, with gammaHeads), got 8",
+        ),
+        (
+            32,
+            Some(false),
+            "gamma: expected length 8 (hidden, with gammaHeads false), got 32",
+        ),
+    ];
+    for (len, said, text) in refused {
+        assert!(message(gamma_fits(len, 8, Some(32), said)).ends_with(text));
+    }
+    // One head a token: heads × hidden is hidden.
+    assert!(
+        message(gamma_fits(16, 8, Some(8), None)).ends_with("expected length 8 (hidden), got 16")
+    );
+    let heads = |said| Rotary {
+        heads: Some(4),
+        gamma_heads: said,
+        ..rotary(Positions::From(0))
+    };
+    assert_eq!(heads(Some(true)).said_gamma_len(8, 8), Some(32));
+    assert_eq!(heads(None).said_gamma_len(8, 8), None);
+    assert_eq!(heads(Some(false)).said_gamma_len(8, 8), None);
+    // A stage that does not check sizes nothing.
+    assert_eq!(heads(Some(true)).said_gamma_len(6, 8), None);
+}

@@ -34,7 +34,7 @@ interface FusedRmsNormFields<D extends Dtype, A> {
   /**
    * hidden; the scale applied after normalizing (plus `gammaOffset`). With a rotary stage whose
    * rows are heads, heads × hidden: a gamma a head (Cohere's `[heads, head_dim]`), row r taking
-   * head r mod heads's (typed arrays and tensors; a `GPUBuffer` gamma is one for every head).
+   * head r mod heads's (a `GPUBuffer` gamma only with `gammaHeads: true`).
    */
   gamma: A;
   /** hidden; the shift applied last. Omitted: zeros. */
@@ -91,6 +91,12 @@ interface FusedRmsNormFields<D extends Dtype, A> {
   headSize?: number;
   /** Rows a token where rows are heads (default: rows / positions.length, or 1). */
   heads?: number;
+  /**
+   * Whether `gamma` holds a weight a head (heads × hidden) rather than one for every head
+   * (hidden); default: as its length says, and for a `GPUBuffer` (whose size engines round up)
+   * one for every head. Needs a rotary stage.
+   */
+  gammaHeads?: boolean;
 }
 
 /** `run`'s and `prepare`'s inputs: host arrays, tensors or buffers. */

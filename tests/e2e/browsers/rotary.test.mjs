@@ -297,3 +297,63 @@ test("a gamma a head (Cohere's QK-norm): run, runWithSum, tensors, in place, f16
   assert.equal(r.alone, "TypeError: gammaHeads: expected false or undefined without rotaryDim (a gamma a head is a rotary stage's, where rows are heads)");
   assert.match(r.noNorm, /^TypeError: gammaHeads: expected false or undefined \(kind "none" normalizes nothing/);
 });
+
+test("gammaHeads says what a gamma holds: a GPUBuffer's weights a head through run, encode and bind; arrays and tensors on both backends as their length says; a contradiction, a non-boolean and no rotary stage are named", async () => {
+  const r = await inPage(async () => {
+    const { pkg, seeded, ref } = window.lib;
+    const { bufferOf } = await import("/lib/app-gpu.js");
+    const out = {};
+    const [tokens, heads, hidden] = [3, 4, 16];
+    const a = seeded.caseArgs({ rows: tokens * heads, hidden, bias: false, beta: false, seed: 13 });
+    const gamma = Float32Array.from({ length: heads * hidden }, (_, i) => 0.5 + ((i * 29) % 19) / 9);
+    const args = { input: a.input, gamma, hidden, eps: 1e-5, positions: new Int32Array([3, 4, 70000]), invFreq: Float32Array.from({ length: 8 }, (_, k) => Math.fround(1e4 ** (-k / 8))), gammaHeads: true };
+    const message = async (p) => p.then(() => "resolved", (e) => `${e.name}: ${e.message}`);
+    for (const backend of ["cpu", "webgpu"]) {
+      const n = await pkg.FusedRmsNorm.create({ backend });
+      const got = {};
+      got.arrays = ref.compare(args, await n.run(args)).problems;
+      const over = n.upload(a.input);
+      await n.run({ ...args, input: over, gamma: n.upload(gamma), inPlace: true });
+      got.tensors = ref.compare(args, await over.read()).problems;
+      got.contradicted = await message(n.run({ ...args, gammaHeads: false }));
+      got.short = await message(n.run({ ...args, gamma: gamma.subarray(0, hidden) }));
+      got.notFlag = await message(n.run({ ...args, gammaHeads: 1 }));
+      got.noStage = await message(n.run({ input: a.input, gamma: gamma.subarray(0, hidden), hidden, gammaHeads: true }));
+      out[backend] = got;
+    }
+    const n = await pkg.FusedRmsNorm.create();
+    const device = n.device;
+    const COPY = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC;
+    // A buffer larger than its weights, as engines round sizes up.
+    const padded = new Float32Array(heads * hidden + 12);
+    padded.set(gamma);
+    const buffers = { ...args, input: bufferOf(device, a.input, COPY), gamma: bufferOf(device, padded, COPY) };
+    out.run = ref.compare(args, await n.run(buffers)).problems;
+    // Without gammaHeads a buffer is one gamma for every head: its first head's weights.
+    const first = { ...args, gamma: Float32Array.from({ length: heads * hidden }, (_, i) => gamma[i % hidden]) };
+    out.shared = ref.compare(first, await n.run({ ...buffers, gammaHeads: undefined })).problems;
+    const output = n.upload(new Float32Array(a.input.length));
+    const e = device.createCommandEncoder();
+    n.encode(e, { ...buffers, output });
+    device.queue.submit([e.finish()]);
+    out.encode = ref.compare(args, await output.read()).problems;
+    const boundOutput = n.upload(new Float32Array(a.input.length));
+    const bound = n.bind({ ...buffers, output: boundOutput });
+    await bound.run();
+    out.bind = ref.compare(args, await boundOutput.read()).problems;
+    bound.free();
+    out.shortBuffer = await message(n.run({ ...buffers, gamma: bufferOf(device, gamma.subarray(0, 2 * hidden), COPY) }));
+    return out;
+  });
+  for (const backend of ["cpu", "webgpu"]) {
+    const got = r[backend];
+    assert.deepEqual(got.arrays, [], `${backend}: arrays`);
+    assert.deepEqual(got.tensors, [], `${backend}: tensors in place`);
+    assert.equal(got.contradicted, "ShapeError: gamma: expected length 16 (hidden, with gammaHeads false), got 64");
+    assert.equal(got.short, "ShapeError: gamma: expected length 64 (heads × hidden, with gammaHeads), got 16");
+    assert.equal(got.notFlag, "TypeError: gammaHeads: expected a boolean or undefined, got the number 1");
+    assert.equal(got.noStage, "TypeError: positions: missing (gammaHeads describes a rotary stage: give positions or position)");
+  }
+  for (const k of ["run", "shared", "encode", "bind"]) assert.deepEqual(r[k], [], k);
+  assert.equal(r.shortBuffer, "ShapeError: gamma: expected length 64 (heads × hidden, with gammaHeads), got 32");
+});

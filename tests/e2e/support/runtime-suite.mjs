@@ -198,6 +198,8 @@ async function rotary(n, report) {
   await n.run({ ...cohere, input: heads, gamma: n.upload(gamma), inPlace: true });
   push("a gamma a head, in place on tensors", ref.compare(cohere, await heads.read()));
   heads.free();
+  // Said by the call (gammaHeads), as a GPUBuffer's size cannot.
+  push("gammaHeads", ref.compare(cohere, await n.run({ ...cohere, gammaHeads: true })));
   report.checked.rotary = checked;
 }
 
