@@ -208,6 +208,7 @@ function writeRecord(at, v, slot, status, given, count) {
   views();
   const n = names.length, h = at / 8, stride = L.stride;
   clear(at);
+  let mask = 0;
   for (let k = 0; k < count; k++) {
     const i = given[k], what = slot[3 * i], s = h + i * stride;
     whats[i] = what;
@@ -218,6 +219,7 @@ function writeRecord(at, v, slot, status, given, count) {
     f64[s + L.value] = slot[3 * i + 1];
     f64[s + L.flags] = slot[3 * i + 2];
     written[k] = i;
+    mask |= 1 << i;
   }
   writtenCount = count;
   for (let d = 0; d < L.destinations.length; d++) {
@@ -225,6 +227,7 @@ function writeRecord(at, v, slot, status, given, count) {
     f64[h + i * stride + L.overlap] = isArray(whats[i]) ? overlapOf(i) : -1;
   }
   f64[h + n * stride + L.what] = status;
+  f64[h + n * stride + L.value] = mask >>> 0;
 }
 
 // The record at `at` as if every field were absent: all of it where it is a new one, else

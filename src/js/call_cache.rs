@@ -113,9 +113,10 @@ fn key(ctx: &GpuContext, call: &Call) -> Key {
     (ctx.id(), CallBits::of(call))
 }
 
-/// A call's record as bits: what each field holds and its value, hashed and compared over
-/// the fields the call has (an absent field's are zero), a few of the table's.
-#[derive(Clone, Copy, Eq)]
+/// A call's record as bits: which fields it has, and what each holds and its value's bits, in
+/// the table's order, packed at the front (a call has a few of the table's fields), so that
+/// hashing and comparing touch those alone.
+#[derive(Clone, Copy)]
 struct CallBits {
     present: u32,
     whats: [u8; KEYS],
@@ -126,39 +127,39 @@ const _: () = assert!(KEYS <= 32, "a field a bit of CallBits::present");
 
 impl CallBits {
     fn of(call: &Call) -> CallBits {
+        let present = call.present();
         let mut bits = CallBits {
-            present: 0,
+            present,
             whats: [0; KEYS],
             values: [0; KEYS],
         };
-        for (i, (what, value)) in call.fields().enumerate() {
-            if what != What::Absent {
-                bits.present |= 1 << i;
-                (bits.whats[i], bits.values[i]) = (what as u8, value);
-            }
+        let (mut left, mut n) = (present, 0);
+        while left != 0 {
+            let (what, value) = call.field_at(left.trailing_zeros() as usize);
+            (bits.whats[n], bits.values[n]) = (what as u8, value);
+            (left, n) = (left & (left - 1), n + 1);
         }
         bits
     }
 
-    fn fields(&self) -> impl Iterator<Item = (u8, u64)> + '_ {
-        (0..KEYS)
-            .filter(|i| self.present & (1 << i) != 0)
-            .map(|i| (self.whats[i], self.values[i]))
+    fn given(&self) -> (&[u8], &[u64]) {
+        let n = self.present.count_ones() as usize;
+        (&self.whats[..n], &self.values[..n])
     }
 }
 
 impl PartialEq for CallBits {
     fn eq(&self, other: &Self) -> bool {
-        self.present == other.present && self.fields().eq(other.fields())
+        self.present == other.present && self.given() == other.given()
     }
 }
 
+impl Eq for CallBits {}
+
 impl std::hash::Hash for CallBits {
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        state.write_u32(self.present);
-        for (what, value) in self.fields() {
-            state.write_u64(value ^ u64::from(what) << 56);
-        }
+        self.present.hash(state);
+        self.given().hash(state);
     }
 }
 

@@ -230,22 +230,32 @@ impl<'a> Call<'a> {
         // Copied out at once: a later read (a getter's own call) writes the same record.
         // SAFETY: `at` is the live record `record()` made, which nothing else borrows.
         let record = unsafe { *at };
-        let whats = record.keys.map(|s| What::of(s.what as u32));
-        let objects = [
-            What::F32,
-            What::Bits,
-            What::Halves,
-            What::Buffer,
-            What::I32,
-            What::U32,
-            What::Other,
-        ];
+        // Only the fields the call has: an absent one's slot is all zeros.
+        let mut whats = [What::Absent; KEYS];
+        let mut left = record.status.value as u32;
+        while left != 0 {
+            let i = left.trailing_zeros() as usize;
+            whats[i] = What::of(record.keys[i].what as u32);
+            left &= left - 1;
+        }
+        let object = |w: &What| {
+            !matches!(
+                w,
+                What::Absent
+                    | What::Tensor
+                    | What::FreedTensor
+                    | What::Number
+                    | What::Yes
+                    | What::No
+                    | What::Word
+            )
+        };
         Call {
             args,
             whats,
             record,
             freed_while_read: freed_count() != freed,
-            holds: whats.iter().any(|w| objects.contains(w)),
+            holds: whats.iter().any(object),
         }
     }
 
@@ -260,6 +270,12 @@ impl<'a> Call<'a> {
             x if x == Status::UnknownKey as u32 => Status::UnknownKey,
             _ => Status::NotObject,
         }
+    }
+
+    /// The fields the call has, a bit each by the table's order (`call.js` writes it into the
+    /// status slot's value, `KEYS` ≤ 32 bits).
+    pub fn present(&self) -> u32 {
+        self.record.status.value as u32
     }
 
     pub fn freed_while_read(&self) -> bool {
@@ -355,10 +371,10 @@ impl<'a> Call<'a> {
         }
     }
 
-    /// What each field holds and its value's bits, in the table's order: all that identifies
-    /// a call of tensors (by handle) and numbers.
-    pub fn fields(&self) -> impl Iterator<Item = (What, u64)> + '_ {
-        (self.whats.iter().zip(&self.record.keys)).map(|(w, s)| (*w, s.value.to_bits()))
+    /// What field `i` of the table holds and its value's bits: all that identifies a call of
+    /// tensors (by handle) and numbers.
+    pub fn field_at(&self, i: usize) -> (What, u64) {
+        (self.whats[i], self.record.keys[i].value.to_bits())
     }
 }
 
