@@ -129,12 +129,6 @@ impl Shape {
                 )));
             }
         }
-        let per_row = [
-            ("gamma", x.gamma.as_ref()),
-            ("beta", x.beta.as_ref()),
-            ("bias", x.bias.as_ref()),
-            ("postGamma", x.post_gamma.as_ref()),
-        ];
         let rows = n / hidden;
         if rows > u32::MAX as usize {
             return Err(Error::Shape(format!(
@@ -151,13 +145,14 @@ impl Shape {
             .transpose()?;
         let said = x.rotary.as_ref().and_then(|r| r.gamma_heads);
         let each_head = rotary.and_then(|r| r.heads.checked_mul(hidden));
-        for (name, array) in per_row {
-            let Some(len) = array.map(|a| a.len()) else {
-                continue;
-            };
-            if name == "gamma" {
-                crate::call::rotary::gamma::gamma_fits(len, hidden, each_head, said)?;
-            } else if len != hidden {
+        let gamma = x.gamma.as_ref().map(|g| g.len());
+        crate::call::rotary::gamma::gamma_fits(gamma, hidden, each_head, said)?;
+        for (name, array) in [
+            ("beta", x.beta.as_ref()),
+            ("bias", x.bias.as_ref()),
+            ("postGamma", x.post_gamma.as_ref()),
+        ] {
+            if let Some(len) = array.map(|a| a.len()).filter(|&len| len != hidden) {
                 return Err(Error::Shape(format!(
                     "{name}: expected length {hidden} (hidden), got {len}"
                 )));

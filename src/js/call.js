@@ -113,7 +113,7 @@ function describe(v, slot, o) {
     return word < 0 ? (slot[o] = W.other) : ((slot[o + 1] = word), (slot[o] = W.word));
   }
   if (v === null || t !== "object") return (slot[o] = W.other);
-  if (HANDLE in v) {
+  if (hasOwn.call(v, HANDLE)) {
     const live = v[pointer] !== 0;
     if (live) slot[o + 1] = v[HANDLE];
     return (slot[o] = live ? W.tensor : W.freedTensor);
@@ -186,7 +186,8 @@ export function readCall(a, at) {
       else if (x === true || x === false) slot[o] = x ? W.yes : W.no;
       else {
         try {
-          const handle = typeof x === "object" && x !== null ? x[HANDLE] : undefined;
+          // Its own: an object made with a tensor for prototype is not that tensor.
+          const handle = typeof x === "object" && x !== null && hasOwn.call(x, HANDLE) ? x[HANDLE] : undefined;
           if (handle !== undefined && x[pointer] !== 0) (slot[o] = W.tensor), (slot[o + 1] = handle);
           else describe(x, slot, o);
         } catch {

@@ -6,15 +6,23 @@
 use super::Rotary;
 use crate::call::error::Error;
 
-/// Whether `gamma`'s `len` fits rows of `hidden`: `hidden`, or where rows are heads of a
-/// rotary stage (`each_head` = heads × hidden) one weight a head, as `gammaHeads` (`said`)
-/// says or, where it says nothing, as the length does.
+/// Whether `gamma`'s length (`None`: no gamma) fits rows of `hidden`: `hidden`, or where rows
+/// are heads of a rotary stage (`each_head` = heads × hidden) one weight a head, as
+/// `gammaHeads` (`said`) says or, where it says nothing, as the length does.
 pub fn gamma_fits(
-    len: usize,
+    len: Option<usize>,
     hidden: usize,
     each_head: Option<usize>,
     said: Option<bool>,
 ) -> Result<(), Error> {
+    let Some(len) = len else {
+        return match said {
+            Some(true) => Err(Error::Type(
+                "gammaHeads: expected false or undefined on a call without gamma".into(),
+            )),
+            _ => Ok(()),
+        };
+    };
     let (want, why) = match (said, each_head) {
         (Some(true), Some(h)) => (h, " (heads × hidden, with gammaHeads)".to_string()),
         (Some(false), _) => (hidden, " (hidden, with gammaHeads false)".to_string()),

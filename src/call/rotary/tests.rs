@@ -93,7 +93,10 @@ fn a_gamma_a_head_is_what_the_call_or_its_length_says() {
     let message = |r: Result<(), Error>| r.unwrap_err().to_string();
     // Rows of 8, four heads a token: a gamma a head holds 32.
     for (len, said) in [(8, None), (32, None), (32, Some(true)), (8, Some(false))] {
-        assert!(gamma_fits(len, 8, Some(32), said).is_ok(), "{len} {said:?}");
+        assert!(
+            gamma_fits(Some(len), 8, Some(32), said).is_ok(),
+            "{len} {said:?}"
+        );
     }
     let refused = [
         (
@@ -113,11 +116,16 @@ fn a_gamma_a_head_is_what_the_call_or_its_length_says() {
         ),
     ];
     for (len, said, text) in refused {
-        assert!(message(gamma_fits(len, 8, Some(32), said)).ends_with(text));
+        assert!(message(gamma_fits(Some(len), 8, Some(32), said)).ends_with(text));
     }
     // One head a token: heads × hidden is hidden.
+    let one = gamma_fits(Some(16), 8, Some(8), None);
+    assert!(message(one).ends_with("expected length 8 (hidden), got 16"));
+    // No gamma (a rotation alone, a post-norm's sum alone): no weight a head to hold.
+    assert!(gamma_fits(None, 8, Some(32), None).is_ok());
+    let none = gamma_fits(None, 8, Some(32), Some(true));
     assert!(
-        message(gamma_fits(16, 8, Some(8), None)).ends_with("expected length 8 (hidden), got 16")
+        message(none).ends_with("gammaHeads: expected false or undefined on a call without gamma")
     );
     let heads = |said| Rotary {
         heads: Some(4),

@@ -298,7 +298,7 @@ test("a gamma a head (Cohere's QK-norm): run, runWithSum, tensors, in place, f16
   assert.match(r.noNorm, /^TypeError: gammaHeads: expected false or undefined \(kind "none" normalizes nothing/);
 });
 
-test("gammaHeads says what a gamma holds: a GPUBuffer's weights a head through run, encode and bind; arrays and tensors on both backends as their length says; a contradiction, a non-boolean and no rotary stage are named", async () => {
+test("gammaHeads says what a gamma holds: a GPUBuffer's weights a head through run, encode and bind; arrays and tensors on both backends as their length says; a contradiction, a non-boolean, no rotary stage and no gamma are named", async () => {
   const r = await inPage(async () => {
     const { pkg, seeded, ref } = window.lib;
     const { bufferOf } = await import("/lib/app-gpu.js");
@@ -319,6 +319,9 @@ test("gammaHeads says what a gamma holds: a GPUBuffer's weights a head through r
       got.short = await message(n.run({ ...args, gamma: gamma.subarray(0, hidden) }));
       got.notFlag = await message(n.run({ ...args, gammaHeads: 1 }));
       got.noStage = await message(n.run({ input: a.input, gamma: gamma.subarray(0, hidden), hidden, gammaHeads: true }));
+      got.noGamma = await message(n.run({ ...args, gamma: undefined, kind: "none" }));
+      // An object whose prototype is a tensor is not that tensor.
+      got.inherited = await message(n.run({ ...args, input: Object.create(n.upload(a.input)) }));
       out[backend] = got;
     }
     const n = await pkg.FusedRmsNorm.create();
@@ -353,6 +356,8 @@ test("gammaHeads says what a gamma holds: a GPUBuffer's weights a head through r
     assert.equal(got.short, "ShapeError: gamma: expected length 64 (heads × hidden, with gammaHeads), got 16");
     assert.equal(got.notFlag, "TypeError: gammaHeads: expected a boolean or undefined, got the number 1");
     assert.equal(got.noStage, "TypeError: positions: missing (gammaHeads describes a rotary stage: give positions or position)");
+    assert.equal(got.noGamma, "TypeError: gammaHeads: expected false or undefined on a call without gamma");
+    assert.match(got.inherited, /^TypeError: input: expected /);
   }
   for (const k of ["run", "shared", "encode", "bind"]) assert.deepEqual(r[k], [], k);
   assert.equal(r.shortBuffer, "ShapeError: gamma: expected length 64 (heads × hidden, with gammaHeads), got 32");
