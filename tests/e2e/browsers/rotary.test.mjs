@@ -346,6 +346,15 @@ test("gammaHeads says what a gamma holds: a GPUBuffer's weights a head through r
     out.bind = ref.compare(args, await boundOutput.read()).problems;
     bound.free();
     out.shortBuffer = await message(n.run({ ...buffers, gamma: bufferOf(device, gamma.subarray(0, 2 * hidden), COPY) }));
+    // The same refusals from encode (thrown, nothing recorded) and a timing call; the instance works after.
+    try {
+      n.encode(device.createCommandEncoder(), { ...buffers, output, gamma: bufferOf(device, gamma.subarray(0, 2 * hidden), COPY) });
+      out.encodeBad = "returned";
+    } catch (e) {
+      out.encodeBad = `${e.name}: ${e.message}`;
+    }
+    out.timedBad = await message(n.timeDispatches({ ...args, gamma: gamma.subarray(0, hidden) }, 2));
+    out.after = ref.compare(args, await n.run(buffers)).problems;
     return out;
   });
   for (const backend of ["cpu", "webgpu"]) {
@@ -361,4 +370,7 @@ test("gammaHeads says what a gamma holds: a GPUBuffer's weights a head through r
   }
   for (const k of ["run", "shared", "encode", "bind"]) assert.deepEqual(r[k], [], k);
   assert.equal(r.shortBuffer, "ShapeError: gamma: expected length 64 (heads × hidden, with gammaHeads), got 32");
+  assert.equal(r.encodeBad, "ShapeError: gamma: expected length 64 (heads × hidden, with gammaHeads), got 32");
+  assert.equal(r.timedBad, "ShapeError: gamma: expected length 64 (heads × hidden, with gammaHeads), got 16");
+  assert.deepEqual(r.after, [], "the instance works after the refusals");
 });
