@@ -34,8 +34,8 @@ function views() {
 // measurable part of its time. A getter of one call's object may read a call of its own,
 // which then takes fresh ones.
 let depth = 0, values = new Array(0), slots = new Float64Array(0), present = new Int32Array(0);
-// The fields the record at `writtenAt` holds, by the table's order, from the last read.
-let written = new Int32Array(0), writtenCount = 0, writtenAt = -1;
+// The fields the last read held, by the table's order.
+let written = new Int32Array(0), writtenCount = 0;
 
 export function callInit(m, tableNames, layout) {
   memory = m;
@@ -113,11 +113,8 @@ function describe(v, slot, o) {
     return word < 0 ? (slot[o] = W.other) : ((slot[o + 1] = word), (slot[o] = W.word));
   }
   if (v === null || t !== "object") return (slot[o] = W.other);
-  if (hasOwn.call(v, HANDLE)) {
-    const live = v[pointer] !== 0;
-    if (live) slot[o + 1] = v[HANDLE];
-    return (slot[o] = live ? W.tensor : W.freedTensor);
-  }
+  // readCall took a live tensor already: one of ours here is a freed one.
+  if (hasOwn.call(v, HANDLE)) return (slot[o] = W.freedTensor);
   let tag;
   try {
     tag = tagOf.call(v);
@@ -202,13 +199,12 @@ export function readCall(a, at) {
 }
 
 // The record at byte address `at`, written only now, after the caller's last line of code: a
-// getter may have read a call of its own, through this same record. The fields the last
-// read wrote are cleared (an absent field's slot is all zeros), then the `count` fields this
-// call has, `given`, are written.
+// getter may have read a call of its own, through this same record. Only the `count` fields
+// this call has, `given`, are written, and a bit for each into the status slot.
 function writeRecord(at, v, slot, status, given, count) {
   views();
   const n = names.length, h = at / 8, stride = L.stride;
-  clear(at);
+  clear();
   let mask = 0;
   for (let k = 0; k < count; k++) {
     const i = given[k], what = slot[3 * i], s = h + i * stride;
@@ -231,26 +227,13 @@ function writeRecord(at, v, slot, status, given, count) {
   f64[h + n * stride + L.value] = mask >>> 0;
 }
 
-// The record at `at` as if every field were absent: all of it where it is a new one, else
-// the slots the last read wrote (clearing the whole of it each call took a measurable part of
-// one).
-function clear(at) {
-  const h = at / 8, stride = L.stride;
-  if (at !== writtenAt) {
-    f64.fill(0, h, h + (names.length + 1) * stride);
-    whats.fill(W.absent);
-    held.fill(undefined);
-    writtenAt = at;
-  } else {
-    for (let k = 0; k < writtenCount; k++) {
-      const i = written[k], s = h + i * stride;
-      f64[s + L.what] = 0;
-      f64[s + L.value] = 0;
-      f64[s + L.flags] = 0;
-      f64[s + L.overlap] = 0;
-      whats[i] = W.absent;
-      held[i] = undefined;
-    }
+// This module's state as if no field had been read: the fields the last read held. The
+// record's floats are not cleared: Rust decodes only the fields whose bit the status carries.
+function clear() {
+  for (let k = 0; k < writtenCount; k++) {
+    const i = written[k];
+    whats[i] = W.absent;
+    held[i] = undefined;
   }
   writtenCount = 0;
 }

@@ -227,14 +227,20 @@ impl<'a> Call<'a> {
         let at = record();
         let freed = freed_count();
         read_call(args, at as u32);
-        // Copied out at once: a later read (a getter's own call) writes the same record.
+        // Copied out at once, the fields the call has alone (their bits are in the status):
+        // a later read (a getter's own call) writes the same record, and `call.js` leaves an
+        // earlier call's slots as they were. An absent field's slot is all zeros.
         // SAFETY: `at` is the live record `record()` made, which nothing else borrows.
-        let record = unsafe { *at };
-        // Only the fields the call has: an absent one's slot is all zeros.
+        let written = unsafe { &*at };
+        let mut record = Record {
+            status: written.status,
+            ..Record::default()
+        };
         let mut whats = [What::Absent; KEYS];
         let mut left = record.status.value as u32;
         while left != 0 {
             let i = left.trailing_zeros() as usize;
+            record.keys[i] = written.keys[i];
             whats[i] = What::of(record.keys[i].what as u32);
             left &= left - 1;
         }
