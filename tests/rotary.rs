@@ -161,7 +161,7 @@ fn both_backends_turn_y_as_the_reference_does_at_every_position() {
                             heads: Some(s.heads),
                             ..r
                         },
-                        Positions::Each(_) => r,
+                        _ => r,
                     };
                     let base = Inputs::without_residual(&input[..], &gamma[..], s.hidden);
                     let what = format!(

@@ -13,6 +13,7 @@
 use std::rc::Rc;
 
 use crate::call::error::Error;
+use crate::call::host::AppBuffer;
 use crate::support::number_text::number_text;
 
 /// Which values of a head pair up.
@@ -40,15 +41,6 @@ impl RotaryStyle {
             RotaryStyle::Interleaved => "interleaved",
         }
     }
-}
-
-/// Each token's position.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Positions {
-    /// Consecutive tokens from this one (decode: one token).
-    From(u32),
-    /// One a token (`positions`).
-    Each(Rc<[u32]>),
 }
 
 /// The inverse frequencies, one a pair.
@@ -180,6 +172,7 @@ impl Rotary {
     fn heads(&self, rows: usize) -> usize {
         let derived = match &self.positions {
             Positions::Each(p) if !p.is_empty() => rows / p.len(),
+            // A buffer's size does not tell the tokens: `heads` is required (checked).
             _ => 1,
         };
         self.heads.unwrap_or(derived).max(1)
@@ -204,21 +197,25 @@ impl Rotary {
             style: self.style,
             rotary_dim: rotary_dim as u32,
             head_size: head_size as u32,
-            each: matches!(self.positions, Positions::Each(_)),
+            each: !matches!(self.positions, Positions::From(_)),
             gamma_heads: false,
         }
     }
 
-    /// The words a GPU kernel reads of this stage (checked, of `rotary_dim`): the inverse
-    /// frequencies' bits, then each token's position where the call gives them.
-    pub fn table(&self, rotary_dim: usize) -> Vec<u32> {
+    /// The words a GPU kernel reads of this stage (checked, of `rotary_dim`) in a call of
+    /// `rows`: the inverse frequencies' bits, then each token's position where the call gives
+    /// them (zeros where a buffer of the app's holds them, copied in on the GPU:
+    /// [`Rotary::buffer_positions`]).
+    pub fn table(&self, rows: usize, rotary_dim: usize) -> Vec<u32> {
         let mut words: Vec<u32> = self
             .inv_freq(rotary_dim)
             .iter()
             .map(|f| f.to_bits())
             .collect();
-        if let Positions::Each(p) = &self.positions {
-            words.extend_from_slice(p);
+        match &self.positions {
+            Positions::Each(p) => words.extend_from_slice(p),
+            Positions::Buffer(_) => words.resize(words.len() + rows / self.heads(rows), 0),
+            Positions::From(_) => {}
         }
         words
     }
@@ -227,7 +224,7 @@ impl Rotary {
     pub fn start(&self) -> u32 {
         match self.positions {
             Positions::From(start) => start,
-            Positions::Each(_) => 0,
+            Positions::Each(_) | Positions::Buffer(_) => 0,
         }
     }
 
@@ -260,7 +257,7 @@ impl Rotary {
             )));
         }
         self.check_frequencies(rotary_dim)?;
-        self.check_heads(rows)?;
+        self.positions.check_heads(self.heads, rows)?;
         Ok(self.shape(rows, hidden))
     }
 
@@ -288,52 +285,24 @@ impl Rotary {
         }
     }
 
-    /// Rows a token, checked against the positions.
-    fn check_heads(&self, rows: usize) -> Result<usize, Error> {
-        if self.heads == Some(0) {
-            return Err(shape("heads: expected an integer >= 1, got 0".into()));
-        }
+    /// Where the positions are an app's buffer: it, how many words of it a call of `rows`
+    /// reads, and the byte offset in the table ([`Rotary::table`]) they are copied to.
+    pub fn buffer_positions(
+        &self,
+        rows: usize,
+        rotary_dim: usize,
+    ) -> Option<(&AppBuffer, usize, u64)> {
         match &self.positions {
-            Positions::From(start) => {
-                let heads = self.heads.unwrap_or(1);
-                if !rows.is_multiple_of(heads) {
-                    return Err(shape(format!(
-                        "heads: expected a divisor of the rows ({rows}), got {heads}"
-                    )));
-                }
-                let last = *start as u64 + (rows / heads) as u64;
-                if rows > 0 && last - 1 > u32::MAX as u64 {
-                    return Err(shape(format!(
-                        "position: expected at most {} for {} tokens, got {start}",
-                        u32::MAX as u64 + 1 - (rows / heads) as u64,
-                        rows / heads
-                    )));
-                }
-                Ok(heads)
-            }
-            Positions::Each(p) => {
-                let tokens = p.len();
-                let heads = match self.heads {
-                    Some(h) => h,
-                    None if tokens > 0 && rows.is_multiple_of(tokens) => rows / tokens,
-                    None if rows == 0 => 1,
-                    None => {
-                        return Err(shape(format!(
-                            "positions: expected one a token, a length that divides the rows \
-                             ({rows}), got {tokens}"
-                        )))
-                    }
-                };
-                if tokens.checked_mul(heads) != Some(rows) {
-                    return Err(shape(format!(
-                        "positions: expected length {} (the rows, {rows}, / heads, {heads}), got \
-                         {tokens}",
-                        number_text(rows as f64 / heads as f64)
-                    )));
-                }
-                Ok(heads)
-            }
+            Positions::Buffer(b) => Some((b, rows / self.heads(rows), (rotary_dim / 2 * 4) as u64)),
+            _ => None,
         }
+    }
+
+    /// The position of the token of row `row` of the call (of a block: its own rows from 0),
+    /// `heads` rows a token.
+    pub fn position(&self, row: usize, heads: usize) -> u32 {
+        self.positions
+            .of_token((self.first_row + row) / heads.max(1))
     }
 
     /// The inverse frequencies of a stage of `rotary_dim`, checked.
@@ -341,16 +310,6 @@ impl Rotary {
         match &self.frequencies {
             Frequencies::Inverse(f) => f.clone(),
             Frequencies::Theta(theta) => inv_freq_of_theta(*theta, rotary_dim).into(),
-        }
-    }
-
-    /// The position of the token of row `row` of the call (of a block: its own rows from 0),
-    /// `heads` rows a token.
-    pub fn position(&self, row: usize, heads: usize) -> u32 {
-        let token = (self.first_row + row) / heads.max(1);
-        match &self.positions {
-            Positions::From(start) => start + token as u32,
-            Positions::Each(p) => p[token],
         }
     }
 }
@@ -369,6 +328,9 @@ fn shape(message: String) -> Error {
 }
 
 pub mod gamma;
+mod positions;
+
+pub use positions::Positions;
 
 #[cfg(test)]
 mod tests;

@@ -14,6 +14,7 @@ use crate::call::host::{Arg, HostArray};
 use crate::call::numbers::CpuData;
 use crate::call::plan::{Destination, Plan, Request};
 use crate::call::results::{Finished, Given, GpuOutput, Output};
+use crate::call::rotary::{Positions, Rotary};
 use crate::call::shape::{Inputs, Outputs};
 use crate::call::tensor::Tensor;
 use crate::cpu;
@@ -110,7 +111,7 @@ impl CpuContext {
         given: Given,
     ) -> Result<Finished, Error> {
         let plan = Plan::new(x, request, &CAPS, self.id)?;
-        refuse_buffers(x.named())?;
+        refuse_buffers(x.named(), x.rotary.as_ref())?;
         let results = match (plan.kernel.dtype, plan.kernel.out_dtype) {
             (Dtype::F32, Dtype::F32) => self.compute::<f32, f32, A>(x, &plan),
             (Dtype::F32, Dtype::F16) => self.compute::<f32, u16, A>(x, &plan),
@@ -131,7 +132,7 @@ impl CpuContext {
         outputs: &Outputs<Arg<H>>,
     ) -> Result<(), Error> {
         Plan::encoded(x, outputs, &CAPS, self.id)?;
-        refuse_buffers(x.named().chain(outputs.named()))
+        refuse_buffers(x.named().chain(outputs.named()), x.rotary.as_ref())
     }
 
     /// Computes a checked call ([`check_into_tensors`](Self::check_into_tensors)) into its tensors.
@@ -337,13 +338,27 @@ fn move_into<H: HostArray>(name: &str, to: &Arg<H>, from: &Tensor) -> Result<(),
 /// The backend has no GPU device, so no `GPUBuffer` argument.
 fn refuse_buffers<'a, A: HostArray + 'a>(
     mut named: impl Iterator<Item = (&'static str, &'a A)>,
+    rotary: Option<&Rotary>,
 ) -> Result<(), Error> {
+    refuse_buffer_positions(rotary)?;
     match named.find(|(_, a)| a.app_buffer().is_some()) {
         Some((name, _)) => Err(Error::Type(format!(
             "{name}: expected a typed array or a GpuTensor (this instance runs on the CPU \
              backend, which has no GPU device), got a GPUBuffer"
         ))),
         None => Ok(()),
+    }
+}
+
+/// A rotary stage's positions in a `GPUBuffer`, which this backend cannot read.
+pub(crate) fn refuse_buffer_positions(rotary: Option<&Rotary>) -> Result<(), Error> {
+    match rotary.map(|r| &r.positions) {
+        Some(Positions::Buffer(_)) => Err(Error::Type(
+            "positions: expected an Int32Array or a Uint32Array (this instance runs on the CPU \
+             backend, which has no GPU device), got a GPUBuffer"
+                .into(),
+        )),
+        _ => Ok(()),
     }
 }
 

@@ -10,7 +10,7 @@
 
 use std::rc::Rc;
 
-use super::driver::{CpuContext, CAPS};
+use super::driver::{refuse_buffer_positions, CpuContext, CAPS};
 use crate::call::dtype::Dtype;
 use crate::call::error::Error;
 use crate::call::host::{Arg, HostArray, OwnedArray};
@@ -279,7 +279,9 @@ fn regions<const N: usize>(
 impl CpuContext {
     /// The checks of every call ([`Plan::new`]'s) on a call laid out in scratch.
     pub fn check_staged(&self, x: &Inputs<Span>, sum: bool) -> Result<Plan, Error> {
-        Plan::new(x, Request::host(sum), &CAPS, self.id())
+        let plan = Plan::new(x, Request::host(sum), &CAPS, self.id())?;
+        refuse_buffer_positions(x.rotary.as_ref())?;
+        Ok(plan)
     }
 
     /// Computes a call checked by [`CpuContext::check_staged`] whose arrays were copied to

@@ -40,15 +40,15 @@ impl AppBuffer {
         handle.downcast_ref()
     }
 
-    /// Copies elements `start .. start + count` to the beginning of `dst` on the GPU.
+    /// Copies elements `start .. start + count` to byte `to` of `dst` on the GPU.
     pub fn copy_into(
         &self,
         name: &'static str,
         device: &wgpu::Device,
         queue: &wgpu::Queue,
         dst: &wgpu::Buffer,
-        start: usize,
-        count: usize,
+        (start, count): (usize, usize),
+        to: u64,
     ) -> Result<Check, Error> {
         let Some(src) = self.gpu_handle() else {
             return Err(Error::Type(format!(
@@ -63,7 +63,7 @@ impl AppBuffer {
         {
             let _ = name;
             let mut encoder = device.create_command_encoder(&Default::default());
-            encoder.copy_buffer_to_buffer(src, offset, dst, 0, size);
+            encoder.copy_buffer_to_buffer(src, offset, dst, to, size);
             queue.submit([encoder.finish()]);
             Ok(Box::pin(async { Ok(()) }))
         }
@@ -79,7 +79,7 @@ impl AppBuffer {
             let dst = raw::buffer(dst);
             let ((), found) = raw::scoped(&raw_device, || {
                 let encoder = raw_device.create_command_encoder()?;
-                encoder.copy_buffer_to_buffer(src, offset as f64, &dst, 0.0, size as f64)?;
+                encoder.copy_buffer_to_buffer(src, offset as f64, &dst, to as f64, size as f64)?;
                 raw_queue.submit(&js_sys::Array::of1(&encoder.finish()?))
             })
             .map_err(|e| {

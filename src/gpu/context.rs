@@ -15,7 +15,7 @@ use crate::call::device::{Caps, ContextId};
 use crate::call::error::Error;
 use crate::call::plan::Kernel;
 use crate::call::plan::Plan;
-use crate::call::rotary::Rotary;
+use crate::call::rotary::{Positions, Rotary};
 #[cfg(target_arch = "wasm32")]
 use crate::gpu::browser_pipelines::BrowserPipelines;
 use crate::gpu::device::{AdapterSummary, Device};
@@ -41,7 +41,9 @@ pub struct GpuContext {
     /// Uniform blocks by content (see `uniform` in `submit.rs`).
     pub(super) uniforms: RefCell<HashMap<[u8; Params::SIZE], wgpu::Buffer>>,
     /// Rotary stages' tables by content (`rotary_table`).
-    pub(super) tables: RefCell<HashMap<Vec<u32>, wgpu::Buffer>>,
+    /// Those whose positions an app's buffer fills on the GPU are apart (`true`): their
+    /// words are zeros where the positions go.
+    pub(super) tables: RefCell<HashMap<(Vec<u32>, bool), wgpu::Buffer>>,
     /// The kernel's objects made on the browser's WebGPU directly: for `norm.encode`
     /// (`encode.rs`), and for this context's calls whose results stay on the GPU
     /// (`BrowserRecording` in `recording.rs`).
@@ -157,13 +159,16 @@ impl GpuContext {
     }
 
     /// A uniform buffer holding `params`, outside the pool (for benchmarks).
-    /// The storage buffer of a rotary stage's table (`Rotary::table`) for rows of `hidden`:
-    /// one per distinct table, written once, as uniform blocks are (`uniform`). A decode
-    /// step from a start position keeps the same table (the start is in the uniform block),
-    /// so a model's steps reuse one buffer, and a recorded dispatch stays valid.
-    pub(crate) fn rotary_table(&self, rotary: &Rotary, hidden: usize) -> wgpu::Buffer {
-        let words = rotary.table(rotary.kernel(hidden).rotary_dim as usize);
-        if let Some(b) = self.tables.borrow().get(&words) {
+    /// The storage buffer of a rotary stage's table (`Rotary::table`) for a call of `rows` ×
+    /// `hidden`: one per distinct table, written once, as uniform blocks are (`uniform`). A
+    /// decode step from a start position keeps the same table (the start is in the uniform
+    /// block), so a model's steps reuse one buffer, and a recorded dispatch stays valid.
+    /// Where an app's buffer holds the positions, each recording copies them in before its
+    /// kernel, in the same command buffer (`encode.rs`).
+    pub(crate) fn rotary_table(&self, rotary: &Rotary, rows: usize, hidden: usize) -> wgpu::Buffer {
+        let words = rotary.table(rows, rotary.kernel(hidden).rotary_dim as usize);
+        let key = (words, matches!(rotary.positions, Positions::Buffer(_)));
+        if let Some(b) = self.tables.borrow().get(&key) {
             return b.clone();
         }
         let mut tables = self.tables.borrow_mut();
@@ -172,13 +177,13 @@ impl GpuContext {
         }
         let b = self.dev.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("rotary table"),
-            size: (words.len() * 4) as u64,
+            size: (key.0.len() * 4) as u64,
             usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
-        let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+        let bytes: Vec<u8> = key.0.iter().flat_map(|w| w.to_le_bytes()).collect();
         self.dev.queue.write_buffer(&b, 0, &bytes);
-        tables.insert(words, b.clone());
+        tables.insert(key, b.clone());
         b
     }
 

@@ -72,6 +72,7 @@ pub fn dispatch<H: HostArray>(
         ("y", gy.into()),
         ("device", JsValue::from(pipelines.device())),
         ("queue", JsValue::from(pipelines.queue())),
+        ("copy", positions_copy(ctx, &plan, x)),
     ]);
     Ok(Some(Dispatch {
         objects,
@@ -83,7 +84,7 @@ pub fn dispatch<H: HostArray>(
 /// as an app likes: its WebGPU objects in one JavaScript object, so that each use is one
 /// crossing into JavaScript (`webgpu_raw::record_dispatch`).
 pub struct Dispatch {
-    /// `{ pipeline, group, x, y, device, queue }`.
+    /// `{ pipeline, group, x, y, device, queue, copy }` (`webgpu_raw::record_dispatch`).
     objects: Object,
     /// The uniform block and the rotary table its bind group binds: a wgpu buffer is
     /// destroyed when dropped, and the context's caches of both may let these go.
@@ -146,7 +147,7 @@ fn bind<H: HostArray>(
     let table = x
         .rotary
         .as_ref()
-        .map(|r| ctx.rotary_table(r, plan.shape().hidden));
+        .map(|r| ctx.rotary_table(r, plan.shape().rows, plan.shape().hidden));
     let row_bytes = plan.kernel.dtype.copy_bytes(plan.shape().hidden);
     let all_bytes = plan.kernel.dtype.copy_bytes(plan.shape().len());
     let mut bound = RawBound::default();
@@ -186,6 +187,29 @@ fn bind<H: HostArray>(
         }
     }
     (bound, [params].into_iter().chain(table).collect())
+}
+
+/// Where a rotary stage's positions are an app's buffer, the copy of them into the stage's
+/// table that each recording makes first (`{ src, dst, to, size }`); null otherwise. The
+/// table is kept by the context and may be shared by dispatches alike: each copy is
+/// followed by its own kernel in the same command buffer, before any other copy into it.
+fn positions_copy<H>(ctx: &GpuContext, plan: &Plan, x: &Inputs<Arg<H>>) -> JsValue {
+    let (rows, hidden) = (plan.shape().rows, plan.shape().hidden);
+    let Some(rotary) = &x.rotary else {
+        return JsValue::NULL;
+    };
+    let rotary_dim = rotary.kernel(hidden).rotary_dim as usize;
+    let Some((app, tokens, to)) = rotary.buffer_positions(rows, rotary_dim) else {
+        return JsValue::NULL;
+    };
+    let table = ctx.rotary_table(rotary, rows, hidden);
+    descriptor(&[
+        ("src", app.gpu_handle().cloned().unwrap_or_default()),
+        ("dst", raw::buffer(&table)),
+        ("to", (to as f64).into()),
+        ("size", ((tokens * 4) as f64).into()),
+    ])
+    .into()
 }
 
 /// The kernel `kernel` compiles to on `ctx`'s device, described for an engine's own

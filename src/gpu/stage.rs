@@ -57,6 +57,7 @@ pub(super) struct Staging<'a> {
     ctx: &'a GpuContext,
     dtype: Dtype,
     hidden: usize,
+    rows: usize,
     copies: Vec<Check>,
 }
 
@@ -66,6 +67,7 @@ impl<'a> Staging<'a> {
             ctx,
             dtype: plan.kernel.dtype,
             hidden: plan.shape().hidden,
+            rows: plan.shape().rows,
             copies: Vec::new(),
         }
     }
@@ -84,13 +86,37 @@ impl<'a> Staging<'a> {
             beta: self.optional("beta", x.beta.as_ref(), 0, hidden)?,
             bias: self.optional("bias", x.bias.as_ref(), 0, hidden)?,
             post_gamma: self.optional("postGamma", x.post_gamma.as_ref(), 0, hidden)?,
-            rotary: x.rotary.as_ref().map(|r| self.rotary_table(r)),
+            rotary: x
+                .rotary
+                .as_ref()
+                .map(|r| self.rotary_table(r))
+                .transpose()?,
         })
     }
 
-    /// A rotary stage's inverse frequencies and positions as the kernel reads them.
-    fn rotary_table(&mut self, rotary: &Rotary) -> StagedBuffer {
-        StagedBuffer::Kept(self.ctx.rotary_table(rotary, self.hidden))
+    /// A rotary stage's inverse frequencies and positions as the kernel reads them: the
+    /// context's kept table, or, where the positions are an app's buffer, a table of the
+    /// call's own with them copied in on the GPU (a kept one would be shared by calls whose
+    /// copies may run before another's kernel).
+    fn rotary_table(&mut self, rotary: &Rotary) -> Result<StagedBuffer, Error> {
+        let rotary_dim = rotary.kernel(self.hidden).rotary_dim as usize;
+        let Some((app, tokens, to)) = rotary.buffer_positions(self.rows, rotary_dim) else {
+            let table = self.ctx.rotary_table(rotary, self.rows, self.hidden);
+            return Ok(StagedBuffer::Kept(table));
+        };
+        let ctx = self.ctx;
+        let b = ctx.pooled_storage(
+            rotary_dim / 2 + tokens,
+            Dtype::F32,
+            wgpu::BufferUsages::COPY_DST,
+        );
+        let inv_freq = rotary.inv_freq(rotary_dim);
+        let bytes: Vec<u8> = inv_freq.iter().flat_map(|f| f.to_le_bytes()).collect();
+        ctx.dev.queue.write_buffer(&b, 0, &bytes);
+        let (device, queue) = (&ctx.dev.device, &ctx.dev.queue);
+        let copy = app.copy_into("positions", device, queue, &b, (0, tokens), to)?;
+        self.copies.push(copy);
+        Ok(StagedBuffer::Pooled(b))
     }
 
     /// The chunk `rows` of `input`, and of `residual` and `input2` where given.
@@ -137,8 +163,8 @@ impl<'a> Staging<'a> {
                 &ctx.dev.device,
                 &ctx.dev.queue,
                 &b,
-                start,
-                count,
+                (start, count),
+                0,
             )?),
             None => a
                 .upload(&ctx.upload_to(&b, start, count))

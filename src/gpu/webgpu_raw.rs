@@ -89,6 +89,8 @@ extern "C" {
 
 #[wasm_bindgen(inline_js = r#"
 export function recordDispatch(encoder, d) {
+  const c = d.copy;
+  if (c !== null) encoder.copyBufferToBuffer(c.src, 0, c.dst, c.to, c.size);
   const pass = encoder.beginComputePass();
   pass.setPipeline(d.pipeline);
   pass.setBindGroup(0, d.group);
@@ -117,7 +119,8 @@ export function submitObjects(d) {
 "#)]
 extern "C" {
     /// A dispatch's pass recorded into `encoder` in one crossing into JavaScript; `objects`
-    /// is `encode.rs`'s `Dispatch` (`{ pipeline, group, x, y, device, queue }`). Made one by
+    /// is `encode.rs`'s `Dispatch` (`{ pipeline, group, x, y, device, queue, copy }`, `copy`
+    /// the copy of a rotary stage's positions from an app's buffer that goes first, or null). Made one by
     /// one from wasm, the WebGPU calls' glue costs more than the calls themselves (measured
     /// in docs/performance.md, "The call's own cost").
     #[wasm_bindgen(catch, js_name = recordDispatch)]

@@ -43,7 +43,7 @@ impl Sources {
 }
 
 /// `GPUBufferUsage.COPY_SRC`: `run` copies an app's buffer into one of its own.
-const COPY_SRC: (u32, &str) = (0x4, "COPY_SRC");
+pub const COPY_SRC: (u32, &str) = (0x4, "COPY_SRC");
 /// `GPUBufferUsage.STORAGE`: `encode` binds an app's buffer as it is.
 const STORAGE: (u32, &str) = (0x80, "STORAGE");
 

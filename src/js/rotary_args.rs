@@ -7,12 +7,15 @@
 use std::rc::Rc;
 
 use crate::call::checks::GivenNumbers;
+use crate::call::dtype::Dtype;
 use crate::call::error::Error;
+use crate::call::host::AppBuffer;
+use crate::support::number_text::number_text;
 use wasm_bindgen::JsValue;
 
 use crate::call::rotary::{Frequencies, Positions, Rotary, RotaryKernel};
 use crate::js::call_record::{Call, What};
-use crate::js::fields::{described, Field};
+use crate::js::fields::{described, Field, COPY_SRC};
 use crate::js::keys::CallKey;
 use crate::js::refused::{field, Refused};
 use crate::js::value::{describe, get};
@@ -88,12 +91,35 @@ fn positions(call: &Call, numbers: &mut GivenNumbers) -> Result<Option<Positions
             }
             Ok(Some(Positions::Each(words.into())))
         }
-        (What::I32 | What::U32, _) => field(from, "undefined with positions"),
+        (What::Buffer, What::Absent) => Ok(Some(Positions::Buffer(word_buffer(call, each)?))),
+        (What::I32 | What::U32 | What::Buffer, _) => field(from, "undefined with positions"),
         _ => field(
             each,
-            "an Int32Array or a Uint32Array (a position a token) or undefined",
+            "an Int32Array or a Uint32Array (a position a token), a GPUBuffer of them or undefined",
         ),
     }
+}
+
+/// An app's `GPUBuffer` of 32-bit words (positions), which the call copies on the GPU.
+fn word_buffer(call: &Call, key: CallKey) -> Result<AppBuffer, Refused> {
+    let name = key.name();
+    if call.usage(key) & COPY_SRC.0 == 0 {
+        return Err(Error::Type(format!(
+            "{name}: expected a GPUBuffer with GPUBufferUsage.COPY_SRC (its positions are \
+             copied on the GPU), got one without it"
+        ))
+        .into());
+    }
+    let size = call.number(key);
+    if !(size.fract() == 0.0 && size >= 0.0 && size % 4.0 == 0.0) {
+        return Err(Error::Shape(format!(
+            "{name}: expected a GPUBuffer of whole 32-bit positions, got {} bytes",
+            number_text(size)
+        ))
+        .into());
+    }
+    // Words, read as four-byte elements (their bits are copied, never converted).
+    Ok(AppBuffer::new(call.value(key), size as u64, Dtype::F32))
 }
 
 /// `invFreq` (copied) or `theta`.

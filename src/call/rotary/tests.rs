@@ -138,3 +138,43 @@ fn a_gamma_a_head_is_what_the_call_or_its_length_says() {
     // A stage that does not check sizes nothing.
     assert_eq!(heads(Some(true)).said_gamma_len(6, 8), None);
 }
+
+/// An app's buffer, as the checks see one: a handle they only compare.
+struct Handle;
+
+impl crate::call::host::BufferHandle for Handle {
+    fn same(&self, _: &dyn crate::call::host::BufferHandle) -> bool {
+        false
+    }
+}
+
+#[test]
+fn positions_in_a_buffer_need_heads_and_a_word_a_token() {
+    use crate::call::dtype::Dtype;
+    use crate::call::host::AppBuffer;
+    // A buffer of 5 words, read as f32's four bytes each.
+    let stage = |heads| Rotary {
+        heads,
+        ..rotary(Positions::Buffer(AppBuffer::new(Handle, 20, Dtype::F32)))
+    };
+    let message = |r: Result<RotaryShape, Error>| r.unwrap_err().to_string();
+    assert!(message(stage(None).check(8, 8)).contains(
+        "heads: expected the rows a token with positions in a GPUBuffer (its size does not tell \
+         the tokens), got undefined"
+    ));
+    assert!(message(stage(Some(3)).check(8, 8))
+        .contains("heads: expected a divisor of the rows (8), got 3"));
+    assert!(message(stage(Some(1)).check(6, 8)).contains(
+        "positions: expected a GPUBuffer of at least 24 bytes (a 32-bit position for each of 6 \
+         tokens), got 20"
+    ));
+    // Four tokens of two heads: their four words go after the four inverse frequencies'
+    // (rotaryDim 8), read as a position a token is.
+    let s = stage(Some(2));
+    assert_eq!(s.check(8, 8).unwrap().heads, 2);
+    assert!(s.kernel(8).each);
+    let (_, tokens, to) = s.buffer_positions(8, 8).unwrap();
+    assert_eq!((tokens, to), (4, 16));
+    assert_eq!(s.table(8, 8), [[1f32.to_bits(); 4], [0; 4]].concat());
+    assert_eq!(s.start(), 0);
+}

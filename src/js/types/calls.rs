@@ -65,9 +65,12 @@ interface FusedRmsNormFields<D extends Dtype, A> {
    * The rotary stage (RoPE), applied to each row's `y` after `gamma` and `beta`: each token's
    * position (integers ≥ 0, `heads` rows a token). With it (or `position`), pair `k` of each
    * head turns by `f32(f32(position) · invFreq[k])`, cos and sin times `attentionScaling`.
-   * Every entry point; a bound call keeps the positions it was bound with.
+   * Every entry point; a bound call keeps the positions it was bound with. On the GPU, a
+   * `GPUBuffer` of them (32-bit, `COPY_SRC`, from offset 0; `heads` required) is copied into
+   * the stage's table ahead of the kernel at each recording: a decode loop's counter can stay
+   * on the GPU, and a bound call reads its buffer anew each time.
    */
-  positions?: Int32Array | Uint32Array;
+  positions?: Int32Array | Uint32Array | GPUBuffer;
   /** The rotary stage's first position, of consecutive tokens (decode: the one token). */
   position?: number;
   /**
@@ -89,7 +92,7 @@ interface FusedRmsNormFields<D extends Dtype, A> {
   attentionScaling?: number;
   /** Values of a head, dividing `hidden` (default `hidden`): OLMo 2 normalizes a token's heads as one row. */
   headSize?: number;
-  /** Rows a token where rows are heads (default: rows / positions.length, or 1). */
+  /** Rows a token where rows are heads (default: rows / positions.length, or 1; required with a `GPUBuffer` of positions). */
   heads?: number;
   /**
    * Whether `gamma` holds a weight a head (heads × hidden) rather than one for every head

@@ -108,9 +108,23 @@ async function webgpuObjects(n, report) {
   const e = await outcome(() => n.run({ ...a, input: fakeBuffer }));
   const want = `input: ${EXPECTED_ARRAY.required}, got an Object`;
   if (!isError(e, "TypeError", want)) report.failures.push(`a look-alike GPUBuffer: want TypeError: ${want}, got ${named(e)}`);
+  // A rotary stage's positions in a GPUBuffer, copied on the GPU ahead of the kernel:
+  // through run (arrays) and encode (tensors in place).
+  const q = seeded.caseArgs({ rows: 6, hidden: 32, bias: false, beta: false, seed: 14 });
+  const rope = { input: q.input, gamma: q.gamma, hidden: 32, theta: 1e4, heads: 3, positions: new Int32Array([7, 4095]) };
+  const positions = appGpu.bufferOf(n.device, rope.positions, GPUBufferUsage.COPY_SRC);
+  const turned = ref.compare(rope, await n.run({ ...rope, positions }));
+  if (!turned.ok) report.failures.push(`positions in a GPUBuffer, run: ${turned.problems.join("; ")}`);
+  const heads = n.upload(q.input);
+  const recorded = n.device.createCommandEncoder();
+  n.encode(recorded, { ...rope, input: heads, gamma: n.upload(q.gamma), positions, inPlace: true });
+  n.device.queue.submit([recorded.finish()]);
+  const turnedInPlace = ref.compare(rope, await heads.read());
+  if (!turnedInPlace.ok) report.failures.push(`positions in a GPUBuffer, encode: ${turnedInPlace.problems.join("; ")}`);
   Object.values(t).forEach((x) => x.free());
   buffer.destroy();
-  report.checked.webgpuObjects = 2 + fakes.length + 1;
+  positions.destroy();
+  report.checked.webgpuObjects = 2 + fakes.length + 1 + 2;
 }
 
 /** gpuTime: a number of milliseconds where the adapter has timestamps, else undefined; never a rejection. */
