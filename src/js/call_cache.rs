@@ -41,6 +41,10 @@ thread_local! {
     static DISPATCHES: RefCell<FastMap<Key, Rc<Dispatch>>> = RefCell::new(FastMap::default());
     /// Calls served by a kept dispatch so far (`debugStats().keptDispatchCalls`).
     static USED: Cell<f64> = const { Cell::new(0.0) };
+    /// The dispatch of the call read last, by its sequence and context: a call that repeats
+    /// it (a decode loop passing one argument object token after token) takes it without
+    /// hashing its record.
+    static LAST: RefCell<Option<(u64, ContextId, Rc<Dispatch>)>> = const { RefCell::new(None) };
 }
 
 /// How many calls a kept dispatch has served, in every instance.
@@ -164,9 +168,28 @@ impl std::hash::Hash for CallBits {
 }
 
 fn found(ctx: &GpuContext, call: &Call) -> Option<Rc<Dispatch>> {
-    let d = DISPATCHES.with(|d| d.borrow().get(&key(ctx, call)).cloned())?;
+    let d = match repeated(ctx, call) {
+        Some(d) => d,
+        None => DISPATCHES.with(|d| d.borrow().get(&key(ctx, call)).cloned())?,
+    };
+    remember(ctx, call, &d);
     USED.set(USED.get() + 1.0);
     Some(d)
+}
+
+/// The dispatch of the call before, where `call` repeats it on the same context.
+fn repeated(ctx: &GpuContext, call: &Call) -> Option<Rc<Dispatch>> {
+    if !call.repeats() {
+        return None;
+    }
+    LAST.with(|l| match &*l.borrow() {
+        Some((seq, id, d)) if *seq == call.sequence() && *id == ctx.id() => Some(d.clone()),
+        _ => None,
+    })
+}
+
+fn remember(ctx: &GpuContext, call: &Call, d: &Rc<Dispatch>) {
+    LAST.with(|l| *l.borrow_mut() = Some((call.sequence(), ctx.id(), d.clone())));
 }
 
 /// The call's dispatch, made and kept; `None` where its checks refuse it (decoding it in full
@@ -184,5 +207,6 @@ fn made(ctx: &GpuContext, call: &Call) -> Option<Rc<Dispatch>> {
         }
         all.insert(key(ctx, call), d.clone());
     });
+    remember(ctx, call, &d);
     Some(d)
 }

@@ -148,6 +148,8 @@ thread_local! {
     /// Where `readCall` writes: one record for every call (a read never awaits; the record
     /// is copied out at once).
     static RECORD: Cell<*mut Record> = const { Cell::new(std::ptr::null_mut()) };
+    /// Calls read that were not the one before them again ([`Call::sequence`]).
+    static READS: Cell<u64> = const { Cell::new(0) };
 }
 
 /// The record's address, with `call.js` told the table and the layout on the first call.
@@ -217,6 +219,8 @@ pub struct Call<'a> {
     record: Record,
     /// A getter of the object freed a tensor while it was read (one it may have named).
     freed_while_read: bool,
+    /// Which call this is: that of the read before where it repeats it ([`Call::repeats`]).
+    sequence: u64,
     /// `call.js` holds objects of the call (arrays, buffers) until this is dropped.
     holds: bool,
 }
@@ -256,10 +260,15 @@ impl<'a> Call<'a> {
                     | What::Word
             )
         };
+        let repeats = record.status.flags == 1.0;
+        if !repeats {
+            READS.set(READS.get() + 1);
+        }
         Call {
             args,
             whats,
             record,
+            sequence: READS.get(),
             freed_while_read: freed_count() != freed,
             holds: whats.iter().any(object),
         }
@@ -282,6 +291,19 @@ impl<'a> Call<'a> {
     /// status slot's value, `KEYS` ≤ 32 bits).
     pub fn present(&self) -> u32 {
         self.record.status.value as u32
+    }
+
+    /// Whether this call is the one read before it again: the same object or another, the
+    /// same fields, each the same number, flag, name or live tensor (`call.js` writes a 1 into
+    /// the status slot's flags then, leaving the record as it was).
+    pub fn repeats(&self) -> bool {
+        self.record.status.flags == 1.0
+    }
+
+    /// The same for a call and the calls that repeat it ([`Call::repeats`]), new for any
+    /// other: what a dispatch found for one call is kept by, to be found again at once.
+    pub fn sequence(&self) -> u64 {
+        self.sequence
     }
 
     pub fn freed_while_read(&self) -> bool {
