@@ -253,7 +253,7 @@ fn a_gamma_a_head_scales_each_row_by_its_heads_weight() {
         assert_eq!(e.name(), "ShapeError");
         assert_eq!(
             e.message(),
-            "gamma: expected length 8 (hidden) or 16 (a gamma a head), got 24"
+            "gamma: expected length 8 (hidden) or 16 (a gamma a head; in a GPUBuffer, with gammaHeads: true), got 24"
         );
         let alone = Inputs {
             rotary: None,

@@ -27,7 +27,10 @@ pub fn gamma_fits(
         (Some(true), Some(h)) => (h, " (heads × hidden, with gammaHeads)".to_string()),
         (Some(false), _) => (hidden, " (hidden, with gammaHeads false)".to_string()),
         (None, Some(h)) if h > hidden && len == h => return Ok(()),
-        (None, Some(h)) if h > hidden => (hidden, format!(" (hidden) or {h} (a gamma a head)")),
+        (None, Some(h)) if h > hidden => (
+            hidden,
+            format!(" (hidden) or {h} (a gamma a head; in a GPUBuffer, with gammaHeads: true)"),
+        ),
         _ => (hidden, " (hidden)".to_string()),
     };
     if len == want {

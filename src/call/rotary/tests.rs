@@ -102,7 +102,7 @@ fn a_gamma_a_head_is_what_the_call_or_its_length_says() {
         (
             16,
             None,
-            "gamma: expected length 8 (hidden) or 32 (a gamma a head), got 16",
+            "gamma: expected length 8 (hidden) or 32 (a gamma a head; in a GPUBuffer, with gammaHeads: true), got 16",
         ),
         (
             8,

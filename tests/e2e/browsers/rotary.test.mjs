@@ -289,7 +289,7 @@ test("a gamma a head (Cohere's QK-norm): run, runWithSum, tensors, in place, f16
     for (const k of ["run", "f16", "position"]) assert.deepEqual(got[k], [], `${backend} ${k}`);
     assert.equal(got.withSum, true, `${backend}: runWithSum's output is run's`);
     assert.equal(got.inPlace, true, `${backend}: in place over tensors is the arrays' result`);
-    assert.equal(got.wrongLength, "ShapeError: gamma: expected length 16 (hidden) or 64 (a gamma a head), got 48");
+    assert.equal(got.wrongLength, "ShapeError: gamma: expected length 16 (hidden) or 64 (a gamma a head; in a GPUBuffer, with gammaHeads: true), got 48");
   }
   assert.equal(r.webgpu.encode, true, "encode into the app's encoder is run's result");
   assert.equal(r.webgpu.bind, true, "a bound call's run is run's result");
@@ -346,6 +346,7 @@ test("gammaHeads says what a gamma holds: a GPUBuffer's weights a head through r
     out.bind = ref.compare(args, await boundOutput.read()).problems;
     bound.free();
     out.shortBuffer = await message(n.run({ ...buffers, gamma: bufferOf(device, gamma.subarray(0, 2 * hidden), COPY) }));
+    out.smallUnsaid = await message(n.run({ ...buffers, gammaHeads: undefined, gamma: bufferOf(device, gamma.subarray(0, hidden / 2), COPY) }));
     // The same refusals from encode (thrown, nothing recorded) and a timing call; the instance works after.
     try {
       n.encode(device.createCommandEncoder(), { ...buffers, output, gamma: bufferOf(device, gamma.subarray(0, 2 * hidden), COPY) });
@@ -370,6 +371,7 @@ test("gammaHeads says what a gamma holds: a GPUBuffer's weights a head through r
   }
   for (const k of ["run", "shared", "encode", "bind"]) assert.deepEqual(r[k], [], k);
   assert.equal(r.shortBuffer, "ShapeError: gamma: expected length 64 (heads × hidden, with gammaHeads), got 32");
+  assert.equal(r.smallUnsaid, "ShapeError: gamma: expected length 16 (hidden) or 64 (a gamma a head; in a GPUBuffer, with gammaHeads: true), got 8");
   assert.equal(r.encodeBad, "ShapeError: gamma: expected length 64 (heads × hidden, with gammaHeads), got 32");
   assert.equal(r.timedBad, "ShapeError: gamma: expected length 64 (heads × hidden, with gammaHeads), got 16");
   assert.deepEqual(r.after, [], "the instance works after the refusals");
