@@ -29,6 +29,7 @@ struct Params {
     rotary_start: u32,  // a rotary stage's first position of consecutive tokens
     rotary_heads: u32,  // a rotary stage's rows a token
     rotary_scaling: f32,  // a rotary stage's factor on cos and sin
+    rotary_pass: u32,  // of a rotary stage's rows a token, the last ones, which pass as they are
 };
 
 #if VEC4

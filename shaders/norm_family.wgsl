@@ -476,9 +476,21 @@ fn turn_interleaved(y: V, h: u32, pos: u32) -> V {
 // divides ROT_HALF_W and HEAD_W), so their turns are formed once a row, for every head.
 const N_TURNS: u32 = max(ROT_HALF_W / ROW_T, 1u);
 
-// Every column of this thread: v where it is written, y turned pair by pair.
+// Every column of this thread: v where it is written, y turned pair by pair; a head the
+// stage passes (the last params.rotary_pass of a token's rows: a packed qkv row's v heads)
+// as it is, which in place is where it already is.
 fn store_turned(base: u32, row: u32, t: u32, width: u32, cache: ptr<function, array<V, N_CACHE>>,
                 s: Stat, s1: Stat) {
+    if row % params.rotary_heads >= params.rotary_heads - params.rotary_pass {
+        for (var i = t; i < width && !IN_PLACE; i += ROW_T) {
+            let v = v_at(base, i, (i - t) / ROW_T, cache, s1);
+            if WRITE_SUM {
+                put_v(base + i, v);
+            }
+            put_y(base + i, v);
+        }
+        return;
+    }
     let pos = rotary_position(row);
     var turns: array<Turn, N_TURNS>;
     if ROT_NEOX && width > 0u {
@@ -541,7 +553,9 @@ fn main(
     let t = lid % ROW_T;
     let row = first_row + lid / ROW_T;
     if GAMMA_HEADS {
-        gamma_row = (row % params.rotary_heads) * params.width;
+        // A passed head has no gamma of its own: the last turned one's is read, and unused.
+        let turned = params.rotary_heads - params.rotary_pass;
+        gamma_row = min(row % params.rotary_heads, turned - 1u) * params.width;
     }
     // A row past the end still takes part in every barrier, over no columns.
     let width = select(0u, params.width, row < params.rows);

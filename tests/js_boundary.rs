@@ -60,6 +60,7 @@ fn each_reader_accepts_the_keys_it_names_in_its_unknown_field_message() {
         "headSize",
         "heads",
         "gammaHeads",
+        "passHeads",
     ];
     let encode = run.to_vec();
     let prepare = [

@@ -689,3 +689,30 @@ fn kind_none_turns_the_sum_and_refuses_a_norms_weights() {
         }
     }
 }
+
+#[test]
+fn a_packed_qkv_row_turns_its_q_and_k_heads_and_passes_its_v_heads() {
+    // Each token: 3 q heads, 1 k head (a gamma each), then 2 v heads passed as they are.
+    let mut rng = Rng(61);
+    let (tokens, heads, pass, hidden) = (3, 6, 2, 32);
+    let input = rng.vec(tokens * heads * hidden, 1.0);
+    let gamma = rng.vec((heads - pass) * hidden, 1.0);
+    let stage = Rotary {
+        heads: Some(heads),
+        pass_heads: Some(pass),
+        frequencies: Frequencies::Theta(1e6),
+        ..Rotary::new(Positions::Each(vec![5, 4095, 1 << 20].into()), &[])
+    };
+    let x = Inputs {
+        rotary: Some(stage),
+        ..Inputs::without_residual(&input[..], &gamma[..], hidden)
+    };
+    check(&x, "a packed qkv row");
+    for (backend, run) in [("cpu", cpu as fn(&Inputs) -> _), ("gpu", gpu)] {
+        let y = run(&x).unwrap();
+        for row in (0..tokens * heads).filter(|r| r % heads >= heads - pass) {
+            let at = row * hidden..(row + 1) * hidden;
+            assert_eq!(y[at.clone()], input[at], "{backend}: v head, row {row}");
+        }
+    }
+}

@@ -64,6 +64,8 @@ pub const HIDDEN: Rule = Rule::Integer(1, u32::MAX);
 pub const ROWS: Rule = Rule::Integer(0, u32::MAX);
 pub const COUNT: Rule = Rule::Integer(1, u32::MAX);
 pub const POSITION: Rule = Rule::Integer(0, u32::MAX);
+/// A count that may be none (`passHeads`).
+pub const SOME: Rule = Rule::Integer(0, u32::MAX);
 pub const REPEAT: Rule = Rule::Integer(1, MAX_REPEAT);
 pub const EPS: Rule = Rule::Finite { non_negative: true };
 pub const GAMMA_OFFSET: Rule = Rule::Finite {
@@ -144,6 +146,7 @@ pub struct RotaryNumbers {
     pub rotary_dim: Option<f64>,
     pub head_size: Option<f64>,
     pub heads: Option<f64>,
+    pub pass_heads: Option<f64>,
 }
 
 impl GivenNumbers {
@@ -157,6 +160,7 @@ impl GivenNumbers {
             ("rotaryDim", self.rotary.rotary_dim, COUNT),
             ("headSize", self.rotary.head_size, COUNT),
             ("heads", self.rotary.heads, COUNT),
+            ("passHeads", self.rotary.pass_heads, SOME),
             ("rows", self.rows, ROWS),
         ];
         for (name, x, rule) in given {

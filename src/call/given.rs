@@ -28,10 +28,11 @@ impl<A> Unchecked<A> {
         x.eps = n.eps.map_or(DEFAULT_EPS, |e| e as f32);
         x.norm.gamma_offset = n.gamma_offset.unwrap_or(0.0) as f32;
         if let Some(r) = &mut x.rotary {
-            (r.rotary_dim, r.head_size, r.heads) = (
+            (r.rotary_dim, r.head_size, r.heads, r.pass_heads) = (
                 count(n.rotary.rotary_dim),
                 count(n.rotary.head_size),
                 count(n.rotary.heads),
+                count(n.rotary.pass_heads),
             );
             if let Some(p) = n.rotary.position {
                 r.positions = Positions::From(p as u32);

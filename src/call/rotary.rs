@@ -73,6 +73,9 @@ pub struct Rotary {
     pub first_row: usize,
     /// Whether gamma holds a weight a head (`gammaHeads`); `None`: as its length says.
     pub gamma_heads: Option<bool>,
+    /// The last heads of each token that pass as they are (`passHeads`: a packed qkv row's
+    /// v heads, beside the q and k heads the stage normalizes and turns); `None`: none.
+    pub pass_heads: Option<usize>,
 }
 
 /// What a kernel needs of a checked rotary stage.
@@ -83,6 +86,9 @@ pub struct RotaryShape {
     pub head_size: usize,
     /// Rows a token.
     pub heads: usize,
+    /// Of them, the first ones, which are normalized and turned; the rest pass as they are
+    /// (the v heads of a packed qkv row).
+    pub turned: usize,
 }
 
 /// What a compiled kernel fixes of a rotary stage: the pipeline key's part (`Options`). The
@@ -150,6 +156,7 @@ impl Rotary {
             attention_scaling: 1.0,
             first_row: 0,
             gamma_heads: None,
+            pass_heads: None,
         }
     }
 
@@ -182,11 +189,13 @@ impl Rotary {
     /// block of one ([`Rotary::from_row`]).
     pub fn shape(&self, rows: usize, hidden: usize) -> RotaryShape {
         let (head_size, rotary_dim) = self.sizes(hidden);
+        let heads = self.heads(rows);
         RotaryShape {
             style: self.style,
             rotary_dim,
             head_size,
-            heads: self.heads(rows),
+            heads,
+            turned: heads.saturating_sub(self.pass_heads.unwrap_or(0)),
         }
     }
 
@@ -257,7 +266,12 @@ impl Rotary {
             )));
         }
         self.check_frequencies(rotary_dim)?;
-        self.positions.check_heads(self.heads, rows)?;
+        let heads = self.positions.check_heads(self.heads, rows)?;
+        if let Some(pass) = self.pass_heads.filter(|&p| p >= heads) {
+            return Err(shape(format!(
+                "passHeads: expected fewer than the heads a token ({heads}), got {pass}"
+            )));
+        }
         Ok(self.shape(rows, hidden))
     }
 
@@ -303,6 +317,24 @@ impl Rotary {
     pub fn position(&self, row: usize, heads: usize) -> u32 {
         self.positions
             .of_token((self.first_row + row) / heads.max(1))
+    }
+
+    /// Heads passed as they are (`passHeads`) hold the input itself: a call that adds a
+    /// residual or a bias to its rows would pass a sum no model keeps.
+    pub fn check_passing(&self, residual: bool, bias: bool) -> Result<(), Error> {
+        if self.pass_heads.unwrap_or(0) == 0 {
+            return Ok(());
+        }
+        match [(residual, "residual"), (bias, "bias")]
+            .iter()
+            .find(|(given, _)| *given)
+        {
+            Some((_, name)) => Err(Error::Type(format!(
+                "passHeads: expected undefined with {name} (the heads it passes are stored as \
+                 the input holds them: a packed qkv row)"
+            ))),
+            None => Ok(()),
+        }
     }
 
     /// The inverse frequencies of a stage of `rotary_dim`, checked.

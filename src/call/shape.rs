@@ -143,8 +143,11 @@ impl Shape {
             .as_ref()
             .map(|r| r.check(rows, hidden))
             .transpose()?;
+        if let Some(r) = &x.rotary {
+            r.check_passing(x.residual.is_some(), x.bias.is_some())?;
+        }
         let said = x.rotary.as_ref().and_then(|r| r.gamma_heads);
-        let each_head = rotary.and_then(|r| r.heads.checked_mul(hidden));
+        let each_head = rotary.and_then(|r| r.turned.checked_mul(hidden));
         let gamma = x.gamma.as_ref().map(|g| g.len());
         crate::call::rotary::gamma::gamma_fits(gamma, hidden, each_head, said)?;
         for (name, array) in [

@@ -192,6 +192,15 @@ impl<'a> Rows<'a> {
         let Some(gamma) = &self.gamma else {
             return;
         };
+        // A head the stage passes (a packed qkv row's v) is stored as it is.
+        if self
+            .rotation
+            .as_ref()
+            .is_some_and(|rotation| rotation.passes(r))
+        {
+            row::store(&self.v, y);
+            return;
+        }
         let post = row::normalize(&mut self.v, self.kind, self.eps);
         let Some(rotation) = &mut self.rotation else {
             row::write_y(&self.v, gamma, self.beta.as_deref(), post, y);

@@ -21,6 +21,8 @@ pub struct Rotation {
     rotary_dim: usize,
     head_size: usize,
     heads: usize,
+    /// Of them, the first ones, which turn; the rest pass as they are.
+    turned: usize,
     inv_freq: Rc<[f32]>,
     /// The position whose `(c, s)` are in `cos_sin`: the heads of a token share them.
     at: Option<u32>,
@@ -36,6 +38,7 @@ impl Rotation {
             rotary_dim: shape.rotary_dim,
             head_size: shape.head_size,
             heads: shape.heads,
+            turned: shape.turned,
             inv_freq: rotary.inv_freq(shape.rotary_dim),
             rotary: rotary.clone(),
             at: None,
@@ -46,6 +49,11 @@ impl Rotation {
     /// Which of its token's heads `row` is.
     pub fn head(&self, row: usize) -> usize {
         self.rotary.head(row, self.heads)
+    }
+
+    /// Whether `row` is a head the stage passes as it is (`passHeads`).
+    pub fn passes(&self, row: usize) -> bool {
+        self.head(row) >= self.turned
     }
 
     /// Rotates `y`, row `row` of the call (of its block), in place.

@@ -290,9 +290,11 @@ fn bind<'a>(
 pub(crate) fn call_params<A>(x: &Inputs<A>, plan: &Plan, rows: usize) -> Params {
     let hidden = plan.shape().hidden;
     let rotary = x.rotary.as_ref();
+    let shape = rotary.map(|r| r.shape(plan.shape().rows, hidden));
     Params {
         rotary_start: rotary.map_or(0, |r| r.start()),
-        rotary_heads: rotary.map_or(1, |r| r.shape(plan.shape().rows, hidden).heads as u32),
+        rotary_heads: shape.map_or(1, |s| s.heads as u32),
+        rotary_pass: shape.map_or(0, |s| (s.heads - s.turned) as u32),
         rotary_scaling: rotary.map_or(1.0, |r| r.attention_scaling),
         ..Params::new(
             rows as u32,

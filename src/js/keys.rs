@@ -103,6 +103,7 @@ pub enum CallKey {
     HeadSize,
     Heads,
     GammaHeads,
+    PassHeads,
 }
 
 impl CallKey {
@@ -133,7 +134,7 @@ const fn call(id: CallKey, name: &'static str, kind: Kind) -> Key {
 
 /// A call's arguments (`run`, `runWithSum`, the timing calls, `encode`, `bind`).
 #[rustfmt::skip]
-pub const CALL_KEYS: [Key; 27] = [
+pub const CALL_KEYS: [Key; 28] = [
     call(CallKey::Input, "input", Kind::Array),
     call(CallKey::Residual, "residual", Kind::Array),
     // A parallel block's second sublayer output.
@@ -168,6 +169,8 @@ pub const CALL_KEYS: [Key; 27] = [
     // Whether gamma holds a weight a head (Cohere's QK-norm): what a GPUBuffer's size, rounded
     // up by engines, cannot tell.
     call(CallKey::GammaHeads, "gammaHeads", Kind::Flag),
+    // The last heads of a token's rows that pass as they are: a packed qkv row's v.
+    call(CallKey::PassHeads, "passHeads", Kind::Number),
 ];
 
 // Each row sits at its key's place.

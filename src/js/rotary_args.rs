@@ -21,7 +21,7 @@ use crate::js::refused::{field, Refused};
 use crate::js::value::{describe, get};
 
 /// The fields that describe a rotation, which need `positions` or `position`.
-const DESCRIBING: [CallKey; 8] = [
+const DESCRIBING: [CallKey; 9] = [
     CallKey::InvFreq,
     CallKey::Theta,
     CallKey::RotaryDim,
@@ -30,6 +30,7 @@ const DESCRIBING: [CallKey; 8] = [
     CallKey::HeadSize,
     CallKey::Heads,
     CallKey::GammaHeads,
+    CallKey::PassHeads,
 ];
 
 /// The call's rotary stage: `None` without `positions` and `position`. Its numbers go into
@@ -53,6 +54,7 @@ pub fn rotary(call: &Call, numbers: &mut GivenNumbers) -> Result<Option<Rotary>,
     numbers.rotary.rotary_dim = call.optional_number(CallKey::RotaryDim)?;
     numbers.rotary.head_size = call.optional_number(CallKey::HeadSize)?;
     numbers.rotary.heads = call.optional_number(CallKey::Heads)?;
+    numbers.rotary.pass_heads = call.optional_number(CallKey::PassHeads)?;
     Ok(Some(Rotary {
         positions,
         frequencies,
@@ -64,6 +66,7 @@ pub fn rotary(call: &Call, numbers: &mut GivenNumbers) -> Result<Option<Rotary>,
         attention_scaling: scaling as f32,
         first_row: 0,
         gamma_heads: call.optional_flag(CallKey::GammaHeads)?,
+        pass_heads: None,
     }))
 }
 

@@ -114,7 +114,9 @@ pub(super) fn row_gamma<'g>(x: &Inputs, gamma: &'g [f32], r: usize) -> &'g [f32]
         return gamma;
     };
     let heads = rotary.shape(x.input.len() / h.max(1), h).heads;
-    &gamma[rotary.head(r, heads) * h..][..h]
+    // A head the stage passes has no weight of its own (its `y` is its `v`): the last one's.
+    let head = rotary.head(r, heads).min(gamma.len() / h - 1);
+    &gamma[head * h..][..h]
 }
 
 fn norm_rows(x: &Inputs, flush: impl Fn(f32) -> f32) -> (Vec<f64>, Vec<f32>) {
@@ -138,13 +140,22 @@ fn norm_rows(x: &Inputs, flush: impl Fn(f32) -> f32) -> (Vec<f64>, Vec<f32>) {
                 continue;
             }
         };
+        // A head the rotary stage passes (a packed qkv row's v) is `y` as it is.
+        let rows = x.input.len() / x.hidden.max(1);
+        if let Some(shape) = x.rotary.as_ref().map(|t| (t, t.shape(rows, x.hidden))) {
+            let (rotary, shape) = shape;
+            if rotary.head(r, shape.heads) >= shape.turned {
+                y.extend(wide);
+                v.extend(row);
+                continue;
+            }
+        }
         let gamma = row_gamma(x, gamma, r);
         let mut out: Vec<f64> = normalized(&wide, x.norm.kind, x.eps)
             .iter()
             .enumerate()
             .map(|(i, t)| t * (gamma[i] as f64 + offset) + x.beta.map_or(0.0, |b| b[i] as f64))
             .collect();
-        let rows = x.input.len() / x.hidden.max(1);
         super::rotary::rotate(x.rotary.as_ref(), (rows, x.hidden), r, &mut out);
         y.extend(out);
         v.extend(row);

@@ -12,6 +12,8 @@ const buf: GPUBuffer = device.createBuffer({ size: 64, usage: GPUBufferUsage.STO
 const gamma: GpuTensor<"f32"> = norm.upload(new Float32Array(16));
 const tb: GPUBuffer | undefined = gamma.buffer;
 
+// A rotary stage's positions in a GPUBuffer (a decode loop's counter on the GPU).
+await norm.run({ input: buf, gamma, hidden: 16, heads: 1, positions: buf, theta: 1e4 });
 // run with GPUBuffers, mixed with arrays and tensors.
 const y: Float32Array = await norm.run({ input: buf, residual: buf, gamma, hidden: 16 });
 const t: GpuTensor<"f32"> = await norm.run({ input: buf, residual: new Float32Array(16), gamma, hidden: 16, output: "gpu" });

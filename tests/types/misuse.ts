@@ -21,6 +21,7 @@ export async function misuse(norm: FusedRmsNorm, good: FusedRmsNormArgs): Promis
   await norm.run({ input, residual, gamma, hidden: 4, output: new Float64Array(4) }); // misuse: Float64Array output
   await norm.run({ input, residual, gamma, hidden: 4, sum: new Float32Array(4) }); // misuse: sum in run
   await norm.run({ input, gamma, hidden: 4, positions: [0, 1, 2, 3], theta: 1e4 }); // misuse: number[] for positions
+  await norm.run({ input, gamma, hidden: 4, heads: 2, passHeads: "1", position: 0, theta: 1e4 }); // misuse: a string passHeads
   await norm.run({ input, gamma, hidden: 4, position: 0, theta: 1e4, rotaryStyle: "gptj" }); // misuse: unknown rotaryStyle
   await norm.run({ input, gamma, hidden: 4, kind: "none", position: 0, theta: 1e4 }); // misuse: gamma with kind "none"
   await FusedRmsNorm.create({ powerPreference: "fast" }); // misuse: wrong powerPreference

@@ -39,8 +39,11 @@ export async function normFamily(norm: FusedRmsNorm): Promise<void> {
   // The rotation alone (Llama, GPT-J: no QK-norm), no gamma.
   const llamaQ = await norm.run({ input: f32(), hidden, kind: "none", headSize: 64, position: 7, invFreq: f32(32) });
   const gptjK = await norm.run({ input: f32(), hidden, kind: "none", rotaryDim: 16, rotaryStyle: "interleaved", positions: new Int32Array(4), theta: 1e4, output: "gpu" });
+  // q and k of a packed qkv row in one call, its v heads passed.
+  const packed = await norm.run({ input: f32(), gamma, hidden, heads: 6, passHeads: 2, position: 7, invFreq: f32(32) });
   type _Family = [
     Expect<Equal<typeof llamaQ, Float32Array>>,
+    Expect<Equal<typeof packed, Float32Array>>,
     Expect<Equal<typeof gptjK, GpuTensor<"f32">>>,
     Expect<Equal<typeof qwen, Float32Array>>,
     Expect<Equal<typeof decode, Float32Array>>,
@@ -127,7 +130,7 @@ export async function normFamily(norm: FusedRmsNorm): Promise<void> {
   const viaVariable = await norm.run(args);
   type _Described = [
     Expect<Equal<typeof k.outputStorage, "f32" | "f16" | "f16-packed">>,
-    Expect<Equal<typeof k.params.fields[number]["name"], "rows" | "width" | "hidden" | "eps" | "gamma_offset" | "rotary_start" | "rotary_heads" | "rotary_scaling">>,
+    Expect<Equal<typeof k.params.fields[number]["name"], "rows" | "width" | "hidden" | "eps" | "gamma_offset" | "rotary_start" | "rotary_heads" | "rotary_scaling" | "rotary_pass">>,
     Expect<Equal<Extract<typeof k.bindings[number]["name"], "post_gamma">, "post_gamma">>,
     Expect<Equal<Extract<typeof k.bindings[number]["name"], "input2">, "input2">>,
     Expect<Equal<typeof viaVariable, Uint16Array>>,

@@ -139,6 +139,12 @@ function normRow(args, r, v, y, scale, at) {
       v[at + i] = bias ? Math.fround(s + bias[i]) : s;
     }
   }
+  // A head the rotary stage passes (passHeads: a packed qkv row's v) is y as it is.
+  const heads = headsOf(args);
+  if (args.passHeads && r % heads >= heads - args.passHeads) {
+    for (let i = 0; i < hidden; i++) (y[at + i] = v[at + i]), (scale[at + i] = Math.abs(v[at + i]));
+    return;
+  }
   for (let i = 0; i < hidden; i++) wide[i] = v[at + i];
   const inv = normalize(wide, kind, eps, t);
   for (let i = 0; i < hidden; i++) {

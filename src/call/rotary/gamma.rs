@@ -42,13 +42,14 @@ pub fn gamma_fits(
 }
 
 impl Rotary {
-    /// heads × hidden where the call says gamma holds a weight a head (`gammaHeads: true`) and
-    /// the stage checks against `rows` of `hidden`: what a `GPUBuffer` gamma is sized to.
+    /// turned heads × hidden where the call says gamma holds a weight a head (`gammaHeads:
+    /// true`) and the stage checks against `rows` of `hidden`: what a `GPUBuffer` gamma is
+    /// sized to.
     pub fn said_gamma_len(&self, rows: usize, hidden: usize) -> Option<usize> {
         let shape = self.check(rows, hidden).ok();
         shape
             .filter(|_| self.gamma_heads == Some(true))?
-            .heads
+            .turned
             .checked_mul(hidden)
     }
 }

@@ -178,3 +178,23 @@ fn positions_in_a_buffer_need_heads_and_a_word_a_token() {
     assert_eq!(s.table(8, 8), [[1f32.to_bits(); 4], [0; 4]].concat());
     assert_eq!(s.start(), 0);
 }
+
+#[test]
+fn passed_heads_are_fewer_than_a_tokens_and_hold_the_input() {
+    let stage = |pass| Rotary {
+        heads: Some(4),
+        pass_heads: Some(pass),
+        ..rotary(Positions::From(0))
+    };
+    assert_eq!(stage(1).check(8, 8).unwrap().turned, 3);
+    assert_eq!(stage(0).check(8, 8).unwrap().turned, 4);
+    let e = stage(4).check(8, 8).unwrap_err().to_string();
+    assert!(
+        e.contains("passHeads: expected fewer than the heads a token (4), got 4"),
+        "{e}"
+    );
+    assert!(stage(1).check_passing(false, false).is_ok());
+    assert!(stage(0).check_passing(true, true).is_ok());
+    let e = stage(1).check_passing(false, true).unwrap_err().to_string();
+    assert!(e.contains("passHeads: expected undefined with bias"), "{e}");
+}

@@ -19,15 +19,18 @@ pub struct Params {
     pub rotary_heads: u32,
     /// A rotary stage's factor on cos and sin.
     pub rotary_scaling: f32,
+    /// Of a rotary stage's rows a token, the last ones, which pass as they are (0 where none
+    /// do: an engine that does not know the field passes none).
+    pub rotary_pass: u32,
 }
 
 impl Params {
-    /// Eight words, the 16-byte multiple a uniform block takes.
-    pub const SIZE: usize = 32;
+    /// Nine words, padded to the 16-byte multiple a uniform block takes.
+    pub const SIZE: usize = 48;
 
     /// Each field's name (as in the WGSL and as `kernelSource` gives it), offset and type;
     /// the rest of the block is padding.
-    pub const FIELDS: [(&'static str, u32, &'static str); 8] = [
+    pub const FIELDS: [(&'static str, u32, &'static str); 9] = [
         ("rows", 0, "u32"),
         ("width", 4, "u32"),
         ("hidden", 8, "f32"),
@@ -36,6 +39,7 @@ impl Params {
         ("rotary_start", 20, "u32"),
         ("rotary_heads", 24, "u32"),
         ("rotary_scaling", 28, "f32"),
+        ("rotary_pass", 32, "u32"),
     ];
 
     /// The block of a call of `rows` rows of `width` vectors of `hidden` values, without a
@@ -50,6 +54,7 @@ impl Params {
             rotary_start: 0,
             rotary_heads: 1,
             rotary_scaling: 1.0,
+            rotary_pass: 0,
         }
     }
 
@@ -63,6 +68,7 @@ impl Params {
         out[20..24].copy_from_slice(&self.rotary_start.to_le_bytes());
         out[24..28].copy_from_slice(&self.rotary_heads.to_le_bytes());
         out[28..32].copy_from_slice(&self.rotary_scaling.to_le_bytes());
+        out[32..36].copy_from_slice(&self.rotary_pass.to_le_bytes());
         out
     }
 }

@@ -70,7 +70,7 @@ interface FusedRmsNormFields<D extends Dtype, A> {
    * the stage's table ahead of the kernel at each recording: a decode loop's counter can stay
    * on the GPU, and a bound call reads its buffer anew each time.
    */
-  positions?: Int32Array | Uint32Array | GPUBuffer;
+  positions?: Int32Array | Uint32Array | WebGpuBufferArg;
   /** The rotary stage's first position, of consecutive tokens (decode: the one token). */
   position?: number;
   /**
@@ -100,6 +100,13 @@ interface FusedRmsNormFields<D extends Dtype, A> {
    * one for every head. Needs a rotary stage.
    */
   gammaHeads?: boolean;
+  /**
+   * The last heads of each token's rows that pass as they are (default 0): a packed qkv row's
+   * v heads, beside the q and k heads normalized and turned in the same dispatch (`hidden` the
+   * head size, `heads` every head of a token; a gamma a head holds the turned heads'). Not
+   * with `residual` or `bias`.
+   */
+  passHeads?: number;
 }
 
 /** `run`'s and `prepare`'s inputs: host arrays, tensors or buffers. */

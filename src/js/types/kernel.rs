@@ -33,7 +33,7 @@ export interface FusedRmsNormKernelSource {
   readonly params: {
     readonly size: number;
     readonly fields: readonly {
-      readonly name: "rows" | "width" | "hidden" | "eps" | "gamma_offset" | "rotary_start" | "rotary_heads" | "rotary_scaling";
+      readonly name: "rows" | "width" | "hidden" | "eps" | "gamma_offset" | "rotary_start" | "rotary_heads" | "rotary_scaling" | "rotary_pass";
       readonly offset: number;
       readonly type: "u32" | "f32";
     }[];

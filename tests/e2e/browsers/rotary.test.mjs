@@ -225,7 +225,7 @@ test("every bad rotary value is a named error and the instance works after it (b
     out.source = { table: src.bindings.find((b) => b.binding === 8)?.name, angle: src.code.includes("fn rotary_cos_sin"), fields: src.params.fields.map((f) => f.name).slice(5) };
     return out;
   });
-  assert.deepEqual(gpu, { encode: [true, true], bind: true, inPlace: true, source: { table: "rotary", angle: true, fields: ["rotary_start", "rotary_heads", "rotary_scaling"] } });
+  assert.deepEqual(gpu, { encode: [true, true], bind: true, inPlace: true, source: { table: "rotary", angle: true, fields: ["rotary_start", "rotary_heads", "rotary_scaling", "rotary_pass"] } });
 });
 
 test("a gamma a head (Cohere's QK-norm): run, runWithSum, tensors, in place, f16 output, encode and bind meet the f64 reference on both backends; kernelSource describes it; a wrong length is named", async () => {

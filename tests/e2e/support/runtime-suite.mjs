@@ -169,8 +169,8 @@ async function deviceLoss(n, report) {
 /**
  * The rotary stage after the norm: NeoX and interleaved, partial, heads narrower than the row,
  * positions from an Int32Array, a Uint32Array or a start, far positions, through run,
- * runWithSum, new tensors, in place and f16 output, the rotation alone (`kind: "none"`) and a
- * gamma a head (Cohere's), each against the f64 reference.
+ * runWithSum, new tensors, in place and f16 output, the rotation alone (`kind: "none"`), a
+ * gamma a head (Cohere's) and a packed qkv row, each against the f64 reference.
  */
 async function rotary(n, report) {
   let checked = 0;
@@ -214,6 +214,9 @@ async function rotary(n, report) {
   heads.free();
   // Said by the call (gammaHeads), as a GPUBuffer's size cannot.
   push("gammaHeads", ref.compare(cohere, await n.run({ ...cohere, gammaHeads: true })));
+  // q and k of a packed qkv row in one call (3 q heads, 1 k head, 2 v heads passed as they are).
+  const qkv = { input: c.input.subarray(0, 12 * 16), gamma: gamma.subarray(0, 4 * 16), hidden: 16, heads: 6, passHeads: 2, positions: new Int32Array([9, 4096]), theta: 1e6 };
+  push("a packed qkv row", ref.compare(qkv, await n.run(qkv)));
   report.checked.rotary = checked;
 }
 
