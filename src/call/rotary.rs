@@ -330,8 +330,8 @@ impl Rotary {
             .find(|(given, _)| *given)
         {
             Some((_, name)) => Err(Error::Type(format!(
-                "passHeads: expected undefined with {name} (the heads it passes are stored as \
-                 the input holds them: a packed qkv row)"
+                "passHeads: expected 0 or undefined with {name} (the heads it passes are stored \
+                 as the input holds them: a packed qkv row)"
             ))),
             None => Ok(()),
         }

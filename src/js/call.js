@@ -36,6 +36,8 @@ function views() {
 let depth = 0, values = new Array(0), slots = new Float64Array(0), present = new Int32Array(0);
 // The fields the last read held, by the table's order, and a live tensor's handle by field.
 let written = new Int32Array(0), writtenCount = 0, handles = new Float64Array(0);
+// The status the last read wrote: only a call read as an object of known fields repeats one.
+let writtenStatus = -1;
 // Reads begun so far: a read during which another began (a getter's own call) wrote the
 // record in between, and is never the same as the last.
 let reads = 0;
@@ -215,7 +217,7 @@ export function readCall(a, at) {
 // live tensor (by handle, never given to two) as the last read's. Arrays and buffers never
 // are (a typed array's buffer may have been transferred since).
 function repeats(v, slot, given, count) {
-  if (count !== writtenCount) return false;
+  if (count === 0 || count !== writtenCount || writtenStatus !== W.read) return false;
   for (let k = 0; k < count; k++) {
     const i = given[k], what = slot[3 * i];
     if (written[k] !== i || whats[i] !== what) return false;
@@ -254,6 +256,7 @@ function writeRecord(at, v, slot, status, given, count) {
     f64[h + i * stride + L.overlap] = isArray(whats[i]) ? overlapOf(i) : -1;
   }
   f64[h + n * stride + L.what] = status;
+  writtenStatus = status;
   f64[h + n * stride + L.value] = mask >>> 0;
   f64[h + n * stride + L.flags] = 0;
 }

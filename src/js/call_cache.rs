@@ -41,6 +41,8 @@ thread_local! {
     static DISPATCHES: RefCell<FastMap<Key, Rc<Dispatch>>> = RefCell::new(FastMap::default());
     /// Calls served by a kept dispatch so far (`debugStats().keptDispatchCalls`).
     static USED: Cell<f64> = const { Cell::new(0.0) };
+    /// Of those, calls that repeated the one before (`debugStats().repeatedCalls`).
+    static REPEATS: Cell<f64> = const { Cell::new(0.0) };
     /// The dispatch of the call read last, by its sequence and context: a call that repeats
     /// it (a decode loop passing one argument object token after token) takes it without
     /// hashing its record.
@@ -50,6 +52,11 @@ thread_local! {
 /// How many calls a kept dispatch has served, in every instance.
 pub fn used() -> f64 {
     USED.get()
+}
+
+/// How many of them repeated the call before, in every instance.
+pub fn repeats() -> f64 {
+    REPEATS.get()
 }
 
 /// `norm.run(call)` (or `runWithSum`) where the call is one of tensors in place on the live
@@ -182,10 +189,12 @@ fn repeated(ctx: &GpuContext, call: &Call) -> Option<Rc<Dispatch>> {
     if !call.repeats() {
         return None;
     }
-    LAST.with(|l| match &*l.borrow() {
+    let d = LAST.with(|l| match &*l.borrow() {
         Some((seq, id, d)) if *seq == call.sequence() && *id == ctx.id() => Some(d.clone()),
         _ => None,
-    })
+    })?;
+    REPEATS.set(REPEATS.get() + 1.0);
+    Some(d)
 }
 
 fn remember(ctx: &GpuContext, call: &Call, d: &Rc<Dispatch>) {

@@ -94,6 +94,7 @@ impl FusedRmsNorm {
                 (gpu.as_ref().map_or(0, |c| c.pipeline_count()) as f64).into(),
             ),
             ("keptDispatchCalls", crate::js::call_cache::used().into()),
+            ("repeatedCalls", crate::js::call_cache::repeats().into()),
             ("boundCalls", crate::js::bound::used().into()),
         ])
     }

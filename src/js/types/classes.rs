@@ -66,6 +66,8 @@ export interface FusedRmsNormDebugStats {
    * (`run`/`encode`, without decoding their arguments), across every instance of the module.
    */
   readonly keptDispatchCalls: number;
+  /** Of those, calls that repeated the call read just before (taken without looking it up). */
+  readonly repeatedCalls: number;
   /** Steps taken by `bind`'s calls (`encode()`, `run()`), across every instance. */
   readonly boundCalls: number;
 }

@@ -101,7 +101,7 @@ for (const backend of ["cpu", "webgpu"]) test(`a packed qkv row: Qwen3's q and k
   assert.deepEqual(r.errors, {
     all: "ShapeError: passHeads: expected fewer than the heads a token (8), got 8",
     fraction: "ShapeError: passHeads: expected an integer from 0 to 4294967295, got 1.5",
-    residual: "TypeError: passHeads: expected undefined with residual (the heads it passes are stored as the input holds them: a packed qkv row)",
+    residual: "TypeError: passHeads: expected 0 or undefined with residual (the heads it passes are stored as the input holds them: a packed qkv row)",
     noStage: "TypeError: positions: missing (passHeads describes a rotary stage: give positions or position)",
     gamma: "ShapeError: gamma: expected length 64 (hidden) or 384 (a gamma a head; in a GPUBuffer, with gammaHeads: true), got 512",
   });
