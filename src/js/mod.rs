@@ -13,6 +13,7 @@ mod args;
 pub mod array;
 mod bound;
 mod call_cache;
+mod call_codes;
 mod call_js;
 mod call_record;
 pub(crate) mod caller_arrays;
