@@ -25,8 +25,8 @@ pub struct Params {
 }
 
 impl Params {
-    /// Nine words, padded to the 16-byte multiple a uniform block takes.
-    pub const SIZE: usize = 48;
+    /// Nine words: the WGSL struct's size.
+    pub const SIZE: usize = 36;
 
     /// Each field's name (as in the WGSL and as `kernelSource` gives it), offset and type;
     /// the rest of the block is padding.

@@ -118,7 +118,7 @@ test("prepare compiles each combination's kernel (the call then compiles none), 
           const storage = (d) => (d === "f16" ? half : "f32");
           if (k.storage !== storage(dtype) || k.outputStorage !== storage(outD)) failures.push(`${what}: storage ${k.storage}, outputStorage ${k.outputStorage}`);
           if ((v.postGamma && !names.includes("post_gamma")) || (v.residual && !names.includes("residual")) || names.includes("input2") !== !!v.input2 || names.includes("post_gamma") === !!v.input2) failures.push(`${what}: bindings ${names.join(", ")}`);
-          if (k.params.size !== 48) failures.push(`${what}: params.size ${k.params.size}`);
+          if (k.params.size !== 36) failures.push(`${what}: params.size ${k.params.size}`);
           // A call without a rotary stage: its fields as the package writes them.
           const values = { rows, width: hidden / k.lanes, hidden, eps: 1e-6, gamma_offset: v.gammaOffset, rotary_start: 0, rotary_heads: 1, rotary_scaling: 1, rotary_pass: 0 };
           const params = new DataView(new ArrayBuffer(k.params.size));
