@@ -136,6 +136,9 @@ pub struct GivenNumbers {
     pub hidden: f64,
     pub eps: Option<f64>,
     pub rotary: RotaryNumbers,
+    /// A rotary stage's heads a token that pass as they are (`passHeads`: a packed qkv
+    /// row's v heads; 0 passes none).
+    pub pass_heads: Option<f64>,
     pub rows: Option<f64>,
 }
 
@@ -146,7 +149,6 @@ pub struct RotaryNumbers {
     pub rotary_dim: Option<f64>,
     pub head_size: Option<f64>,
     pub heads: Option<f64>,
-    pub pass_heads: Option<f64>,
 }
 
 impl GivenNumbers {
@@ -160,7 +162,7 @@ impl GivenNumbers {
             ("rotaryDim", self.rotary.rotary_dim, COUNT),
             ("headSize", self.rotary.head_size, COUNT),
             ("heads", self.rotary.heads, COUNT),
-            ("passHeads", self.rotary.pass_heads, SOME),
+            ("passHeads", self.pass_heads, SOME),
             ("rows", self.rows, ROWS),
         ];
         for (name, x, rule) in given {

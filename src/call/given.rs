@@ -32,7 +32,7 @@ impl<A> Unchecked<A> {
                 count(n.rotary.rotary_dim),
                 count(n.rotary.head_size),
                 count(n.rotary.heads),
-                count(n.rotary.pass_heads),
+                count(n.pass_heads),
             );
             if let Some(p) = n.rotary.position {
                 r.positions = Positions::From(p as u32);

@@ -54,7 +54,7 @@ pub fn rotary(call: &Call, numbers: &mut GivenNumbers) -> Result<Option<Rotary>,
     numbers.rotary.rotary_dim = call.optional_number(CallKey::RotaryDim)?;
     numbers.rotary.head_size = call.optional_number(CallKey::HeadSize)?;
     numbers.rotary.heads = call.optional_number(CallKey::Heads)?;
-    numbers.rotary.pass_heads = call.optional_number(CallKey::PassHeads)?;
+    numbers.pass_heads = call.optional_number(CallKey::PassHeads)?;
     Ok(Some(Rotary {
         positions,
         frequencies,

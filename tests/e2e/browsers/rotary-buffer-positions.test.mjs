@@ -17,9 +17,9 @@ test("positions in a GPUBuffer: run, tensors in place, encode, bind (read at eac
   const r = await inPage(async () => {
     const { pkg, seeded, ref } = window.lib;
     const { bufferOf } = await import("/lib/app-gpu.js");
+    // Three tokens of four heads of 16.
+    const heads = 4, hidden = 16, a = seeded.caseArgs({ rows: 3 * heads, hidden, bias: false, beta: false, seed: 17 });
     const out = {};
-    const [tokens, heads, hidden] = [3, 4, 16];
-    const a = seeded.caseArgs({ rows: tokens * heads, hidden, bias: false, beta: false, seed: 17 });
     const invFreq = Float32Array.from({ length: 8 }, (_, k) => Math.fround(1e4 ** (-k / 8)));
     const at = (positions) => ({ input: a.input, gamma: a.gamma, hidden, eps: 1e-5, invFreq, heads, positions: new Int32Array(positions) });
     const message = async (p) => p.then(() => "resolved", (e) => `${e.name}: ${e.message}`);
