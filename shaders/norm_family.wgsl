@@ -476,12 +476,17 @@ fn turn_interleaved(y: V, h: u32, pos: u32) -> V {
 // divides ROT_HALF_W and HEAD_W), so their turns are formed once a row, for every head.
 const N_TURNS: u32 = max(ROT_HALF_W / ROW_T, 1u);
 
+// Whether the stage passes `row` as it is: the last params.rotary_pass of a token's rows.
+fn passed(row: u32) -> bool {
+    return row % params.rotary_heads >= params.rotary_heads - params.rotary_pass;
+}
+
 // Every column of this thread: v where it is written, y turned pair by pair; a head the
 // stage passes (the last params.rotary_pass of a token's rows: a packed qkv row's v heads)
 // as it is, which in place is where it already is.
 fn store_turned(base: u32, row: u32, t: u32, width: u32, cache: ptr<function, array<V, N_CACHE>>,
                 s: Stat, s1: Stat) {
-    if row % params.rotary_heads >= params.rotary_heads - params.rotary_pass {
+    if passed(row) {
         for (var i = t; i < width && !IN_PLACE; i += ROW_T) {
             let v = v_at(base, i, (i - t) / ROW_T, cache, s1);
             if WRITE_SUM {
@@ -558,7 +563,13 @@ fn main(
         gamma_row = min(row % params.rotary_heads, turned - 1u) * params.width;
     }
     // A row past the end still takes part in every barrier, over no columns.
-    let width = select(0u, params.width, row < params.rows);
+    var width = select(0u, params.width, row < params.rows);
+#if HAS_ROTARY
+    // In place, a row the stage passes is neither read nor written: the same, over no columns.
+    if IN_PLACE && passed(row) {
+        width = 0u;
+    }
+#endif
     let base = row * params.width;
     var cache: array<V, N_CACHE>;
     // With PRELOAD the weights' loads are in flight with the row's, instead of a round trip

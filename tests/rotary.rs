@@ -715,4 +715,17 @@ fn a_packed_qkv_row_turns_its_q_and_k_heads_and_passes_its_v_heads() {
             assert_eq!(y[at.clone()], input[at], "{backend}: v head, row {row}");
         }
     }
+    // In place on the GPU, where the v rows are neither read nor written: bit for bit as above.
+    GPU.with(|ctx| {
+        let want = gpu(&x).unwrap();
+        let t = ctx.upload(&input).expect("upload");
+        let on_gpu = webgpu_rmsnorm::Inputs {
+            input: Arg::Gpu(t.clone()),
+            ..x.map(|a: &&[f32]| Arg::Host(*a))
+        };
+        pollster::block_on(ctx.submit_in_place(&on_gpu).expect("in place").finish())
+            .expect("in place");
+        let got = pollster::block_on(ctx.read_tensor(&t).expect("read").read()).expect("read");
+        assert_eq!(got.y.expect("values"), want, "gpu in place, bit for bit");
+    });
 }

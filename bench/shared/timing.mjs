@@ -93,21 +93,23 @@ export function rawCalls(raw, p, group, groups) {
  * (the API records a call as exactly one compute pass; anything else stops the run).
  */
 export function packageCalls(norm, args) {
-  return passPerCall((encoder, timestampWrites) => {
-    if (!timestampWrites) return norm.encode(encoder, args);
-    const begin = encoder.beginComputePass;
-    let passes = 0;
-    encoder.beginComputePass = (d) => {
-      passes++;
-      return begin.call(encoder, { ...(d ?? {}), timestampWrites });
-    };
-    try {
-      norm.encode(encoder, args);
-    } finally {
-      encoder.beginComputePass = begin;
-    }
-    if (passes !== 1) throw new Error(`encode recorded ${passes} compute passes for one call; the pair timing expects one`);
-  });
+  return passPerCall((encoder, timestampWrites) => (timestampWrites ? encodeTimed(norm, encoder, args, timestampWrites) : norm.encode(encoder, args)));
+}
+
+/** `norm.encode(encoder, args)` with `timestampWrites` on the one compute pass it begins. */
+export function encodeTimed(norm, encoder, args, timestampWrites) {
+  const begin = encoder.beginComputePass;
+  let passes = 0;
+  encoder.beginComputePass = (d) => {
+    passes++;
+    return begin.call(encoder, { ...(d ?? {}), timestampWrites });
+  };
+  try {
+    norm.encode(encoder, args);
+  } finally {
+    encoder.beginComputePass = begin;
+  }
+  if (passes !== 1) throw new Error(`encode recorded ${passes} compute passes for one call; the pair timing expects one`);
 }
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
