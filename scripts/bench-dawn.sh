@@ -158,5 +158,5 @@ case "${1:-}" in
   run) shift; run "$@" ;;
   check) unpack; "$NODE" bench/dawn/node-check.mjs ;;
   "") prepare; run ;;
-  *) echo "usage: bash scripts/bench-dawn.sh [prepare | run [cliff] [calls] [kernel] [family] [memory] [sweep] | check]" >&2; exit 64 ;;
+  *) echo "usage: bash scripts/bench-dawn.sh [prepare | run [cliff] [calls] [kernel] [family] [rotary] [memory] [sweep] | check]" >&2; exit 64 ;;
 esac
