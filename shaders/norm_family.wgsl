@@ -68,7 +68,9 @@
 
 #include "common.wgsl"
 #if HAS_ROTARY
+#if !ROT_TABLE
 #include "rotary_angle.wgsl"
+#endif
 #endif
 
 const N_CACHE: u32 = max(SLOTS, 1u);
@@ -388,23 +390,31 @@ fn store(base: u32, i: u32, v: V, s: Stat, g: V, b: V) {
 // of column i is i + ROT_HALF_W, ROT_HALF_W / ROW_T slots on; an interleaved pair is in one
 // vector, or in columns i and i + 1 of a scalar row, which one thread owns.
 //
-// Constants: ROT_NEOX (else interleaved), ROT_EACH (positions from the table, else from
-// params.rotary_start), ROT_DIM and ROT_HALF (scalars that turn, and pairs), ROT_HALF_W and
-// ROT_W (the same in V), HEAD_W (a head in V).
+// Constants: ROT_NEOX (else interleaved), ROT_EACH (positions from the table, from its word
+// ROT_POSITIONS_AT on, else from params.rotary_start), ROT_TABLE (the app's cos and sin lead
+// the table, else the inverse frequencies), ROT_DIM and ROT_HALF (scalars that turn, and
+// pairs), ROT_HALF_W and ROT_W (the same in V), HEAD_W (a head in V).
 
 // The position of the token of `row`, params.rotary_heads rows a token.
 fn rotary_position(row: u32) -> u32 {
     let token = row / params.rotary_heads;
     if ROT_EACH {
-        return rotary[ROT_HALF + token];
+        return rotary[ROT_POSITIONS_AT + token];
     }
     return params.rotary_start + token;
 }
 
-// (cos, sin) times the scaling of pair `p` at `pos`.
+// (cos, sin) times the scaling of pair `p` at `pos`: from the app's table (a row of ROT_DIM a
+// position, its cosines then its sines) or of the angle the models form.
 fn turn_of(pos: u32, p: u32) -> vec2<f32> {
-    let inv_freq = bitcast<f32>(rotary[min(p, ROT_HALF - 1u)]);
-    return rotary_cos_sin(pos, inv_freq) * params.rotary_scaling;
+    let k = min(p, ROT_HALF - 1u);
+#if ROT_TABLE
+    let at = pos * ROT_DIM + k;
+    let cos_sin = vec2(bitcast<f32>(rotary[at]), bitcast<f32>(rotary[at + ROT_HALF]));
+#else
+    let cos_sin = rotary_cos_sin(pos, bitcast<f32>(rotary[k]));
+#endif
+    return cos_sin * params.rotary_scaling;
 }
 
 struct Turn {

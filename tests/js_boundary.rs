@@ -61,6 +61,7 @@ fn each_reader_accepts_the_keys_it_names_in_its_unknown_field_message() {
         "heads",
         "gammaHeads",
         "passHeads",
+        "cosSin",
     ];
     let encode = run.to_vec();
     let prepare = [
@@ -82,6 +83,7 @@ fn each_reader_accepts_the_keys_it_names_in_its_unknown_field_message() {
         "rotaryStyle",
         "positions",
         "gammaHeads",
+        "cosSinPositions",
     ];
     let mut source = prepare.to_vec();
     source.push("rows");

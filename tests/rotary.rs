@@ -729,3 +729,64 @@ fn a_packed_qkv_row_turns_its_q_and_k_heads_and_passes_its_v_heads() {
         assert_eq!(got.y.expect("values"), want, "gpu in place, bit for bit");
     });
 }
+
+#[test]
+fn the_apps_cos_and_sin_turn_y_on_both_backends() {
+    // Rows of cos and sin that no angle gives, so that a kernel forming angles instead fails;
+    // positions from the table's first row to its last, NeoX and interleaved, partial rotary.
+    let mut rng = Rng(71);
+    let (tokens, heads, hidden, dim, held) = (3, 2, 64, 32, 40);
+    let input = rng.vec(tokens * heads * hidden, 1.0);
+    let gamma = rng.vec(hidden, 1.0);
+    let table: Vec<f32> = rng.vec(held * dim, 1.0);
+    for (positions, style) in [
+        (Positions::Each(vec![39, 0, 17].into()), RotaryStyle::NeoX),
+        (Positions::From(37), RotaryStyle::NeoX),
+        (
+            Positions::Each(vec![1, 2, 39].into()),
+            RotaryStyle::Interleaved,
+        ),
+    ] {
+        let stage = Rotary {
+            heads: Some(heads),
+            rotary_dim: Some(dim),
+            style,
+            attention_scaling: 0.75,
+            frequencies: Frequencies::Table(table.clone().into()),
+            ..Rotary::new(positions, &[])
+        };
+        let x = Inputs {
+            rotary: Some(stage),
+            ..Inputs::without_residual(&input[..], &gamma[..], hidden)
+        };
+        check(&x, &format!("cosSin, {style:?}"));
+    }
+    // A table of the angles' own cos and sin, rounded to f32, turns as invFreq does: on the
+    // CPU bit for bit.
+    let s = Shape::heads(tokens, heads, hidden, dim);
+    let by_angle = rotary(&s, Positions::Each(vec![3, 0, 39].into()), &mut rng);
+    let mut own = Vec::with_capacity(held * dim);
+    for p in 0..held as u32 {
+        let turns = by_angle.cos_sin(p, dim);
+        own.extend(turns.iter().map(|&(c, _)| c as f32));
+        own.extend(turns.iter().map(|&(_, s)| s as f32));
+    }
+    let with = |frequencies| Inputs {
+        rotary: Some(Rotary {
+            heads: Some(heads),
+            frequencies,
+            ..by_angle.clone()
+        }),
+        ..Inputs::without_residual(&input[..], &gamma[..], hidden)
+    };
+    let (angles, tabled) = (
+        with(by_angle.frequencies.clone()),
+        with(Frequencies::Table(own.into())),
+    );
+    assert_eq!(
+        cpu(&angles).unwrap(),
+        cpu(&tabled).unwrap(),
+        "cpu: cosSin of the angles"
+    );
+    check(&tabled, "cosSin of the angles");
+}

@@ -10,8 +10,6 @@
 //! product as the models form it:
 //! `(a, b) ← (a·c − b·s, b·c + a·s)`, `c = cos(angle) · scaling`, `s = sin(angle) · scaling`.
 
-use std::rc::Rc;
-
 use crate::call::error::Error;
 use crate::call::host::AppBuffer;
 use crate::support::number_text::number_text;
@@ -41,17 +39,6 @@ impl RotaryStyle {
             RotaryStyle::Interleaved => "interleaved",
         }
     }
-}
-
-/// The inverse frequencies, one a pair.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Frequencies {
-    /// The model's own (`invFreq`), as its rotary module computes them: the only way to match
-    /// a model exactly (scaled RoPE included).
-    Inverse(Rc<[f32]>),
-    /// `1 / θ^(2k/rotaryDim)` in f64 rounded to f32: a convenience. Models compute it in f32,
-    /// which differs by an ulp in a third of the entries.
-    Theta(f64),
 }
 
 /// The rotary stage of a call, as given; [`Rotary::check`] resolves its defaults.
@@ -103,9 +90,21 @@ pub struct RotaryKernel {
     /// A `gamma` a head (Cohere's QK-norm, `[heads, head size]`): row `r` takes the
     /// `(r mod heads)`-th, where rows are heads.
     pub gamma_heads: bool,
+    /// The positions the app's cos and sin table holds (`cosSin`); 0: the angles are
+    /// formed from the inverse frequencies.
+    pub table_positions: u32,
 }
 
 impl RotaryKernel {
+    /// The word of the stage's table ([`Rotary::table`]) where the positions begin: after the
+    /// app's cos and sin, or after the inverse frequencies.
+    pub fn positions_at(&self) -> u32 {
+        match self.table_positions {
+            0 => self.rotary_dim / 2,
+            n => n * self.rotary_dim,
+        }
+    }
+
     /// Whether the kernel must read its rows a scalar at a time: a vector of four must hold
     /// whole pairs' partners at the same place of two vectors (NeoX: half the rotary width a
     /// multiple of 4) and never straddle two heads.
@@ -208,19 +207,16 @@ impl Rotary {
             head_size: head_size as u32,
             each: !matches!(self.positions, Positions::From(_)),
             gamma_heads: false,
+            table_positions: self.frequencies.table_positions(rotary_dim) as u32,
         }
     }
 
     /// The words a GPU kernel reads of this stage (checked, of `rotary_dim`) in a call of
-    /// `rows`: the inverse frequencies' bits, then each token's position where the call gives
-    /// them (zeros where a buffer of the app's holds them, copied in on the GPU:
-    /// [`Rotary::buffer_positions`]).
+    /// `rows`: the app's cos and sin or the inverse frequencies, as bits, then each token's
+    /// position where the call gives them (zeros where a buffer of the app's holds them,
+    /// copied in on the GPU: [`Rotary::buffer_positions`]).
     pub fn table(&self, rows: usize, rotary_dim: usize) -> Vec<u32> {
-        let mut words: Vec<u32> = self
-            .inv_freq(rotary_dim)
-            .iter()
-            .map(|f| f.to_bits())
-            .collect();
+        let mut words = self.frequencies.words(rotary_dim);
         match &self.positions {
             Positions::Each(p) => words.extend_from_slice(p),
             Positions::Buffer(_) => words.resize(words.len() + rows / self.heads(rows), 0),
@@ -267,6 +263,7 @@ impl Rotary {
         }
         self.check_frequencies(rotary_dim)?;
         let heads = self.positions.check_heads(self.heads, rows)?;
+        self.check_table_positions(rows / heads, rotary_dim)?;
         if let Some(pass) = self.pass_heads.filter(|&p| p >= heads) {
             return Err(shape(format!(
                 "passHeads: expected fewer than the heads a token ({heads}), got {pass}"
@@ -276,26 +273,26 @@ impl Rotary {
     }
 
     fn check_frequencies(&self, rotary_dim: usize) -> Result<(), Error> {
-        match &self.frequencies {
-            Frequencies::Theta(theta) if !(theta.is_finite() && *theta > 0.0) => {
-                Err(shape(format!(
-                    "theta: expected a finite number > 0, got {}",
-                    number_text(*theta)
-                )))
-            }
-            Frequencies::Theta(_) => Ok(()),
-            Frequencies::Inverse(f) if f.len() != rotary_dim / 2 => Err(shape(format!(
-                "invFreq: expected length {} (rotaryDim / 2), got {}",
-                rotary_dim / 2,
-                f.len()
+        self.frequencies.check(rotary_dim)
+    }
+
+    /// The app's cos and sin hold a row for each position the call turns by (those of a
+    /// `GPUBuffer`, never read on the host, excepted).
+    fn check_table_positions(&self, tokens: usize, rotary_dim: usize) -> Result<(), Error> {
+        let held = self.frequencies.table_positions(rotary_dim);
+        if held == 0 {
+            return Ok(());
+        }
+        let last = match &self.positions {
+            Positions::Each(p) => p.iter().copied().max(),
+            Positions::From(start) if tokens > 0 => Some(start + (tokens - 1) as u32),
+            _ => None,
+        };
+        match last {
+            Some(last) if last as usize >= held => Err(shape(format!(
+                "positions: expected positions below {held} (the rows of cosSin), got {last}"
             ))),
-            Frequencies::Inverse(f) => match f.iter().position(|f| !f.is_finite()) {
-                Some(i) => Err(shape(format!(
-                    "invFreq: expected finite numbers, got {} at {i}",
-                    number_text(f[i].into())
-                ))),
-                None => Ok(()),
-            },
+            _ => Ok(()),
         }
     }
 
@@ -307,7 +304,10 @@ impl Rotary {
         rotary_dim: usize,
     ) -> Option<(&AppBuffer, usize, u64)> {
         match &self.positions {
-            Positions::Buffer(b) => Some((b, rows / self.heads(rows), (rotary_dim / 2 * 4) as u64)),
+            Positions::Buffer(b) => {
+                let at = self.frequencies.words(rotary_dim).len();
+                Some((b, rows / self.heads(rows), at as u64 * 4))
+            }
             _ => None,
         }
     }
@@ -337,31 +337,22 @@ impl Rotary {
         }
     }
 
-    /// The inverse frequencies of a stage of `rotary_dim`, checked.
-    pub fn inv_freq(&self, rotary_dim: usize) -> Rc<[f32]> {
-        match &self.frequencies {
-            Frequencies::Inverse(f) => f.clone(),
-            Frequencies::Theta(theta) => inv_freq_of_theta(*theta, rotary_dim).into(),
-        }
+    /// `(cos, sin)` of each pair at `position`, before the scaling, of a checked stage of
+    /// `rotary_dim`.
+    pub fn cos_sin(&self, position: u32, rotary_dim: usize) -> Vec<(f64, f64)> {
+        self.frequencies.cos_sin(position, rotary_dim)
     }
-}
-
-/// `1 / θ^(2k/d)` for `k < d/2`, in f64 rounded once to f32. Not what the models compute
-/// (in f32, through torch's `pow`): an ulp off in a third of the entries, which moves an
-/// angle at position 131071 by up to 7.8e-3 rad; exact results need the model's `invFreq`.
-pub fn inv_freq_of_theta(theta: f64, rotary_dim: usize) -> Vec<f32> {
-    (0..rotary_dim / 2)
-        .map(|k| (1.0 / theta.powf((2 * k) as f64 / rotary_dim as f64)) as f32)
-        .collect()
 }
 
 fn shape(message: String) -> Error {
     Error::Shape(message)
 }
 
+mod frequencies;
 pub mod gamma;
 mod positions;
 
+pub use frequencies::{angle_cos_sin, inv_freq_of_theta, Frequencies};
 pub use positions::Positions;
 
 #[cfg(test)]

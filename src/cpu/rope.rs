@@ -1,14 +1,12 @@
 //! The rotary (RoPE) stage on the CPU backend ([`Rotation`]: a row of `y` turned in f32),
-//! and the cos and sin of its angle as Hugging Face models compute them: the angle is one f32
-//! product `f32(position) * inv_freq`, and its cos and sin are taken in f64 and rounded once
-//! to f32.
+//! and the cos and sin of its angle as Hugging Face models compute them (or the app's own,
+//! `cosSin`): the angle is one f32 product `f32(position) * inv_freq`, and its cos and sin
+//! are taken in f64 and rounded once to f32.
 //!
 //! f64's `cos` and `sin` reduce their argument exactly (the platform's libm, or the `libm`
 //! port Rust's std uses in wasm), and an f32 angle is exactly an f64, so the result is the
 //! exact cos and sin of the f32 angle rounded to f32 (half an ulp, plus f64's own sub-ulp
 //! error). `shaders/rotary_angle.wgsl` computes the same values on the GPU in f32 and u32.
-
-use std::rc::Rc;
 
 use crate::call::rotary::{Rotary, RotaryStyle};
 
@@ -23,7 +21,6 @@ pub struct Rotation {
     heads: usize,
     /// Of them, the first ones, which turn; the rest pass as they are.
     turned: usize,
-    inv_freq: Rc<[f32]>,
     /// The position whose `(c, s)` are in `cos_sin`: the heads of a token share them.
     at: Option<u32>,
     cos_sin: Vec<(f32, f32)>,
@@ -39,7 +36,6 @@ impl Rotation {
             head_size: shape.head_size,
             heads: shape.heads,
             turned: shape.turned,
-            inv_freq: rotary.inv_freq(shape.rotary_dim),
             rotary: rotary.clone(),
             at: None,
             cos_sin: Vec::new(),
@@ -62,10 +58,10 @@ impl Rotation {
         if self.at != Some(position) {
             let scaling = self.rotary.attention_scaling;
             self.cos_sin.clear();
-            self.cos_sin.extend(self.inv_freq.iter().map(|&f| {
-                let (c, s) = rope_cos_sin(position, f);
-                (c * scaling, s * scaling)
-            }));
+            let turns = self.rotary.cos_sin(position, self.rotary_dim);
+            // cos and sin rounded once to f32, then scaled in f32, as the models do.
+            self.cos_sin
+                .extend((turns.iter()).map(|&(c, s)| (c as f32 * scaling, s as f32 * scaling)));
             self.at = Some(position);
         }
         for head in y.chunks_exact_mut(self.head_size) {
@@ -80,16 +76,14 @@ impl Rotation {
     }
 }
 
-/// `(cos, sin)` of `f32(position) * inv_freq`, the f32 product rounded once, as the models'
-/// rotary embeddings compute it.
-pub fn rope_cos_sin(position: u32, inv_freq: f32) -> (f32, f32) {
-    let angle = f64::from(position as f32 * inv_freq);
-    (angle.cos() as f32, angle.sin() as f32)
-}
-
 #[cfg(test)]
 mod tests {
-    use super::rope_cos_sin;
+    use crate::call::rotary::angle_cos_sin;
+
+    fn rope_cos_sin(position: u32, inv_freq: f32) -> (f32, f32) {
+        let (c, s) = angle_cos_sin(position, inv_freq);
+        (c as f32, s as f32)
+    }
 
     #[test]
     fn the_angle_is_the_f32_product() {

@@ -94,7 +94,7 @@ impl<'a> Staging<'a> {
         })
     }
 
-    /// A rotary stage's inverse frequencies and positions as the kernel reads them: the
+    /// A rotary stage's frequencies (or the app's cos and sin) and positions as the kernel reads them: the
     /// context's kept table, or, where the positions are an app's buffer, a table of the
     /// call's own with them copied in on the GPU (a kept one would be shared by calls whose
     /// copies may run before another's kernel).
@@ -105,13 +105,13 @@ impl<'a> Staging<'a> {
             return Ok(StagedBuffer::Kept(table));
         };
         let ctx = self.ctx;
+        let words = rotary.frequencies.words(rotary_dim);
         let b = ctx.pooled_storage(
-            rotary_dim / 2 + tokens,
+            words.len() + tokens,
             Dtype::F32,
             wgpu::BufferUsages::COPY_DST,
         );
-        let inv_freq = rotary.inv_freq(rotary_dim);
-        let bytes: Vec<u8> = inv_freq.iter().flat_map(|f| f.to_le_bytes()).collect();
+        let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
         ctx.dev.queue.write_buffer(&b, 0, &bytes);
         let (device, queue) = (&ctx.dev.device, &ctx.dev.queue);
         let copy = app.copy_into("positions", device, queue, &b, (0, tokens), to)?;

@@ -47,7 +47,8 @@ pub enum Kind {
     /// buffer or a tensor (`encode`).
     Destination,
     /// A few numbers of the call's own, copied into wasm memory where they are read: the rotary
-    /// stage's `positions` (an `Int32Array` or `Uint32Array`) and `invFreq` (a `Float32Array`).
+    /// stage's `positions` (an `Int32Array` or `Uint32Array`), `invFreq` and `cosSin`
+    /// (`Float32Array`s).
     Table,
 }
 
@@ -104,6 +105,7 @@ pub enum CallKey {
     Heads,
     GammaHeads,
     PassHeads,
+    CosSin,
 }
 
 impl CallKey {
@@ -134,7 +136,7 @@ const fn call(id: CallKey, name: &'static str, kind: Kind) -> Key {
 
 /// A call's arguments (`run`, `runWithSum`, the timing calls, `encode`, `bind`).
 #[rustfmt::skip]
-pub const CALL_KEYS: [Key; 28] = [
+pub const CALL_KEYS: [Key; 29] = [
     call(CallKey::Input, "input", Kind::Array),
     call(CallKey::Residual, "residual", Kind::Array),
     // A parallel block's second sublayer output.
@@ -171,6 +173,8 @@ pub const CALL_KEYS: [Key; 28] = [
     call(CallKey::GammaHeads, "gammaHeads", Kind::Flag),
     // The last heads of a token's rows that pass as they are: a packed qkv row's v.
     call(CallKey::PassHeads, "passHeads", Kind::Number),
+    // The app's own cos and sin, instead of the frequencies: a row a position.
+    call(CallKey::CosSin, "cosSin", Kind::Table),
 ];
 
 // Each row sits at its key's place.
@@ -192,7 +196,7 @@ const fn kernel(name: &'static str, kind: Kind, readers: Readers) -> Key {
 
 /// A kernel description (`prepare`, `kernelSource`): which arrays its calls pass, as flags.
 #[rustfmt::skip]
-pub const KERNEL_KEYS: [Key; 19] = [
+pub const KERNEL_KEYS: [Key; 20] = [
     kernel("hidden", Kind::Number, Readers::KERNELS), kernel("bias", Kind::Array, Readers::KERNELS),
     kernel("beta", Kind::Array, Readers::KERNELS),
     // `runWithSum`'s.
@@ -212,6 +216,8 @@ pub const KERNEL_KEYS: [Key; 19] = [
     kernel("positions", Kind::Flag, Readers::KERNELS),
     // A gamma a head (Cohere's QK-norm), where rows are heads.
     kernel("gammaHeads", Kind::Flag, Readers::KERNELS),
+    // The rows of the app's cos and sin table (`cosSin`); absent: angles from `invFreq`.
+    kernel("cosSinPositions", Kind::Number, Readers::KERNELS),
     // The rows to size the grid for.
     kernel("rows", Kind::Number, Readers::KERNEL_SOURCE),
 ];

@@ -21,8 +21,9 @@ use crate::js::refused::{field, Refused};
 use crate::js::value::{describe, get};
 
 /// The fields that describe a rotation, which need `positions` or `position`.
-const DESCRIBING: [CallKey; 9] = [
+const DESCRIBING: [CallKey; 10] = [
     CallKey::InvFreq,
+    CallKey::CosSin,
     CallKey::Theta,
     CallKey::RotaryDim,
     CallKey::RotaryStyle,
@@ -125,23 +126,34 @@ fn word_buffer(call: &Call, key: CallKey) -> Result<AppBuffer, Refused> {
     Ok(AppBuffer::new(call.value(key), size as u64, Dtype::F32))
 }
 
-/// `invFreq` (copied) or `theta`.
+/// `invFreq` (copied), `theta`, or the app's cos and sin (`cosSin`, copied): one of them.
 fn frequencies(call: &Call) -> Result<Frequencies, Refused> {
-    let (inv, theta) = (CallKey::InvFreq, CallKey::Theta);
-    match (call.what(inv), call.what(theta)) {
-        (What::F32, What::Absent) => {
-            let words = copied(call, inv)?;
-            let floats: Rc<[f32]> = words.into_iter().map(f32::from_bits).collect();
-            Ok(Frequencies::Inverse(floats))
-        }
-        (What::Absent, What::Number) => Ok(Frequencies::Theta(call.number(theta))),
-        (What::Absent, What::Absent) => Err(Error::Type(
-            "invFreq: missing (the model's inverse frequencies, or theta, with positions)".into(),
+    let (inv, theta, table) = (CallKey::InvFreq, CallKey::Theta, CallKey::CosSin);
+    let given: Vec<CallKey> = [inv, theta, table]
+        .into_iter()
+        .filter(|&k| call.what(k) != What::Absent)
+        .collect();
+    match given[..] {
+        [] => Err(Error::Type(
+            "invFreq: missing (the model's inverse frequencies, theta, or cosSin, with \
+             positions)"
+                .into(),
         )
         .into()),
-        (What::F32, _) => field(theta, "undefined with invFreq"),
-        (What::Absent, _) => field(theta, "a number or undefined"),
-        _ => field(inv, "a Float32Array or undefined"),
+        [k] if k == theta && call.what(k) == What::Number => {
+            Ok(Frequencies::Theta(call.number(theta)))
+        }
+        [k] if k == theta => field(theta, "a number or undefined"),
+        [k] if call.what(k) == What::F32 => {
+            let floats: Rc<[f32]> = copied(call, k)?.into_iter().map(f32::from_bits).collect();
+            Ok(if k == inv {
+                Frequencies::Inverse(floats)
+            } else {
+                Frequencies::Table(floats)
+            })
+        }
+        [k] => field(k, "a Float32Array or undefined"),
+        [first, second, ..] => field(second, &format!("undefined with {}", first.name())),
     }
 }
 
@@ -153,8 +165,9 @@ fn copied(call: &Call, key: CallKey) -> Result<Vec<u32>, Refused> {
     }
 }
 
-/// A kernel description's rotary stage (`rotaryDim`, `headSize`, `rotaryStyle`, `positions`),
-/// checked as a call's would be against rows of `hidden`; `None` without `rotaryDim`.
+/// A kernel description's rotary stage (`rotaryDim`, `headSize`, `rotaryStyle`, `positions`,
+/// `gammaHeads`, `cosSinPositions`: the rows of the app's cos and sin), checked as a call's
+/// would be against rows of `hidden`; `None` without `rotaryDim`.
 pub fn rotary_kernel(o: &JsValue, hidden: f64) -> Result<Option<RotaryKernel>, Error> {
     let number = |name: &'static str| -> Result<Option<usize>, Error> {
         let v = get(o, name);
@@ -170,6 +183,7 @@ pub fn rotary_kernel(o: &JsValue, hidden: f64) -> Result<Option<RotaryKernel>, E
         }
     };
     let (rotary_dim, head_size) = (number("rotaryDim")?, number("headSize")?);
+    let table_positions = number("cosSinPositions")?;
     let style = described(o, "rotaryStyle", Field::style)?;
     let each = described(o, "positions", |f| f.flag(true))?;
     let gamma_heads = described(o, "gammaHeads", |f| f.flag(false))?;
@@ -195,6 +209,7 @@ pub fn rotary_kernel(o: &JsValue, hidden: f64) -> Result<Option<RotaryKernel>, E
     Ok(Some(RotaryKernel {
         each,
         gamma_heads,
+        table_positions: table_positions.unwrap_or(0) as u32,
         ..stage.kernel(hidden)
     }))
 }

@@ -1,7 +1,7 @@
 //! The rotary stage in the reference: each pair of a head's `y` turned in f64 by the angle
 //! the models form, `f32(f32(position) · invFreq[k])` (one f32 product), its cos and sin in
-//! f64 times the attention scaling. Only the angle is rounded as the models round it; the
-//! rotation itself carries no f32 rounding.
+//! f64 times the attention scaling (or the app's own cos and sin, `cosSin`). Only the angle
+//! is rounded as the models round it; the rotation itself carries no f32 rounding.
 
 use crate::call::rotary::Rotary;
 
@@ -17,13 +17,12 @@ pub(super) fn rotate(
         return;
     };
     let shape = rotary.shape(rows, hidden);
-    let inv_freq = rotary.inv_freq(shape.rotary_dim);
     let position = rotary.position(r, shape.heads);
+    let turns = rotary.cos_sin(position, shape.rotary_dim);
     let scaling = rotary.attention_scaling as f64;
     for head in y.chunks_exact_mut(shape.head_size) {
-        for (k, &f) in inv_freq.iter().enumerate() {
-            let angle = (position as f32 * f) as f64;
-            let (c, s) = (angle.cos() * scaling, angle.sin() * scaling);
+        for (k, &(c, s)) in turns.iter().enumerate() {
+            let (c, s) = (c * scaling, s * scaling);
             let (i, j) = shape.style.pair(k, shape.rotary_dim);
             let (a, b) = (head[i], head[j]);
             head[i] = a * c - b * s;

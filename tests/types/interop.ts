@@ -79,8 +79,10 @@ const postGamma = sandwich.bindings.find((b) => b.name === "post_gamma");
 const offsetField = sandwich.params.fields.find((f) => f.name === "gamma_offset")?.offset;
 // Cohere's QK-norm then RoPE: a gamma a head, interleaved pairs, a start position.
 const cohere = norm.kernelSource({ hidden: 128, kind: "layer", residual: false, rotaryDim: 128, headSize: 128, rotaryStyle: "interleaved", positions: false, gammaHeads: true });
+// QK-norm then RoPE by the app's own cos and sin, a table of 4096 positions.
+const cached = norm.kernelSource({ hidden: 128, residual: false, rotaryDim: 64, cosSinPositions: 4096 });
 // @ts-expect-error a rotary style is "neox" or "interleaved"
 norm.kernelSource({ hidden: 128, rotaryDim: 128, rotaryStyle: "gptj" });
 // @ts-expect-error the source is read-only
 k.code = "";
-export { y, t, h, tb, ran, module, layout, grid, stored, postGamma, offsetField, cohere };
+export { y, t, h, tb, ran, module, layout, grid, stored, postGamma, offsetField, cohere, cached };

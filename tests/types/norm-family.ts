@@ -42,6 +42,9 @@ export async function normFamily(norm: FusedRmsNorm): Promise<void> {
   // q and k of a packed qkv row in one call, its v heads passed.
   const packed = await norm.run({ input: f32(), gamma, hidden, heads: 6, passHeads: 2, position: 7, invFreq: f32(32) });
   type _Packed = Expect<Equal<typeof packed, typeof llamaQ>>;
+  // The app's own cos and sin (vLLM's cos_sin_cache) instead of the frequencies.
+  const cached = await norm.run({ input: f32(), gamma, hidden, positions: new Int32Array(4), cosSin: f32(64 * 4096) });
+  type _Cached = Expect<Equal<typeof cached, Float32Array>>;
   type _Family = [
     Expect<Equal<typeof llamaQ, Float32Array>>,
     Expect<Equal<typeof gptjK, GpuTensor<"f32">>>,

@@ -17,7 +17,7 @@
 // With a rotary stage (`positions` or `position`), each head of y is then turned: pair k
 // (NeoX: k and k + rotaryDim/2; interleaved: 2k and 2k + 1) of a token at position p by the
 // angle the models form, one f32 product f32(f32(p) · invFreq[k]), its cos and sin in f64
-// times attentionScaling; every value of such a row is held to the row's largest scale (a
+// (or the app's, row p of `cosSin`: the cosines, then the sines) times attentionScaling; every value of such a row is held to the row's largest scale (a
 // turned value mixes two).
 import { f16BitsToF32, f32ToF16Bits } from "./f16.js";
 
@@ -27,6 +27,19 @@ function inverseFrequencies(args, dim) {
   const f = new Float32Array(dim / 2);
   for (let k = 0; k < dim / 2; k++) f[k] = 1 / args.theta ** ((2 * k) / dim);
   return f;
+}
+
+/** The cos of each pair at position `p`, then the sins: the app's `cosSin` row, or of the angles. */
+function cosSin(args, dim, p) {
+  if (args.cosSin) return args.cosSin.subarray(p * dim, (p + 1) * dim);
+  const inv = inverseFrequencies(args, dim);
+  const turns = new Float64Array(dim);
+  for (let k = 0; k < dim / 2; k++) {
+    const angle = Math.fround(Math.fround(p) * inv[k]);
+    turns[k] = Math.cos(angle);
+    turns[k + dim / 2] = Math.sin(angle);
+  }
+  return turns;
 }
 
 /** A rotary stage's rows a token. */
@@ -52,13 +65,12 @@ function rotateRow(args, r, y, scale, at) {
   const headSize = args.headSize ?? hidden;
   const dim = args.rotaryDim ?? headSize;
   const token = Math.floor(r / headsOf(args));
-  const p = Math.fround(positions ? positions[token] : position + token);
-  const inv = inverseFrequencies(args, dim);
+  const p = positions ? positions[token] : position + token;
+  const turns = cosSin(args, dim, p);
   const scaling = Math.fround(attentionScaling);
   for (let h = at; h < at + hidden; h += headSize) {
     for (let k = 0; k < dim / 2; k++) {
-      const angle = Math.fround(p * inv[k]);
-      const c = Math.cos(angle) * scaling, s = Math.sin(angle) * scaling;
+      const c = turns[k] * scaling, s = turns[k + dim / 2] * scaling;
       const [i, j] = rotaryStyle === "neox" ? [h + k, h + k + dim / 2] : [h + 2 * k, h + 2 * k + 1];
       const a = y[i], b = y[j];
       y[i] = a * c - b * s;

@@ -64,7 +64,32 @@ fn bad_stages() -> Vec<(Rotary, &'static str)> {
             "heads:",
         ),
         (rotary(Positions::From(u32::MAX - 1)), "position:"),
+        (one(|r| r.frequencies = table(12)), "cosSin:"),
+        (one(|r| r.frequencies = table(0)), "cosSin:"),
+        (
+            one(|r| r.frequencies = Frequencies::Table(vec![f32::NAN; 8].into())),
+            "cosSin:",
+        ),
+        (
+            Rotary {
+                frequencies: table(16),
+                ..each(vec![5])
+            },
+            "positions:",
+        ),
+        (
+            Rotary {
+                frequencies: table(32),
+                ..rotary(Positions::From(1))
+            },
+            "positions:",
+        ),
     ]
+}
+
+/// The app's cos and sin: `len` numbers, a row of 8 a position.
+fn table(len: usize) -> Frequencies {
+    Frequencies::Table((0..len).map(|i| i as f32 / 64.0).collect())
 }
 
 #[test]
@@ -76,6 +101,13 @@ fn every_bad_value_is_named() {
         assert!(e.message().starts_with(name), "{name}: {e}");
     }
     assert!(rotary(Positions::From(u32::MAX - 3)).check(4, 8).is_ok());
+    // The table's last row is the last position of four tokens from 0.
+    let held = Rotary {
+        frequencies: table(32),
+        ..rotary(Positions::From(0))
+    };
+    assert_eq!(held.check(4, 8).unwrap().rotary_dim, 8);
+    assert_eq!(held.cos_sin(3, 8)[1], (25.0 / 64.0, 29.0 / 64.0));
     assert!(each(vec![]).check(0, 8).is_ok());
 }
 

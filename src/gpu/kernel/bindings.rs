@@ -198,6 +198,7 @@ mod tests {
             head_size: 128,
             each: true,
             gamma_heads: true,
+            table_positions: 0,
         });
         for (kind, input2, rotary) in [
             (NormKind::Rms, false, None),

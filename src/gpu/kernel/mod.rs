@@ -200,10 +200,13 @@ impl Variant {
             head_size: self.lanes,
             each: false,
             gamma_heads: false,
+            table_positions: 0,
         });
         vec![
             ("ROT_NEOX", Bool(r.style == RotaryStyle::NeoX)),
             ("ROT_EACH", Bool(r.each)),
+            ("ROT_TABLE", Bool(r.table_positions > 0)),
+            ("ROT_POSITIONS_AT", U32(r.positions_at())),
             ("GAMMA_HEADS", Bool(r.gamma_heads)),
             ("ROT_DIM", U32(r.rotary_dim)),
             ("ROT_HALF", U32(r.rotary_dim / 2)),

@@ -84,6 +84,13 @@ interface FusedRmsNormFields<D extends Dtype, A> {
    * 131071).
    */
   theta?: number;
+  /**
+   * Instead of `invFreq`: the app's own cos and sin, a row of `rotaryDim` a position (its
+   * `rotaryDim / 2` cosines, then its sines: vLLM's and FlashInfer's `cos_sin_cache`); every
+   * position the call turns by below its rows. Times `attentionScaling`. Copied and compared
+   * each call: bind a call to record it again without either.
+   */
+  cosSin?: Float32Array;
   /** The values of each head that rotate, even (default: the head); the rest pass through. */
   rotaryDim?: number;
   /** `"neox"` (default): pairs `(k, k + rotaryDim/2)`; `"interleaved"`: `(2k, 2k + 1)` (GPT-J, Cohere). */

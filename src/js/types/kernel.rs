@@ -77,6 +77,8 @@ interface FusedRmsNormKernelBase {
   positions?: boolean;
   /** Whether calls pass a gamma a head (Cohere's QK-norm, rows that are heads); needs `rotaryDim`. */
   gammaHeads?: boolean;
+  /** The rows of the app's cos and sin table (`cosSin`) its calls pass; absent: angles from `invFreq`. */
+  cosSinPositions?: number;
 }
 
 /**

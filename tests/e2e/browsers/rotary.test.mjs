@@ -117,6 +117,52 @@ for (const backend of ["cpu", "webgpu"]) test(`far positions, every entry point 
   assert.deepEqual(r, []);
 });
 
+for (const backend of ["cpu", "webgpu"]) test(`the app's own cos and sin (cosSin) turn y on every entry point (${backend})`, async () => {
+  const r = await inPage(async (backend) => {
+    const { pkg, seeded, ref } = window.lib;
+    const n = await pkg.FusedRmsNorm.create({ backend });
+    if (n.backend !== backend) return [`got the ${n.backend} backend`];
+    const failures = [];
+    const fail = (what, rep) => rep.ok || failures.push(`${what}: ${rep.problems.join("; ")}`);
+    const same = (what, got, want) => got.every((v, i) => Object.is(v, want[i])) || failures.push(`${what} differs from the array call`);
+    // Rows of cos and sin that no angle gives: a kernel that formed angles instead fails.
+    const held = 50, rotaryDim = 32;
+    const cosSin = Float32Array.from({ length: held * rotaryDim }, (_, i) => Math.sin(i * 0.37) * 1.1);
+    for (const rotaryStyle of ["neox", "interleaved"]) {
+      const a = seeded.caseArgs({ rows: 12, hidden: 128, bias: false, beta: true, seed: 5 });
+      delete a.residual;
+      const args = { ...a, positions: new Int32Array([49, 0, 17]), cosSin, rotaryStyle, headSize: 64, rotaryDim, attentionScaling: 0.5 };
+      const y = await n.run(args);
+      fail(`${rotaryStyle}`, ref.compare(args, y));
+      fail(`${rotaryStyle} f16`, ref.compare(args, await n.run({ ...args, outputDtype: "f16" }), { tol: 1e-3 }));
+      const from = { ...args, positions: undefined, position: 47, heads: 4 };
+      fail(`${rotaryStyle} from 47`, ref.compare(from, await n.run(from)));
+      const tensor = await n.run({ ...args, output: "gpu" });
+      same(`${rotaryStyle}: a new tensor`, await tensor.read(), y);
+      const over = n.upload(args.input);
+      await n.run({ ...args, input: over, inPlace: true });
+      same(`${rotaryStyle}: in place`, await over.read(), y);
+      if (backend === "webgpu") {
+        const [x1, x2] = [n.upload(args.input), n.upload(args.input)];
+        const weights = { gamma: n.upload(args.gamma), beta: n.upload(args.beta) };
+        const e = n.device.createCommandEncoder();
+        n.encode(e, { ...args, ...weights, input: x1, inPlace: true });
+        n.device.queue.submit([e.finish()]);
+        same(`${rotaryStyle}: encode`, await x1.read(), y);
+        const bound = n.bind({ ...args, ...weights, input: x2, inPlace: true });
+        await bound.run();
+        same(`${rotaryStyle}: bind`, await x2.read(), y);
+        bound.free();
+        const src = n.kernelSource({ hidden: 128, rows: 12, beta: true, rotaryDim, headSize: 64, rotaryStyle, cosSinPositions: held }).code;
+        if (!/const ROT_TABLE: bool = true;/.test(src)) failures.push(`${rotaryStyle}: kernelSource lacks the table's kernel`);
+        if (!new RegExp(`const ROT_POSITIONS_AT: u32 = ${held * rotaryDim}u;`).test(src)) failures.push(`${rotaryStyle}: kernelSource's positions are not after the table`);
+      }
+    }
+    return failures;
+  }, backend, { query: `?backend=${backend}` });
+  assert.deepEqual(r, []);
+});
+
 test("every bad rotary value is a named error and the instance works after it (both backends), and encode, bind and kernelSource take the stage", async () => {
   const r = await inPage(async () => {
     const { pkg } = window.lib;
@@ -139,6 +185,11 @@ test("every bad rotary value is a named error and the instance works after it (b
         "theta and invFreq": { ...ok, theta: 1e4 },
         "no frequencies": { ...ok, invFreq: undefined },
         "invFreq length": { ...ok, invFreq: new Float32Array(3) },
+        "cosSin and invFreq": { ...ok, cosSin: new Float32Array(32) },
+        "cosSin length": { ...ok, invFreq: undefined, cosSin: new Float32Array(12) },
+        "cosSin as an Array": { ...ok, invFreq: undefined, cosSin: [1, 0, 0, 1, 1, 0, 0, 1] },
+        "cosSin not finite": { ...ok, invFreq: undefined, cosSin: new Float32Array(32).fill(NaN) },
+        "position beyond cosSin": { ...ok, invFreq: undefined, cosSin: new Float32Array(24) },
         "scaling not finite": { ...ok, attentionScaling: Infinity },
         "scaling negative": { ...ok, attentionScaling: -1 },
         "unknown style": { ...ok, rotaryStyle: "gptj" },
@@ -179,6 +230,11 @@ test("every bad rotary value is a named error and the instance works after it (b
     "theta and invFreq": ["TypeError", "theta:"],
     "no frequencies": ["TypeError", "invFreq:"],
     "invFreq length": ["ShapeError", "invFreq:"],
+    "cosSin and invFreq": ["TypeError", "cosSin: expected undefined with invFreq"],
+    "cosSin length": ["ShapeError", "cosSin: expected a length that is a multiple of rotaryDim (8"],
+    "cosSin as an Array": ["TypeError", "cosSin:"],
+    "cosSin not finite": ["ShapeError", "cosSin: expected finite numbers, got NaN at 0"],
+    "position beyond cosSin": ["ShapeError", "positions: expected positions below 3 (the rows of cosSin), got 3"],
     "scaling not finite": ["ShapeError", "attentionScaling:"],
     "scaling negative": ["ShapeError", "attentionScaling:"],
     "unknown style": ["TypeError", "rotaryStyle:"],

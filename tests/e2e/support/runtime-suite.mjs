@@ -217,6 +217,10 @@ async function rotary(n, report) {
   // q and k of a packed qkv row in one call (3 q heads, 1 k head, 2 v heads passed as they are).
   const qkv = { input: c.input.subarray(0, 12 * 16), gamma: gamma.subarray(0, 4 * 16), hidden: 16, heads: 6, passHeads: 2, positions: new Int32Array([9, 4096]), theta: 1e6 };
   push("a packed qkv row", ref.compare(qkv, await n.run(qkv)));
+  // The app's own cos and sin, rows no angle gives, in place where a decode step would be.
+  const cosSin = Float32Array.from({ length: 8 * 16 }, (_, i) => Math.cos(i * 0.61) * 0.9);
+  const table = { ...qkv, heads: undefined, passHeads: undefined, gamma: gamma.subarray(0, 16), theta: undefined, cosSin, positions: new Int32Array([7, 0]) };
+  push("cosSin", ref.compare(table, await n.run(table)));
   report.checked.rotary = checked;
 }
 
