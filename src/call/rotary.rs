@@ -305,7 +305,7 @@ impl Rotary {
     ) -> Option<(&AppBuffer, usize, u64)> {
         match &self.positions {
             Positions::Buffer(b) => {
-                let at = self.frequencies.words(rotary_dim).len();
+                let at = self.frequencies.word_count(rotary_dim);
                 Some((b, rows / self.heads(rows), at as u64 * 4))
             }
             _ => None,

@@ -60,7 +60,7 @@ pub fn dispatch<H: HostArray>(
         return Ok(None);
     }
     let in_place = matches!(outputs, Outputs::InPlace);
-    let (bound, kept) = bind(ctx, &plan, x, outputs, in_place);
+    let (bound, params, table) = bind(ctx, &plan, x, outputs, in_place);
     let variant = ctx.variant(&plan);
     let pipeline = pipelines.pipeline(variant)?;
     let group = pipelines.group(in_place, &bound)?;
@@ -72,11 +72,11 @@ pub fn dispatch<H: HostArray>(
         ("y", gy.into()),
         ("device", JsValue::from(pipelines.device())),
         ("queue", JsValue::from(pipelines.queue())),
-        ("copy", positions_copy(ctx, &plan, x)),
+        ("copy", positions_copy(&plan, x, table.as_ref())),
     ]);
     Ok(Some(Dispatch {
         objects,
-        _kept: kept,
+        _kept: [params].into_iter().chain(table).collect(),
     }))
 }
 
@@ -86,8 +86,8 @@ pub fn dispatch<H: HostArray>(
 pub struct Dispatch {
     /// `{ pipeline, group, x, y, device, queue, copy }` (`webgpu_raw::record_dispatch`).
     objects: Object,
-    /// The uniform block and the rotary table its bind group binds: a wgpu buffer is
-    /// destroyed when dropped, and the context's caches of both may let these go.
+    /// The uniform block and the rotary table its bind group binds, held as long as the
+    /// dispatch: the context's caches of both may let them go.
     _kept: Vec<wgpu::Buffer>,
 }
 
@@ -135,14 +135,14 @@ impl Dispatch {
 
 /// The app's buffers and tensors `x → outputs` binds, each by the bytes the call uses, the
 /// uniform block, a rotary stage's table, and stubs for the absent optional bindings; with
-/// the buffers of the package's own that it binds.
+/// the package's own buffers that it binds: the uniform block and the table.
 fn bind<H: HostArray>(
     ctx: &GpuContext,
     plan: &Plan,
     x: &Inputs<Arg<H>>,
     outputs: &Outputs<Arg<H>>,
     in_place: bool,
-) -> (RawBound, Vec<wgpu::Buffer>) {
+) -> (RawBound, wgpu::Buffer, Option<wgpu::Buffer>) {
     let params = ctx.uniform(call_params(x, plan, plan.shape().rows));
     let table = x
         .rotary
@@ -186,26 +186,25 @@ fn bind<H: HostArray>(
             bound[i] = Some((raw::buffer(ctx.stub(b, in_place)), Some(16)));
         }
     }
-    (bound, [params].into_iter().chain(table).collect())
+    (bound, params, table)
 }
 
 /// Where a rotary stage's positions are an app's buffer, the copy of them into the stage's
-/// table that each recording makes first (`{ src, dst, to, size }`); null otherwise. The
+/// `table` that each recording makes first (`{ src, dst, to, size }`); null otherwise. The
 /// table is kept by the context and may be shared by dispatches alike: each copy is
 /// followed by its own kernel in the same command buffer, before any other copy into it.
-fn positions_copy<H>(ctx: &GpuContext, plan: &Plan, x: &Inputs<Arg<H>>) -> JsValue {
+fn positions_copy<H>(plan: &Plan, x: &Inputs<Arg<H>>, table: Option<&wgpu::Buffer>) -> JsValue {
     let (rows, hidden) = (plan.shape().rows, plan.shape().hidden);
-    let Some(rotary) = &x.rotary else {
+    let (Some(rotary), Some(table)) = (&x.rotary, table) else {
         return JsValue::NULL;
     };
     let rotary_dim = rotary.kernel(hidden).rotary_dim as usize;
     let Some((app, tokens, to)) = rotary.buffer_positions(rows, rotary_dim) else {
         return JsValue::NULL;
     };
-    let table = ctx.rotary_table(rotary, rows, hidden);
     descriptor(&[
         ("src", app.gpu_handle().cloned().unwrap_or_default()),
-        ("dst", raw::buffer(&table)),
+        ("dst", raw::buffer(table)),
         ("to", (to as f64).into()),
         ("size", ((tokens * 4) as f64).into()),
     ])

@@ -57,6 +57,14 @@ impl Frequencies {
         }
     }
 
+    /// How many words a GPU kernel reads of them ([`Frequencies::words`]).
+    pub fn word_count(&self, rotary_dim: usize) -> usize {
+        match self {
+            Frequencies::Table(t) => t.len(),
+            _ => rotary_dim / 2,
+        }
+    }
+
     /// What a GPU kernel reads of them, as bits: the app's cos and sin, or the inverse
     /// frequencies.
     pub fn words(&self, rotary_dim: usize) -> Vec<u32> {

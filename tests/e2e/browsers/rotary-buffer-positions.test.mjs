@@ -1,6 +1,7 @@
 // A rotary stage's positions in an app's GPUBuffer (a decode loop's position counter kept on
 // the GPU), in headless Chromium on WebGPU (SwiftShader): through run with arrays and with
-// tensors in place, encode, bind (the buffer read again at every recording), a timing call,
+// tensors in place, encode, bind (the buffer read again at every recording), with the app's
+// cos and sin (`cosSin`: the positions after its table), a timing call,
 // two recordings of one shape with different buffers in one encoder; every value against
 // the f64 reference (www/lib/reference.js) of the same call with the positions as an array;
 // every bad buffer a named error, the instance working after them, and the CPU backend
@@ -55,6 +56,16 @@ test("positions in a GPUBuffer: run, tensors in place, encode, bind (read at eac
     await bound.run();
     out.boundMoved = ref.compare(at([5, 6, 1 << 20]), await o3.read()).problems;
     bound.free();
+    // With the app's cos and sin, the positions go after its table: through run and encode.
+    const cosSin = Float32Array.from({ length: 12 * 16 }, (_, i) => Math.cos(i * 0.29));
+    const tabled = { ...at([11, 0, 5]), invFreq: undefined, cosSin };
+    const fromBuffer = { ...tabled, positions: counter([11, 0, 5], 2) };
+    out.cosSinRun = ref.compare(tabled, await n.run(fromBuffer)).problems;
+    const o4 = n.upload(new Float32Array(a.input.length));
+    const e2 = device.createCommandEncoder();
+    n.encode(e2, { ...fromBuffer, input, gamma, output: o4 });
+    device.queue.submit([e2.finish()]);
+    out.cosSinEncode = ref.compare(tabled, await o4.read()).problems;
     const ms = await n.timeDispatches(given, 2);
     out.timed = typeof ms === "number" && ms >= 0;
     // Refusals, nothing computed; the instance works after them.
@@ -75,7 +86,7 @@ test("positions in a GPUBuffer: run, tensors in place, encode, bind (read at eac
     out.cpuAfter = ref.compare(want, await cpu.run(want)).problems;
     return out;
   });
-  for (const k of ["run", "inPlace", "gpu", "encode", "encodeSecond", "bound", "boundMoved", "after", "cpuAfter"]) assert.deepEqual(r[k], [], k);
+  for (const k of ["run", "inPlace", "gpu", "encode", "encodeSecond", "bound", "boundMoved", "cosSinRun", "cosSinEncode", "after", "cpuAfter"]) assert.deepEqual(r[k], [], k);
   assert.equal(r.timed, true, "a timing call with a positions buffer resolves with milliseconds");
   const noHeads = "TypeError: heads: expected the rows a token with positions in a GPUBuffer (its size does not tell the tokens), got undefined";
   assert.equal(r.noHeads, noHeads);
