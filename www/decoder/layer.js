@@ -1,0 +1,165 @@
+// A Qwen3-style decoder stack on the package's device, as an engine records it: the engine's
+// own kernels (kernels.js) for the projections, the KV cache, the attention and SwiGLU, and
+// the package for every normalization step and the rotation, each bound once per shape
+// (`norm.bind`) and recorded into the step's one command encoder. Per layer:
+//
+//   m ← N(x)              layer 0 (later layers fold it into the previous residual add)
+//   qkv ← m · Wqkvᵀ       one matmul: a packed row of q, k and v heads a token
+//   qkv ← rope(N(q)), rope(N(k)), v        the package, in place, v heads passed
+//   caches[pos…] ← k, v;  attn ← attention(q, caches);  o ← attn · Woᵀ
+//   x ← x + o;  o ← N(x)  the package, in place: the residual add and the post-attention norm
+//   m ← down(silu(gate(o)) · up(o))
+//   x ← x + m;  m ← N(x)  the package, in place: the next layer's input norm (or the final norm)
+//
+// The activations are the engine's own GPUBuffers; the norm weights are the package's tensors.
+// The position of a step's first token is a counter on the GPU (`pos`), which the caches and
+// the attention read, which the package's decode calls read as their positions, and which the
+// step's last pass moves on: nothing of a decode step is written from the CPU but its token.
+import { enginePipelines, matmulGrid } from "./kernels.js";
+
+const STORAGE = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST;
+
+/**
+ * The stack for `cfg` (weights.js) with `weights`, caches for `maxTokens` positions, on
+ * `norm`'s device. `step(encoder, tokens)` records a step; `write`, `read` and `reset` move its
+ * data.
+ */
+export function createStack(norm, cfg, weights, { maxTokens }) {
+  const device = norm.device;
+  const { hidden: h, qHeads, kvHeads, headDim: d, inter, eps } = cfg;
+  const heads = qHeads + 2 * kvHeads;
+  const row = heads * d;
+  const made = (size, usage, data) => {
+    const b = device.createBuffer({ size, usage });
+    if (data) device.queue.writeBuffer(b, 0, data);
+    return b;
+  };
+  const buffer = (floats, data) => made(Math.max(16, floats * 4), STORAGE, data);
+  const uniform = (words) => made(16, GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST, new Uint32Array(words));
+  const act = {
+    x: buffer(maxTokens * h), m: buffer(maxTokens * h), qkv: buffer(maxTokens * row),
+    attn: buffer(maxTokens * qHeads * d), o: buffer(maxTokens * h),
+    gu: buffer(maxTokens * 2 * inter), act: buffer(maxTokens * inter),
+    pos: buffer(4, new Int32Array([0, 0, 0, 0])),
+  };
+  const layers = weights.layers.map((w) => ({
+    qkv: buffer(w.qkv.length, w.qkv), o: buffer(w.o.length, w.o),
+    gateUp: buffer(w.gateUp.length, w.gateUp), down: buffer(w.down.length, w.down),
+    kc: buffer(maxTokens * kvHeads * d), vc: buffer(maxTokens * kvHeads * d),
+    inNorm: norm.upload(w.inNorm), postNorm: norm.upload(w.postNorm),
+    // A gamma a head: q_norm's weight for each q head, k_norm's for each k head.
+    qkNorm: norm.upload(headGammas(w, qHeads, kvHeads, d)),
+  }));
+  const finalNorm = norm.upload(weights.finalNorm);
+  const k = enginePipelines(device, d);
+  const shapes = new Map();
+
+  /** Everything recorded for a step of `tokens` tokens, made at its first step. */
+  function shapeOf(tokens) {
+    if (shapes.has(tokens)) return shapes.get(tokens);
+    const mm = (x, w, y, n, kk) => ({ group: k.matmul.bind(x, w, y, uniform([tokens, n, kk, 0])), grid: matmulGrid(tokens, n) });
+    const rows = { hidden: h, eps, rows: tokens };
+    // Prefill turns tokens from position 0; a decode step reads its position from the counter.
+    const where = tokens > 1 ? { position: 0 } : { positions: act.pos };
+    const perLayer = layers.map((l, i) => ({
+      // Layer 0's input norm into m; later layers' are the previous layer's residual add.
+      inNorm: i === 0 ? norm.bind({ ...rows, input: act.x, gamma: l.inNorm, output: act.m }) : null,
+      qkv: mm(act.m, l.qkv, act.qkv, row, h),
+      qk: norm.bind({ input: act.qkv, gamma: l.qkNorm, hidden: d, eps, rows: tokens * heads, heads, passHeads: kvHeads, invFreq: weights.invFreq, inPlace: true, ...where }),
+      kv: k.kvAppend.bind(act.qkv, l.kc, l.vc, act.pos, uniform([tokens, kvHeads * d, row, qHeads * d])),
+      attention: k.attention.bind(act.qkv, l.kc, l.vc, act.pos, act.attn, attentionUniform(device, qHeads, kvHeads, row, d)),
+      o: mm(act.attn, l.o, act.o, h, qHeads * d),
+      post: norm.bind({ ...rows, input: act.o, residual: act.x, gamma: l.postNorm, inPlace: true }),
+      gateUp: mm(act.o, l.gateUp, act.gu, 2 * inter, h),
+      swiglu: k.swiglu.bind(act.gu, act.act, uniform([tokens, inter, 0, 0])),
+      down: mm(act.act, l.down, act.m, h, inter),
+      // The residual add of the MLP's output, and the next layer's input norm or the final one.
+      next: norm.bind({ ...rows, input: act.m, residual: act.x, gamma: layers[i + 1]?.inNorm ?? finalNorm, inPlace: true }),
+    }));
+    const shape = { tokens, perLayer, advance: k.advance.bind(act.pos, uniform([tokens, 0, 0, 0])) };
+    shapes.set(tokens, shape);
+    return shape;
+  }
+
+  /** One dispatch of the engine's, in a pass of its own. */
+  const dispatch = (encoder, { pipeline }, group, [x, y = 1]) => {
+    const pass = encoder.beginComputePass();
+    pass.setPipeline(pipeline);
+    pass.setBindGroup(0, group);
+    pass.dispatchWorkgroups(x, y);
+    pass.end();
+  };
+
+  /**
+   * Records a step of `tokens` (their embeddings written into x by `write`) into `encoder`;
+   * `{ package: false }` leaves the package's passes out (the page's timing without them).
+   * Returns the dispatches recorded.
+   */
+  function step(encoder, tokens, { package: withPackage = true } = {}) {
+    const s = shapeOf(tokens);
+    let count = 0;
+    const ours = (bound) => bound && withPackage && (bound.encode(encoder), count++);
+    const engine = (p, group, grid) => (dispatch(encoder, p, group, grid), count++);
+    for (const l of s.perLayer) {
+      ours(l.inNorm);
+      engine(k.matmul, l.qkv.group, l.qkv.grid);
+      ours(l.qk);
+      engine(k.kvAppend, l.kv, [Math.ceil((tokens * kvHeads * d) / 64)]);
+      engine(k.attention, l.attention, [tokens * qHeads]);
+      engine(k.matmul, l.o.group, l.o.grid);
+      ours(l.post);
+      engine(k.matmul, l.gateUp.group, l.gateUp.grid);
+      engine(k.swiglu, l.swiglu, [Math.ceil((tokens * inter) / 64)]);
+      engine(k.matmul, l.down.group, l.down.grid);
+      ours(l.next);
+    }
+    engine(k.advance, s.advance, [1]);
+    return count;
+  }
+
+  return {
+    device,
+    step,
+    /** Writes `tokens` embeddings (Float32Array) as the step's stream. */
+    write: (embeddings) => device.queue.writeBuffer(act.x, 0, embeddings),
+    /** The stream after the last layer (`x`) and its final norm (`m`) of the last step's `tokens`. */
+    read: async (tokens) => ({ stream: await readFloats(device, act.x, tokens * h), final: await readFloats(device, act.m, tokens * h) }),
+    /** Back to position 0, the caches forgotten. */
+    reset: () => device.queue.writeBuffer(act.pos, 0, new Int32Array([0, 0, 0, 0])),
+    free() {
+      for (const s of shapes.values()) for (const l of s.perLayer) for (const b of [l.inNorm, l.qk, l.post, l.next]) b?.free();
+      for (const l of layers) for (const t of [l.inNorm, l.postNorm, l.qkNorm]) t.free();
+      finalNorm.free();
+    },
+  };
+}
+
+/** The attention's uniform block: q heads, kv heads, the packed row's width, 1/√d. */
+function attentionUniform(device, qHeads, kvHeads, row, d) {
+  const bytes = new ArrayBuffer(16);
+  new Uint32Array(bytes, 0, 3).set([qHeads, kvHeads, row]);
+  new Float32Array(bytes, 12, 1)[0] = 1 / Math.sqrt(d);
+  const b = device.createBuffer({ size: 16, usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST });
+  device.queue.writeBuffer(b, 0, bytes);
+  return b;
+}
+
+/** q_norm's weight for each of the q heads, then k_norm's for each k head. */
+function headGammas(w, qHeads, kvHeads, d) {
+  const g = new Float32Array((qHeads + kvHeads) * d);
+  for (let head = 0; head < qHeads + kvHeads; head++) g.set(head < qHeads ? w.qNorm : w.kNorm, head * d);
+  return g;
+}
+
+/** `floats` f32s of `buffer`, read back. */
+async function readFloats(device, buffer, floats) {
+  const staging = device.createBuffer({ size: floats * 4, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+  const e = device.createCommandEncoder();
+  e.copyBufferToBuffer(buffer, 0, staging, 0, floats * 4);
+  device.queue.submit([e.finish()]);
+  await staging.mapAsync(GPUMapMode.READ);
+  const out = new Float32Array(staging.getMappedRange().slice(0));
+  staging.unmap();
+  staging.destroy();
+  return out;
+}
