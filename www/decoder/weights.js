@@ -42,3 +42,22 @@ export function seededWeights(cfg, seed = 7) {
 export function seededEmbeddings(cfg, tokens, seed) {
   return filled(tokens * cfg.hidden, rng(seed), -1, 1);
 }
+
+/**
+ * A fixture's weights (tests/fixtures/capture_decoder.py: transformers' names, torch's
+ * layouts, plain arrays) in this stack's: q, k and v stacked, gate and up stacked.
+ */
+export function fromTransformers(w) {
+  const f = (...parts) => Float32Array.from(parts.flat());
+  const layers = w.layers.map((l) => ({
+    inNorm: f(l.input_layernorm),
+    qkv: f(l.q_proj, l.k_proj, l.v_proj),
+    qNorm: f(l.q_norm),
+    kNorm: f(l.k_norm),
+    o: f(l.o_proj),
+    postNorm: f(l.post_attention_layernorm),
+    gateUp: f(l.gate_proj, l.up_proj),
+    down: f(l.down_proj),
+  }));
+  return { layers, finalNorm: f(w.norm), invFreq: f(w.inv_freq) };
+}

@@ -2,10 +2,13 @@
 // for the projections, the KV cache, the attention and SwiGLU; the package for every norm and
 // the rotation, bound once per shape) in headless Chromium on WebGPU (SwiftShader), a prefill
 // then decode steps, each step one command encoder: the stream after the last layer and its
-// final norm against the f64 reference of the whole stack (www/decoder/reference.js).
+// final norm against the f64 reference of the whole stack (www/decoder/reference.js), and
+// against what transformers' own Qwen3 model computed with the same weights
+// (tests/fixtures/decoder/qwen3.json, by tests/fixtures/capture_decoder.py).
 //
 //   bash scripts/build.sh && node --test --test-reporter=spec tests/e2e/browsers/decoder-layer.test.mjs
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 
 import { pageSuite, test } from "../support/page.mjs";
@@ -16,51 +19,60 @@ const { inPage } = pageSuite("rmsnorm-decoder-", { mounts: [["/decoder", join(RO
 // Within this of its row's largest value (docs/numerics.md, "A decoder stack").
 const TOL = 1e-5;
 
-test("a decoder stack's prefill and decode steps, one encoder a step, meet the f64 reference", async (t) => {
-  const r = await inPage(async () => {
+/**
+ * In the page: the stack of `cfg` with `weights` (weights.js's layout, or a fixture's to be
+ * laid out so) over `embeddings`, a prompt then single tokens (`steps`: the tokens of each);
+ * each step's worst error of the stream and the final norm against `want` (`{ layers, final }`
+ * of the whole sequence: reference.js's, or null for it to be computed there; or the fixture's
+ * per step).
+ */
+async function stackInPage({ cfg, weights, embeddings, steps, fixture }) {
+  return inPage(async ({ cfg, weights, embeddings, steps, fixture }) => {
     const { pkg } = window.lib;
     const { createStack } = await import("/decoder/layer.js");
-    const { seededWeights, seededEmbeddings } = await import("/decoder/weights.js");
+    const { seededWeights, seededEmbeddings, fromTransformers } = await import("/decoder/weights.js");
     const { referenceStack } = await import("/decoder/reference.js");
-    const cfg = { hidden: 64, qHeads: 4, kvHeads: 2, headDim: 16, inter: 128, layers: 2, eps: 1e-6, theta: 1e6 };
-    const weights = seededWeights(cfg, 7);
-    const [prompt, steps] = [8, 3];
-    const embeddings = seededEmbeddings(cfg, prompt + steps, 3);
-    const want = referenceStack(cfg, weights, embeddings, prompt + steps);
-    const norm = await pkg.FusedRmsNorm.create({ backend: "webgpu" });
-    const stack = createStack(norm, cfg, weights, { maxTokens: 16 });
+    const { runSteps, worstOff, perStep } = await import("/decoder/steps.js");
+    const w = weights ? fromTransformers(weights) : seededWeights(cfg, 7);
+    const tokens = steps.reduce((a, b) => a + b, 0);
+    const x = embeddings ? Float32Array.from(embeddings) : seededEmbeddings(cfg, tokens, 3);
     const h = cfg.hidden;
-    // The worst |got − want| of each row over the row's largest |want|.
-    const off = (got, ref, first) => {
-      let worst = 0;
-      for (let t = 0; t < got.length / h; t++) {
-        const row = ref.subarray((first + t) * h, (first + t + 1) * h);
-        const scale = Math.max(...row.map(Math.abs));
-        for (let i = 0; i < h; i++) worst = Math.max(worst, Math.abs(got[t * h + i] - row[i]) / scale);
-      }
-      return worst;
-    };
-    const out = [];
-    let first = 0;
-    for (const tokens of [prompt, ...Array(steps).fill(1)]) {
-      stack.write(embeddings.subarray(first * h, (first + tokens) * h));
-      const encoder = norm.device.createCommandEncoder();
-      const dispatches = stack.step(encoder, tokens);
-      norm.device.queue.submit([encoder.finish()]);
-      const got = await stack.read(tokens);
-      out.push({ tokens, dispatches, stream: off(got.stream, want.layers.at(-1), first), final: off(got.final, want.final, first) });
-      first += tokens;
+    let want = fixture;
+    if (!want) {
+      const ref = referenceStack(cfg, w, x, tokens);
+      const [stream, final] = [ref.layers.at(-1), ref.final].map((all) => perStep(all, steps, h));
+      want = steps.map((_, s) => ({ stream: stream[s], final: final[s] }));
     }
+    const norm = await pkg.FusedRmsNorm.create({ backend: "webgpu" });
+    const stack = createStack(norm, cfg, w, { maxTokens: 16 });
+    const got = await runSteps(stack, x, steps, h);
     stack.free();
-    return out;
-  });
-  assert.equal(r.length, 4);
+    return got.map((g, s) => ({ tokens: g.tokens, dispatches: g.dispatches, stream: worstOff(g.stream, want[s].stream, h), final: worstOff(g.final, want[s].final, h) }));
+  }, { cfg, weights, embeddings, steps, fixture });
+}
+
+function assertSteps(t, r, steps, layers, tol) {
   t.diagnostic(JSON.stringify(r));
+  assert.deepEqual(r.map((s) => s.tokens), steps);
   for (const s of r) {
     // Per layer: 4 matmuls, the cache, the attention, SwiGLU and 3 of the package's; layer 0's
     // input norm; the counter.
-    assert.equal(s.dispatches, 2 * 10 + 2, `${s.tokens} tokens: dispatches`);
-    assert.ok(s.stream <= TOL, `${s.tokens} tokens: the stream ${s.stream} of its row's largest from the reference`);
-    assert.ok(s.final <= TOL, `${s.tokens} tokens: the final norm ${s.final} of its row's largest from the reference`);
+    assert.equal(s.dispatches, layers * 10 + 2, `${s.tokens} tokens: dispatches`);
+    assert.ok(s.stream <= tol, `${s.tokens} tokens: the stream ${s.stream} of its row's largest away`);
+    assert.ok(s.final <= tol, `${s.tokens} tokens: the final norm ${s.final} of its row's largest away`);
   }
+}
+
+test("a decoder stack's prefill and decode steps, one encoder a step, meet the f64 reference", async (t) => {
+  const cfg = { hidden: 64, qHeads: 4, kvHeads: 2, headDim: 16, inter: 128, layers: 2, eps: 1e-6, theta: 1e6 };
+  const steps = [8, 1, 1, 1];
+  assertSteps(t, await stackInPage({ cfg, steps }), steps, cfg.layers, TOL);
+});
+
+test("the same stack with transformers' Qwen3 weights meets what transformers computed, prefill and decode", async (t) => {
+  const f = JSON.parse(readFileSync(join(ROOT, "tests/fixtures/decoder/qwen3.json"), "utf8"));
+  const steps = f.steps.map((s) => s.tokens);
+  const fixture = f.steps.map(({ stream, final }) => ({ stream, final }));
+  const r = await stackInPage({ cfg: f.config, weights: f.weights, embeddings: f.embeddings, steps, fixture });
+  assertSteps(t, r, steps, f.config.layers, TOL);
 });

@@ -9,6 +9,10 @@ import * as ref from "../../../www/lib/reference.js";
 import * as seeded from "../../../www/lib/seeded.js";
 import * as f16 from "../../../www/lib/f16.js";
 import * as appGpu from "../../../www/lib/app-gpu.js";
+import { createStack } from "../../../www/decoder/layer.js";
+import { referenceStack } from "../../../www/decoder/reference.js";
+import { perStep, runSteps, worstOff } from "../../../www/decoder/steps.js";
+import { seededEmbeddings, seededWeights } from "../../../www/decoder/weights.js";
 import { familyHelpers } from "./page/family.js";
 import { EXPECTED_ARRAY } from "./page/readings.js";
 
@@ -225,6 +229,31 @@ async function rotary(n, report) {
 }
 
 /**
+ * www/decoder's stack, the package inside a forward pass (each norm and the rotation between
+ * the engine's own kernels, one encoder a step): a prompt and three decode steps, the stream
+ * and the final norm of each against the f64 reference of the whole stack.
+ */
+async function decoder(n, report) {
+  const cfg = { hidden: 64, qHeads: 4, kvHeads: 2, headDim: 16, inter: 128, layers: 2, eps: 1e-6, theta: 1e6 };
+  const steps = [8, 1, 1, 1];
+  const weights = seededWeights(cfg, 7);
+  const x = seededEmbeddings(cfg, 11, 3);
+  const ref = referenceStack(cfg, weights, x, 11);
+  const [stream, final] = [ref.layers.at(-1), ref.final].map((all) => perStep(all, steps, cfg.hidden));
+  const stack = createStack(n, cfg, weights, { maxTokens: 16 });
+  const got = await runSteps(stack, x, steps, cfg.hidden);
+  stack.free();
+  let checked = 0;
+  for (const [s, g] of got.entries()) {
+    for (const [what, off] of [["stream", worstOff(g.stream, stream[s], cfg.hidden)], ["final norm", worstOff(g.final, final[s], cfg.hidden)]]) {
+      checked++;
+      if (!(off <= 1e-5)) report.failures.push(`decoder step ${s} (${g.tokens} tokens): the ${what} ${off} of its row's largest from the f64 reference`);
+    }
+  }
+  report.checked.decoder = checked;
+}
+
+/**
  * The checks for `backend` ("webgpu": every GPU entry point; "cpu": the CPU backend's), on the
  * package `pkg` whose `init` has not run yet.
  */
@@ -245,6 +274,7 @@ export async function check({ init, pkg, backend }) {
     await rotary(n, report);
     await webgpuObjects(n, report);
     await timing(n, report);
+    await decoder(n, report);
     await deviceLoss(n, report);
   }
   n.free();

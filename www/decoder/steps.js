@@ -1,0 +1,46 @@
+// A prompt then decode steps through a stack (layer.js), each step one command encoder and
+// one submission, and how far a step's results are from what was expected: the page, the
+// browser suite and the runtime suite run the stack through here.
+
+/**
+ * Runs `steps` (the tokens of each: the prompt, then 1s) of the embeddings `x` through
+ * `stack`; resolves with each step's `{ tokens, dispatches, recordMs, stream, final }`, its
+ * results read back.
+ */
+export async function runSteps(stack, x, steps, hidden) {
+  const out = [];
+  let first = 0;
+  for (const tokens of steps) {
+    stack.write(x.subarray(first * hidden, (first + tokens) * hidden));
+    const t0 = performance.now();
+    const encoder = stack.device.createCommandEncoder();
+    const dispatches = stack.step(encoder, tokens);
+    const commands = encoder.finish();
+    const recordMs = performance.now() - t0;
+    stack.device.queue.submit([commands]);
+    out.push({ tokens, dispatches, recordMs, ...(await stack.read(tokens)) });
+    first += tokens;
+  }
+  return out;
+}
+
+/** The worst |got − want| of a row of `hidden` over the row's largest |want|. */
+export function worstOff(got, want, hidden) {
+  let worst = 0;
+  for (let at = 0; at < got.length; at += hidden) {
+    let scale = 0;
+    for (let i = 0; i < hidden; i++) scale = Math.max(scale, Math.abs(want[at + i]));
+    for (let i = 0; i < hidden; i++) worst = Math.max(worst, Math.abs(got[at + i] - want[at + i]) / scale);
+  }
+  return worst;
+}
+
+/** Each step's rows of a whole-sequence result `all` (reference.js's), by `steps`' tokens. */
+export function perStep(all, steps, hidden) {
+  let first = 0;
+  return steps.map((tokens) => {
+    const rows = all.subarray(first * hidden, (first + tokens) * hidden);
+    first += tokens;
+    return rows;
+  });
+}
