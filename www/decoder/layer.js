@@ -21,7 +21,7 @@ const STORAGE = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsag
 
 /**
  * The stack for `cfg` (weights.js) with `weights`, caches for `maxTokens` positions, on
- * `norm`'s device. `step(encoder, tokens)` records a step; `write`, `read` and `reset` move its
+ * `norm`'s device. `step(encoder, tokens)` records a step; `write`, `read` and `seek` move its
  * data.
  */
 export function createStack(norm, cfg, weights, { maxTokens }) {
@@ -42,7 +42,8 @@ export function createStack(norm, cfg, weights, { maxTokens }) {
     gu: buffer(maxTokens * 2 * inter), act: buffer(maxTokens * inter),
     pos: buffer(4, new Int32Array([0, 0, 0, 0])),
   };
-  const layers = weights.layers.map((w) => ({
+  // Any iterable of layers: a generator lets a large stack's weights go once uploaded.
+  const layers = Array.from(weights.layers, (w) => ({
     qkv: buffer(w.qkv.length, w.qkv), o: buffer(w.o.length, w.o),
     gateUp: buffer(w.gateUp.length, w.gateUp), down: buffer(w.down.length, w.down),
     kc: buffer(maxTokens * kvHeads * d), vc: buffer(maxTokens * kvHeads * d),
@@ -93,13 +94,13 @@ export function createStack(norm, cfg, weights, { maxTokens }) {
   /**
    * Records a step of `tokens` (their embeddings written into x by `write`) into `encoder`;
    * `{ package: false }` leaves the package's passes out (the page's timing without them).
-   * Returns the dispatches recorded.
+   * Returns the dispatches recorded, all and the package's.
    */
   function step(encoder, tokens, { package: withPackage = true } = {}) {
     const s = shapeOf(tokens);
-    let count = 0;
-    const ours = (bound) => bound && withPackage && (bound.encode(encoder), count++);
-    const engine = (p, group, grid) => (dispatch(encoder, p, group, grid), count++);
+    const count = { dispatches: 0, packaged: 0 };
+    const ours = (bound) => bound && withPackage && (bound.encode(encoder), count.dispatches++, count.packaged++);
+    const engine = (p, group, grid) => (dispatch(encoder, p, group, grid), count.dispatches++);
     for (const l of s.perLayer) {
       ours(l.inNorm);
       engine(k.matmul, l.qkv.group, l.qkv.grid);
@@ -124,8 +125,8 @@ export function createStack(norm, cfg, weights, { maxTokens }) {
     write: (embeddings) => device.queue.writeBuffer(act.x, 0, embeddings),
     /** The stream after the last layer (`x`) and its final norm (`m`) of the last step's `tokens`. */
     read: async (tokens) => ({ stream: await readFloats(device, act.x, tokens * h), final: await readFloats(device, act.m, tokens * h) }),
-    /** Back to position 0, the caches forgotten. */
-    reset: () => device.queue.writeBuffer(act.pos, 0, new Int32Array([0, 0, 0, 0])),
+    /** The next step's first position (0: the caches forgotten). */
+    seek: (position) => device.queue.writeBuffer(act.pos, 0, new Int32Array([position, 0, 0, 0])),
     free() {
       for (const s of shapes.values()) for (const l of s.perLayer) for (const b of [l.inNorm, l.qk, l.post, l.next]) b?.free();
       for (const l of layers) for (const t of [l.inNorm, l.postNorm, l.qkNorm]) t.free();

@@ -4,7 +4,8 @@
 
 /**
  * Runs `steps` (the tokens of each: the prompt, then 1s) of the embeddings `x` through
- * `stack`; resolves with each step's `{ tokens, dispatches, recordMs, stream, final }`, its
+ * `stack`; resolves with each step's `{ tokens, dispatches, packaged, recordMs, stream,
+ * final }`: its dispatches (the package's among them), the CPU time of recording it, and its
  * results read back.
  */
 export async function runSteps(stack, x, steps, hidden) {
@@ -14,11 +15,11 @@ export async function runSteps(stack, x, steps, hidden) {
     stack.write(x.subarray(first * hidden, (first + tokens) * hidden));
     const t0 = performance.now();
     const encoder = stack.device.createCommandEncoder();
-    const dispatches = stack.step(encoder, tokens);
+    const { dispatches, packaged } = stack.step(encoder, tokens);
     const commands = encoder.finish();
     const recordMs = performance.now() - t0;
     stack.device.queue.submit([commands]);
-    out.push({ tokens, dispatches, recordMs, ...(await stack.read(tokens)) });
+    out.push({ tokens, dispatches, packaged, recordMs, ...(await stack.read(tokens)) });
     first += tokens;
   }
   return out;
@@ -43,4 +44,30 @@ export function perStep(all, steps, hidden) {
     first += tokens;
     return rows;
   });
+}
+
+/**
+ * Wall time of a step of `tokens` from `position`, submission to the GPU's done, median of
+ * `reps`, with the package's passes and without them (its results then wrong: for the share).
+ */
+export async function stepMs(stack, position, tokens, reps = 5) {
+  const once = async (withPackage) => {
+    stack.seek(position);
+    const encoder = stack.device.createCommandEncoder();
+    stack.step(encoder, tokens, { package: withPackage });
+    const commands = encoder.finish();
+    await stack.device.queue.onSubmittedWorkDone();
+    const t0 = performance.now();
+    stack.device.queue.submit([commands]);
+    await stack.device.queue.onSubmittedWorkDone();
+    return performance.now() - t0;
+  };
+  const runs = { with: [], without: [] };
+  // Alternately, so that both see the same clocks.
+  for (let r = 0; r < reps; r++) {
+    runs.with.push(await once(true));
+    runs.without.push(await once(false));
+  }
+  const median = (a) => a.sort((x, y) => x - y)[a.length >> 1];
+  return { with: median(runs.with), without: median(runs.without) };
 }

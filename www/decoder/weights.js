@@ -31,11 +31,17 @@ function seededLayer(cfg, next) {
   };
 }
 
-/** Seeded weights for `cfg`, the final norm's included, and its inverse frequencies. */
-export function seededWeights(cfg, seed = 7) {
+/**
+ * Seeded weights for `cfg`, the final norm's included, and its inverse frequencies. `lazy`:
+ * the layers as a generator, each made as it is taken (a large stack's need not all be held).
+ */
+export function seededWeights(cfg, seed = 7, { lazy = false } = {}) {
   const next = rng(seed);
-  const layers = Array.from({ length: cfg.layers }, () => seededLayer(cfg, next));
-  return { layers, finalNorm: filled(cfg.hidden, next, 0.5, 1.5), invFreq: qwenInvFreq(cfg) };
+  const finalNorm = filled(cfg.hidden, rng(seed + 1), 0.5, 1.5);
+  function* made() {
+    for (let l = 0; l < cfg.layers; l++) yield seededLayer(cfg, next);
+  }
+  return { layers: lazy ? made() : [...made()], finalNorm, invFreq: qwenInvFreq(cfg) };
 }
 
 /** `tokens` rows of embeddings, seeded. */

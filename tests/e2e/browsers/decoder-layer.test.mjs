@@ -4,13 +4,16 @@
 // then decode steps, each step one command encoder: the stream after the last layer and its
 // final norm against the f64 reference of the whole stack (www/decoder/reference.js), and
 // against what transformers' own Qwen3 model computed with the same weights
-// (tests/fixtures/decoder/qwen3.json, by tests/fixtures/capture_decoder.py).
+// (tests/fixtures/decoder/qwen3.json, by tests/fixtures/capture_decoder.py); and the page,
+// www/decoder.html, as `npm run demo` serves it, run through its controls.
 //
 //   bash scripts/build.sh && node --test --test-reporter=spec tests/e2e/browsers/decoder-layer.test.mjs
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 
+import { serve } from "../../../scripts/serve.mjs";
+import { launch, watchedPage } from "../support/chromium.mjs";
 import { pageSuite, test } from "../support/page.mjs";
 import { ROOT } from "../support/repo.mjs";
 
@@ -47,7 +50,7 @@ async function stackInPage({ cfg, weights, embeddings, steps, fixture }) {
     const stack = createStack(norm, cfg, w, { maxTokens: 16 });
     const got = await runSteps(stack, x, steps, h);
     stack.free();
-    return got.map((g, s) => ({ tokens: g.tokens, dispatches: g.dispatches, stream: worstOff(g.stream, want[s].stream, h), final: worstOff(g.final, want[s].final, h) }));
+    return got.map((g, s) => ({ tokens: g.tokens, dispatches: g.dispatches, packaged: g.packaged, stream: worstOff(g.stream, want[s].stream, h), final: worstOff(g.final, want[s].final, h) }));
   }, { cfg, weights, embeddings, steps, fixture });
 }
 
@@ -58,6 +61,7 @@ function assertSteps(t, r, steps, layers, tol) {
     // Per layer: 4 matmuls, the cache, the attention, SwiGLU and 3 of the package's; layer 0's
     // input norm; the counter.
     assert.equal(s.dispatches, layers * 10 + 2, `${s.tokens} tokens: dispatches`);
+    assert.equal(s.packaged, layers * 3 + 1, `${s.tokens} tokens: the package's dispatches`);
     assert.ok(s.stream <= tol, `${s.tokens} tokens: the stream ${s.stream} of its row's largest away`);
     assert.ok(s.final <= tol, `${s.tokens} tokens: the final norm ${s.final} of its row's largest away`);
   }
@@ -75,4 +79,30 @@ test("the same stack with transformers' Qwen3 weights meets what transformers co
   const fixture = f.steps.map(({ stream, final }) => ({ stream, final }));
   const r = await stackInPage({ cfg: f.config, weights: f.weights, embeddings: f.embeddings, steps, fixture });
   assertSteps(t, r, steps, f.config.layers, TOL);
+});
+
+test("the decoder page runs the small stack, each step within the f64 reference, with no console error", async () => {
+  const server = await serve({ port: 0, mounts: [["/", join(ROOT, "www")], ["/pkg", join(ROOT, "pkg")]] });
+  const browser = await launch();
+  const problems = [];
+  try {
+    const page = await watchedPage(await browser.newContext(), problems);
+    await page.goto(`${server.url}decoder.html`);
+    await page.waitForSelector('#status[data-state="ready"]', { timeout: 20_000 });
+    // SwiftShader is a fallback adapter: the page chose the small shape, checked against f64.
+    assert.equal(await page.inputValue("#shape"), "small");
+    await page.fill("#prompt", "12");
+    await page.fill("#steps", "2");
+    await page.click("#run");
+    await page.waitForSelector('#status[data-state="done"], #status[data-state="error"]', { timeout: 120_000 });
+    assert.equal(await page.getAttribute("#status", "data-state"), "done", await page.textContent("#status"));
+    const rows = await page.$$eval("#steps-table tbody tr", (trs) => trs.map((tr) => [...tr.cells].map((c) => c.textContent)));
+    assert.deepEqual(rows.map((r) => r.slice(0, 4)), [["prefill", "12", "42", "13"], ["decode 1", "1", "42", "13"], ["decode 2", "1", "42", "13"]]);
+    for (const r of rows) assert.match(r[8], /^\d\.\de-\d+ ok$/, `${r[0]}: ${r[8]}`);
+    for (const r of rows.slice(0, 2)) assert.ok(Number(r[5]) > 0 && Number(r[6]) > 0, `${r[0]}: timed`);
+    assert.deepEqual(problems, []);
+  } finally {
+    await browser.close();
+    await server.close();
+  }
 });
