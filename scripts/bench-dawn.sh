@@ -16,7 +16,7 @@
 #                                             # an app sets it up, against the f64 reference
 #                                             # (bench/dawn/node-check.mjs)
 #
-# SECTIONS: any of cliff calls kernel family rotary memory sweep (default: the first three, each in a fresh process,
+# SECTIONS: any of cliff calls kernel family rotary decoder memory sweep (default: the first three, each in a fresh process,
 # cliff first; sweep needs --wgsl FILE in BENCH_DAWN_ARGS, see bench/dawn/bench.mjs). Options for bench/dawn/bench.mjs go in BENCH_DAWN_ARGS, e.g.
 #   BENCH_DAWN_ARGS="--shapes 1x4096,16384x4096 --calls 200" bash scripts/bench-dawn.sh run kernel
 # bench/dawn/ and bench/shared/ (bench.mjs and the modules it imports) come with the working
@@ -158,5 +158,5 @@ case "${1:-}" in
   run) shift; run "$@" ;;
   check) unpack; "$NODE" bench/dawn/node-check.mjs ;;
   "") prepare; run ;;
-  *) echo "usage: bash scripts/bench-dawn.sh [prepare | run [cliff] [calls] [kernel] [family] [rotary] [memory] [sweep] | check]" >&2; exit 64 ;;
+  *) echo "usage: bash scripts/bench-dawn.sh [prepare | run [cliff] [calls] [kernel] [family] [rotary] [decoder] [memory] [sweep] | check]" >&2; exit 64 ;;
 esac

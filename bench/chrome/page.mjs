@@ -9,6 +9,7 @@ import { sectionCalls } from "../shared/section-calls.mjs";
 import { sectionFamily } from "../shared/section-family.mjs";
 import { sectionKernel } from "../shared/section-kernel.mjs";
 import { sectionMemory } from "../shared/section-memory.mjs";
+import { sectionDecoder } from "../shared/section-decoder.mjs";
 import { sectionRotary } from "../shared/section-rotary.mjs";
 import { classify, newSeen, tap } from "../shared/tap.mjs";
 import { sectionCallsChrome } from "./section-calls-chrome.mjs";
@@ -64,7 +65,7 @@ async function open() {
   return { norm, lib, device, adapter: seen.adapter, kind, modules: seen.modules, seen, provenance, clock: smiSampler(runSmi) };
 }
 
-const SECTIONS = { kernel: sectionKernel, family: sectionFamily, calls: sectionCallsChrome, churn: sectionChurn, layers: sectionLayers, memory: sectionMemory, rotary: sectionRotary, waits: sectionWaits };
+const SECTIONS = { kernel: sectionKernel, family: sectionFamily, calls: sectionCallsChrome, churn: sectionChurn, layers: sectionLayers, memory: sectionMemory, rotary: sectionRotary, decoder: sectionDecoder, waits: sectionWaits };
 
 async function main() {
   const args = parseArgs(argv);

@@ -6,6 +6,7 @@
 //   node bench/dawn/bench.mjs cliff   [--cliff-rows 4096,8191,8192,16384] [--cliff-hidden 4096]
 //   node bench/dawn/bench.mjs family  [--shapes 1x4096,8192x4096,...] [--reps 5] [--idle-reps 7] [--idle-ms 150] [--settle-ms 1000] [--idle-pass-us 250]
 //   node bench/dawn/bench.mjs rotary  [--shapes 2048x32+8x128,1x32+8x128,...] [--reps 5] [--idle-reps 7] [--idle-ms 150] [--idle-pass-us 250]
+//   node bench/dawn/bench.mjs decoder [--layers 8] [--prompt 128] [--decode-steps 8] [--reps 5] [--idle-reps 5]
 //   node bench/dawn/bench.mjs memory  [--mem-mib 128,192,256,384] [--mem-big 256] [--mem-churn 6] [--mem-slice-mib 1]
 //   node bench/dawn/bench.mjs sweep   --wgsl FILE [--shapes 1x4096,...] [--sweep-options plain,bias+beta,sum]
 //
@@ -32,6 +33,7 @@ import { sectionCalls } from "../shared/section-calls.mjs";
 import { sectionFamily } from "../shared/section-family.mjs";
 import { sectionKernel } from "../shared/section-kernel.mjs";
 import { sectionMemory } from "../shared/section-memory.mjs";
+import { sectionDecoder } from "../shared/section-decoder.mjs";
 import { sectionRotary } from "../shared/section-rotary.mjs";
 import { NoGpu, open } from "./env.mjs";
 import { runSmi } from "./nvidia-smi.mjs";
@@ -42,7 +44,7 @@ const args = parseArgs(process.argv.slice(2));
 const { section, opt } = args;
 
 async function main() {
-  const sections = { calls: sectionCalls, kernel: sectionKernel, cliff: sectionCliff, sweep: sectionSweep, family: sectionFamily, memory: sectionMemory, rotary: sectionRotary };
+  const sections = { calls: sectionCalls, kernel: sectionKernel, cliff: sectionCliff, sweep: sectionSweep, family: sectionFamily, memory: sectionMemory, rotary: sectionRotary, decoder: sectionDecoder };
   if (!sections[section]) {
     console.error(`usage: node bench/dawn/bench.mjs ${Object.keys(sections).join("|")} [--options]  (see the file's header)`);
     process.exit(64);

@@ -17,8 +17,6 @@
 // step's last pass moves on: nothing of a decode step is written from the CPU but its token.
 import { enginePipelines, matmulGrid } from "./kernels.js";
 
-const STORAGE = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST;
-
 /**
  * The stack for `cfg` (weights.js) with `weights`, caches for `maxTokens` positions, on
  * `norm`'s device. `step(encoder, tokens)` records a step; `write`, `read` and `seek` move its
@@ -34,7 +32,8 @@ export function createStack(norm, cfg, weights, { maxTokens }) {
     if (data) device.queue.writeBuffer(b, 0, data);
     return b;
   };
-  const buffer = (floats, data) => made(Math.max(16, floats * 4), STORAGE, data);
+  const storage = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST;
+  const buffer = (floats, data) => made(Math.max(16, floats * 4), storage, data);
   const uniform = (words) => made(16, GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST, new Uint32Array(words));
   const act = {
     x: buffer(maxTokens * h), m: buffer(maxTokens * h), qkv: buffer(maxTokens * row),
@@ -54,6 +53,7 @@ export function createStack(norm, cfg, weights, { maxTokens }) {
   const finalNorm = norm.upload(weights.finalNorm);
   const k = enginePipelines(device, d);
   const shapes = new Map();
+  const starts = new Map();
 
   /** Everything recorded for a step of `tokens` tokens, made at its first step. */
   function shapeOf(tokens) {
@@ -127,6 +127,11 @@ export function createStack(norm, cfg, weights, { maxTokens }) {
     read: async (tokens) => ({ stream: await readFloats(device, act.x, tokens * h), final: await readFloats(device, act.m, tokens * h) }),
     /** The next step's first position (0: the caches forgotten). */
     seek: (position) => device.queue.writeBuffer(act.pos, 0, new Int32Array([position, 0, 0, 0])),
+    /** The same, recorded into `encoder` (a benchmark's steps from one position, back to back). */
+    seekIn(encoder, position) {
+      if (!starts.has(position)) starts.set(position, made(16, GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST, new Int32Array([position, 0, 0, 0])));
+      encoder.copyBufferToBuffer(starts.get(position), 0, act.pos, 0, 16);
+    },
     free() {
       for (const s of shapes.values()) for (const l of s.perLayer) for (const b of [l.inNorm, l.qk, l.post, l.next]) b?.free();
       for (const l of layers) for (const t of [l.inNorm, l.postNorm, l.qkNorm]) t.free();
