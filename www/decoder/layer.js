@@ -16,6 +16,7 @@
 // the attention read, which the package's decode calls read as their positions, and which the
 // step's last pass moves on: nothing of a decode step is written from the CPU but its token.
 import { enginePipelines, matmulGrid } from "./kernels.js";
+import { plainPasses } from "./plain.js";
 
 /**
  * The stack for `cfg` (weights.js) with `weights`, caches for `maxTokens` positions, on
@@ -51,7 +52,9 @@ export function createStack(norm, cfg, weights, { maxTokens }) {
     qkNorm: norm.upload(headGammas(w, qHeads, kvHeads, d)),
   }));
   const finalNorm = norm.upload(weights.finalNorm);
+  const invFreq = buffer(weights.invFreq.length, weights.invFreq);
   const k = enginePipelines(device, d);
+  const plain = plainPasses(device);
   const shapes = new Map();
   const starts = new Map();
 
@@ -62,21 +65,38 @@ export function createStack(norm, cfg, weights, { maxTokens }) {
     const rows = { hidden: h, eps, rows: tokens };
     // Prefill turns tokens from position 0; a decode step reads its position from the counter.
     const where = tokens > 1 ? { position: 0 } : { positions: act.pos };
-    const perLayer = layers.map((l, i) => ({
-      // Layer 0's input norm into m; later layers' are the previous layer's residual add.
-      inNorm: i === 0 ? norm.bind({ ...rows, input: act.x, gamma: l.inNorm, output: act.m }) : null,
-      qkv: mm(act.m, l.qkv, act.qkv, row, h),
-      qk: norm.bind({ input: act.qkv, gamma: l.qkNorm, hidden: d, eps, rows: tokens * heads, heads, passHeads: kvHeads, invFreq: weights.invFreq, inPlace: true, ...where }),
-      kv: k.kvAppend.bind(act.qkv, l.kc, l.vc, act.pos, uniform([tokens, kvHeads * d, row, qHeads * d])),
-      attention: k.attention.bind(act.qkv, l.kc, l.vc, act.pos, act.attn, attentionUniform(device, qHeads, kvHeads, row, d)),
-      o: mm(act.attn, l.o, act.o, h, qHeads * d),
-      post: norm.bind({ ...rows, input: act.o, residual: act.x, gamma: l.postNorm, inPlace: true }),
-      gateUp: mm(act.o, l.gateUp, act.gu, 2 * inter, h),
-      swiglu: k.swiglu.bind(act.gu, act.act, uniform([tokens, inter, 0, 0])),
-      down: mm(act.act, l.down, act.m, h, inter),
-      // The residual add of the MLP's output, and the next layer's input norm or the final one.
-      next: norm.bind({ ...rows, input: act.m, residual: act.x, gamma: layers[i + 1]?.inNorm ?? finalNorm, inPlace: true }),
-    }));
+    const perLayer = layers.map((l, i) => {
+      const nextGamma = layers[i + 1]?.inNorm ?? finalNorm;
+      const turned = qHeads + kvHeads;
+      return {
+        // The normalization steps two ways: the package's calls, and the plain passes an
+        // engine without it records (plain.js), over the same buffers.
+        package: {
+          // Layer 0's input norm into m; later layers' are the previous layer's residual add.
+          inNorm: i === 0 ? norm.bind({ ...rows, input: act.x, gamma: l.inNorm, output: act.m }) : null,
+          qk: norm.bind({ input: act.qkv, gamma: l.qkNorm, hidden: d, eps, rows: tokens * heads, heads, passHeads: kvHeads, invFreq: weights.invFreq, inPlace: true, ...where }),
+          post: norm.bind({ ...rows, input: act.o, residual: act.x, gamma: l.postNorm, inPlace: true }),
+          // The residual add of the MLP's output, and the next layer's input norm or the final one.
+          next: norm.bind({ ...rows, input: act.m, residual: act.x, gamma: nextGamma, inPlace: true }),
+        },
+        plain: {
+          inNorm: i === 0 ? [plain.bindNorm({ src: act.x, out: act.m, gamma: l.inNorm.buffer, rows: tokens, width: h, eps })] : [],
+          qk: [
+            plain.bindNorm({ src: act.qkv, gamma: l.qkNorm.buffer, rows: tokens * heads, width: d, eps, heads, turned, headGamma: true }),
+            plain.bindRope({ qkv: act.qkv, invFreq, pos: act.pos, tokens, heads, turned, d }),
+          ],
+          post: [plain.bindAdd(act.x, act.o, tokens * h), plain.bindNorm({ src: act.x, out: act.o, gamma: l.postNorm.buffer, rows: tokens, width: h, eps })],
+          next: [plain.bindAdd(act.x, act.m, tokens * h), plain.bindNorm({ src: act.x, out: act.m, gamma: nextGamma.buffer, rows: tokens, width: h, eps })],
+        },
+        qkv: mm(act.m, l.qkv, act.qkv, row, h),
+        kv: k.kvAppend.bind(act.qkv, l.kc, l.vc, act.pos, uniform([tokens, kvHeads * d, row, qHeads * d])),
+        attention: k.attention.bind(act.qkv, l.kc, l.vc, act.pos, act.attn, attentionUniform(device, qHeads, kvHeads, row, d)),
+        o: mm(act.attn, l.o, act.o, h, qHeads * d),
+        gateUp: mm(act.o, l.gateUp, act.gu, 2 * inter, h),
+        swiglu: k.swiglu.bind(act.gu, act.act, uniform([tokens, inter, 0, 0])),
+        down: mm(act.act, l.down, act.m, h, inter),
+      };
+    });
     const shape = { tokens, perLayer, advance: k.advance.bind(act.pos, uniform([tokens, 0, 0, 0])) };
     shapes.set(tokens, shape);
     return shape;
@@ -92,27 +112,33 @@ export function createStack(norm, cfg, weights, { maxTokens }) {
   };
 
   /**
-   * Records a step of `tokens` (their embeddings written into x by `write`) into `encoder`;
-   * `{ package: false }` leaves the package's passes out (the page's timing without them).
-   * Returns the dispatches recorded, all and the package's.
+   * Records a step of `tokens` (their embeddings written into x by `write`) into `encoder`, its
+   * normalization steps `way`: `"package"` (the package's calls), `"plain"` (the engine's own
+   * add, norm and rotary passes), or `"none"` (left out: the results wrong; for timing).
+   * Returns the dispatches recorded, all and the normalization steps'.
    */
-  function step(encoder, tokens, { package: withPackage = true } = {}) {
+  function step(encoder, tokens, { way = "package" } = {}) {
     const s = shapeOf(tokens);
-    const count = { dispatches: 0, packaged: 0 };
-    const ours = (bound) => bound && withPackage && (bound.encode(encoder), count.dispatches++, count.packaged++);
+    const count = { dispatches: 0, norms: 0 };
+    const norms = (l, key) => {
+      const calls = way === "package" ? [l.package[key]].filter(Boolean) : way === "plain" ? l.plain[key] : [];
+      for (const c of calls) way === "package" ? c.encode(encoder) : plain.record(encoder, c);
+      count.dispatches += calls.length;
+      count.norms += calls.length;
+    };
     const engine = (p, group, grid) => (dispatch(encoder, p, group, grid), count.dispatches++);
     for (const l of s.perLayer) {
-      ours(l.inNorm);
+      norms(l, "inNorm");
       engine(k.matmul, l.qkv.group, l.qkv.grid);
-      ours(l.qk);
+      norms(l, "qk");
       engine(k.kvAppend, l.kv, [Math.ceil((tokens * kvHeads * d) / 64)]);
       engine(k.attention, l.attention, [tokens * qHeads]);
       engine(k.matmul, l.o.group, l.o.grid);
-      ours(l.post);
+      norms(l, "post");
       engine(k.matmul, l.gateUp.group, l.gateUp.grid);
       engine(k.swiglu, l.swiglu, [Math.ceil((tokens * inter) / 64)]);
       engine(k.matmul, l.down.group, l.down.grid);
-      ours(l.next);
+      norms(l, "next");
     }
     engine(k.advance, s.advance, [1]);
     return count;
@@ -133,7 +159,7 @@ export function createStack(norm, cfg, weights, { maxTokens }) {
       encoder.copyBufferToBuffer(starts.get(position), 0, act.pos, 0, 16);
     },
     free() {
-      for (const s of shapes.values()) for (const l of s.perLayer) for (const b of [l.inNorm, l.qk, l.post, l.next]) b?.free();
+      for (const s of shapes.values()) for (const l of s.perLayer) for (const b of Object.values(l.package)) b?.free();
       for (const l of layers) for (const t of [l.inNorm, l.postNorm, l.qkNorm]) t.free();
       finalNorm.free();
     },

@@ -63,9 +63,9 @@ async function run(norm) {
     body.replaceChildren();
     for (const [s, g] of got.entries()) {
       const t = s < 2 ? times[s] : undefined;
-      const share = t && `${((1 - t.without / t.with) * 100).toFixed(0)} %`;
+      const share = t && `${((1 - t.none / t.package) * 100).toFixed(0)} %`;
       const vs = off[s] === null ? "not checked" : `${off[s].toExponential(1)} ${off[s] <= TOL ? "ok" : "FAILED"}`;
-      body.append(row([s === 0 ? "prefill" : `decode ${s}`, g.tokens, g.dispatches, g.packaged, fmt(g.recordMs), fmt(t?.with), fmt(t?.without), share ?? "—", vs]));
+      body.append(row([s === 0 ? "prefill" : `decode ${s}`, g.tokens, g.dispatches, g.norms, fmt(g.recordMs), fmt(t?.package), fmt(t?.none), share ?? "—", fmt(t?.plain), vs]));
     }
     const failed = off.some((o) => o !== null && !(o <= TOL));
     setStatus(failed ? "error" : "done", failed ? "A step is off the f64 reference." : `Done: ${steps.length} steps of ${cfg.layers} layers.`);

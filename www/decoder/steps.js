@@ -4,22 +4,22 @@
 
 /**
  * Runs `steps` (the tokens of each: the prompt, then 1s) of the embeddings `x` through
- * `stack`; resolves with each step's `{ tokens, dispatches, packaged, recordMs, stream,
- * final }`: its dispatches (the package's among them), the CPU time of recording it, and its
- * results read back.
+ * `stack`, its normalization steps `way` (layer.js's `step`); resolves with each step's
+ * `{ tokens, dispatches, norms, recordMs, stream, final }`: its dispatches (the
+ * normalization steps' among them), the CPU time of recording it, and its results read back.
  */
-export async function runSteps(stack, x, steps, hidden) {
+export async function runSteps(stack, x, steps, hidden, way = "package") {
   const out = [];
   let first = 0;
   for (const tokens of steps) {
     stack.write(x.subarray(first * hidden, (first + tokens) * hidden));
     const t0 = performance.now();
     const encoder = stack.device.createCommandEncoder();
-    const { dispatches, packaged } = stack.step(encoder, tokens);
+    const { dispatches, norms } = stack.step(encoder, tokens, { way });
     const commands = encoder.finish();
     const recordMs = performance.now() - t0;
     stack.device.queue.submit([commands]);
-    out.push({ tokens, dispatches, packaged, recordMs, ...(await stack.read(tokens)) });
+    out.push({ tokens, dispatches, norms, recordMs, ...(await stack.read(tokens)) });
     first += tokens;
   }
   return out;
@@ -48,13 +48,14 @@ export function perStep(all, steps, hidden) {
 
 /**
  * Wall time of a step of `tokens` from `position`, submission to the GPU's done, median of
- * `reps`, with the package's passes and without them (its results then wrong: for the share).
+ * `reps`, for each of `ways` (layer.js's `step`: "none" leaves the normalization steps out,
+ * for the package's share), taken in turn so that each sees the same clocks.
  */
-export async function stepMs(stack, position, tokens, reps = 5) {
-  const once = async (withPackage) => {
+export async function stepMs(stack, position, tokens, ways = ["package", "none", "plain"], reps = 5) {
+  const once = async (way) => {
     stack.seek(position);
     const encoder = stack.device.createCommandEncoder();
-    stack.step(encoder, tokens, { package: withPackage });
+    stack.step(encoder, tokens, { way });
     const commands = encoder.finish();
     await stack.device.queue.onSubmittedWorkDone();
     const t0 = performance.now();
@@ -62,12 +63,8 @@ export async function stepMs(stack, position, tokens, reps = 5) {
     await stack.device.queue.onSubmittedWorkDone();
     return performance.now() - t0;
   };
-  const runs = { with: [], without: [] };
-  // Alternately, so that both see the same clocks.
-  for (let r = 0; r < reps; r++) {
-    runs.with.push(await once(true));
-    runs.without.push(await once(false));
-  }
+  const runs = Object.fromEntries(ways.map((w) => [w, []]));
+  for (let r = 0; r < reps; r++) for (const w of ways) runs[w].push(await once(w));
   const median = (a) => a.sort((x, y) => x - y)[a.length >> 1];
-  return { with: median(runs.with), without: median(runs.without) };
+  return Object.fromEntries(ways.map((w) => [w, median(runs[w])]));
 }
