@@ -284,7 +284,7 @@ for (const backend of ["webgpu", "cpu"]) test(`hostile arguments: timeDispatches
   assertSwept(r, 200);
 });
 
-test("device loss: hostile arguments to every entry point while the device is lost (same tick and once reported) get the same named errors, never a throw from async calls; then good calls run on one new device", async () => {
+test("device loss: hostile arguments to every entry point, the rotary stage's fields included, while the device is lost (same tick and once reported) get the same named errors, never a throw from async calls; then good calls run on one new device", async () => {
   const r = await inPage(async (hostileSource) => {
     const { pkg, seeded, ref } = window.lib;
     const { data } = eval(hostileSource);
@@ -304,6 +304,12 @@ test("device loss: hostile arguments to every entry point while the device is lo
         timeDispatches: (v) => n.timeDispatches({ ...a, gamma: v }, 2),
         gpuTime: (v) => n.gpuTime({ ...a, input: v }, 2),
         prepare: (v) => n.prepare({ hidden: v }),
+        // The rotary stage's fields, each hostile beside valid others (a GPUBuffer of
+        // positions, a passHeads, a gammaHeads, the app's cos and sin).
+        positions: (v) => n.run({ ...a, residual: undefined, positions: v, heads: 1, theta: 1e4 }),
+        passHeads: (v) => n.run({ ...a, residual: undefined, positions: new Int32Array([0]), theta: 1e4, passHeads: v }),
+        gammaHeads: (v) => n.run({ ...a, residual: undefined, position: 3, theta: 1e4, gammaHeads: v }),
+        cosSin: (v) => n.run({ ...a, residual: undefined, position: 3, cosSin: v }),
       };
       for (const [dn, make] of Object.entries(data)) {
         const valid = dn.endsWith("(valid)");
