@@ -12,7 +12,7 @@ import * as appGpu from "../../../www/lib/app-gpu.js";
 import { createStack } from "../../../www/decoder/layer.js";
 import { referenceStack } from "../../../www/decoder/reference.js";
 import { perStep, runSteps, worstOff } from "../../../www/decoder/steps.js";
-import { seededEmbeddings, seededWeights } from "../../../www/decoder/weights.js";
+import { fromTransformers, seededEmbeddings, seededWeights } from "../../../www/decoder/weights.js";
 import { familyHelpers } from "./page/family.js";
 import { EXPECTED_ARRAY } from "./page/readings.js";
 
@@ -231,23 +231,33 @@ async function rotary(n, report) {
 /**
  * www/decoder's stack, the package inside a forward pass (each norm and the rotation between
  * the engine's own kernels, one encoder a step): a prompt and three decode steps, the stream
- * and the final norm of each against the f64 reference of the whole stack.
+ * and the final norm of each against the f64 reference of the whole stack, and with
+ * transformers' Qwen3 weights against what transformers computed
+ * (tests/fixtures/decoder/qwen3.json).
  */
 async function decoder(n, report) {
-  const cfg = { hidden: 64, qHeads: 4, kvHeads: 2, headDim: 16, inter: 128, layers: 2, eps: 1e-6, theta: 1e6 };
   const steps = [8, 1, 1, 1];
+  const cfg = { hidden: 64, qHeads: 4, kvHeads: 2, headDim: 16, inter: 128, layers: 2, eps: 1e-6, theta: 1e6 };
   const weights = seededWeights(cfg, 7);
   const x = seededEmbeddings(cfg, 11, 3);
   const ref = referenceStack(cfg, weights, x, 11);
   const [stream, final] = [ref.layers.at(-1), ref.final].map((all) => perStep(all, steps, cfg.hidden));
-  const stack = createStack(n, cfg, weights, { maxTokens: 16 });
-  const got = await runSteps(stack, x, steps, cfg.hidden);
-  stack.free();
+  const f = (await import("../../fixtures/decoder/qwen3.json", { with: { type: "json" } })).default;
+  const runs = [
+    ["the f64 reference", cfg, weights, x, steps.map((_, s) => ({ stream: stream[s], final: final[s] }))],
+    ["transformers' Qwen3", f.config, fromTransformers(f.weights), Float32Array.from(f.embeddings), f.steps],
+  ];
   let checked = 0;
-  for (const [s, g] of got.entries()) {
-    for (const [what, off] of [["stream", worstOff(g.stream, stream[s], cfg.hidden)], ["final norm", worstOff(g.final, final[s], cfg.hidden)]]) {
-      checked++;
-      if (!(off <= 1e-5)) report.failures.push(`decoder step ${s} (${g.tokens} tokens): the ${what} ${off} of its row's largest from the f64 reference`);
+  for (const [against, c, w, input, want] of runs) {
+    const stack = createStack(n, c, w, { maxTokens: 16 });
+    const got = await runSteps(stack, input, steps, c.hidden);
+    stack.free();
+    for (const [s, g] of got.entries()) {
+      for (const what of ["stream", "final"]) {
+        checked++;
+        const off = worstOff(g[what], want[s][what], c.hidden);
+        if (!(off <= 1e-5)) report.failures.push(`decoder step ${s} (${g.tokens} tokens), ${what}: ${off} of its row's largest from ${against}`);
+      }
     }
   }
   report.checked.decoder = checked;
