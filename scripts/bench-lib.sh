@@ -46,7 +46,8 @@ snapshot_pkg() {
     say "no pkg/: building it"
     bash scripts/build.sh
   fi
-  cp pkg/webgpu_rmsnorm.js pkg/webgpu_rmsnorm_bg.wasm pkg/webgpu_rmsnorm.d.ts "$1/"
+  # index.js: the entry an app imports, which `bash scripts/bench-dawn.sh check` imports too.
+  cp pkg/index.js pkg/webgpu_rmsnorm.js pkg/webgpu_rmsnorm_bg.wasm pkg/webgpu_rmsnorm.d.ts "$1/"
   # wasm-bindgen's inline JavaScript (`snippets/<crate>-<hash>/inline0.js`), which the glue
   # imports by relative path: the snapshot must hold the same tree beside it. Replaced whole,
   # so that snippets of an older build cannot linger.

@@ -120,6 +120,13 @@ export function constantsOf(code) {
   return c;
 }
 
+/**
+ * The bytes of a buffer for the kernels' uniform block (src/gpu/kernel/params.rs,
+ * `Params::SIZE`: rows, width, hidden, eps, then gammaOffset and the rotary stage's words, 0
+ * in these benchmarks), in whole 16 bytes.
+ */
+export const PARAMS_BYTES = 48;
+
 export class Raw {
   /**
    * `warmMiB`: size of each array the warm-up kernel streams (64 MiB on a GPU; less on a CPU
@@ -157,8 +164,7 @@ export class Raw {
 
   /** The package's Params block: rows, width (hidden / lanes), hidden as f32, eps. */
   params(rows, hidden, lanes, eps = 1e-6) {
-    // The kernels' 32-byte block (src/gpu/kernel/params.rs): gammaOffset (0 here) and padding after eps.
-    const buf = new ArrayBuffer(32);
+    const buf = new ArrayBuffer(PARAMS_BYTES);
     const u = new Uint32Array(buf);
     const f = new Float32Array(buf);
     u[0] = rows;

@@ -1,6 +1,6 @@
 // The `calls` section: µs per call of the package's four kinds of call beside raw WebGPU doing the same dispatch.
 import { packageKernel } from "./package-kernel.mjs";
-import { gammaFloats, randomFloats } from "./raw.mjs";
+import { PARAMS_BYTES, gammaFloats, randomFloats } from "./raw.mjs";
 import { fmt, header, log, table } from "./report.mjs";
 import { timeLoops } from "./timing.mjs";
 
@@ -75,15 +75,15 @@ export async function sectionCalls(ctx, out, { num }) {
     }
   });
   await raw.warm(200);
-  // The kernels' 32-byte Params block (src/gpu/kernel/params.rs); gammaOffset 0.
-  const paramsBytes = new ArrayBuffer(32);
+  // The kernels' uniform block (raw.mjs's PARAMS_BYTES); gammaOffset 0.
+  const paramsBytes = new ArrayBuffer(PARAMS_BYTES);
   new Uint32Array(paramsBytes).set([rows, hidden / kern.lanes]);
   new Float32Array(paramsBytes).set([hidden, 1e-6], 2);
   rawT.scopesFreshObjects = await timeLoops(loops, calls, async (k) => {
     for (let i = 0; i < k; i++) {
       device.pushErrorScope("out-of-memory");
       device.pushErrorScope("validation");
-      const params = device.createBuffer({ size: 32, usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST });
+      const params = device.createBuffer({ size: PARAMS_BYTES, usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST });
       device.queue.writeBuffer(params, 0, paramsBytes);
       raw.submit(p, raw.bind(p, { ...bufs, params }), kern.groups(rows));
       params.destroy();
