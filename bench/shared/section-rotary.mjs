@@ -2,6 +2,7 @@
 // The baselines: the elementwise kernel that moves q and k's bytes (`out = a`), the same norm
 // without the turn (what the stage adds), and the path an app writes without the stage: the
 // QK-norm of q and of k, then a rotary pass of its own for each (four passes a step).
+import { plainPasses } from "../../www/decoder/plain.js";
 import { clockCell } from "./clock.mjs";
 import { copyWgsl, randomFloats } from "./raw.mjs";
 import { fmt, header, log, note, pct, table } from "./report.mjs";
@@ -26,47 +27,19 @@ function parseRotaryShapes(s) {
   });
 }
 
-/**
- * RoPE in place as an app writes it without the stage: NeoX's rotate-half, a thread a pair,
- * the angle one f32 product and its cos and sin WGSL's built-ins.
- */
-function rotaryWgsl() {
-  return `// RoPE in place (NeoX), a thread a pair.
-struct P { pairs: u32, half: u32, heads: u32, pad: u32 };
-@group(0) @binding(0) var<storage, read> pos: array<i32>;
-@group(0) @binding(1) var<storage, read> inv_freq: array<f32>;
-@group(0) @binding(2) var<storage, read_write> x: array<f32>;
-@group(0) @binding(3) var<uniform> p: P;
-@compute @workgroup_size(256)
-fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32) {
-  let i = (wg.x + wg.y * groups.x) * 256u + lid;
-  if i >= p.pairs { return; }
-  let k = i % p.half;
-  let head = i / p.half;
-  let angle = f32(pos[head / p.heads]) * inv_freq[k];
-  let c = cos(angle);
-  let s = sin(angle);
-  let at = head * 2u * p.half + k;
-  let a = x[at];
-  let b = x[at + p.half];
-  x[at] = a * c - b * s;
-  x[at + p.half] = b * c + a * s;
-}
-`;
-}
-
 /** A recorder of `n` steps, each the package's QK-norm of q and of k then a rotary pass of each (timestamps at the first pass's beginning and the last's end). */
-function unfusedCalls(norm, raw, normArgs, rotaries) {
+function unfusedCalls(norm, normArgs, rotaries) {
   return (encoder, n, querySet, at) => {
     for (let s = 0; s < n; s++) {
       if (s === 0) encodeTimed(norm, encoder, normArgs[0], { querySet, beginningOfPassWriteIndex: at });
       else norm.encode(encoder, normArgs[0]);
       norm.encode(encoder, normArgs[1]);
-      rotaries.forEach(([p, group, groups], i) => {
+      rotaries.forEach(({ pipeline, group, grid }, i) => {
         const last = s === n - 1 && i === rotaries.length - 1;
         const pass = encoder.beginComputePass(last ? { timestampWrites: { querySet, endOfPassWriteIndex: at + 1 } } : undefined);
-        raw.dispatch(pass, p, group, groups);
+        pass.setPipeline(pipeline);
+        pass.setBindGroup(0, group);
+        pass.dispatchWorkgroups(grid);
         pass.end();
       });
     }
@@ -76,6 +49,7 @@ function unfusedCalls(norm, raw, normArgs, rotaries) {
 /** One shape's tensors, buffers and recorders. */
 async function shapeKit(ctx, { tokens, q, k, d }) {
   const { norm, raw } = ctx;
+  const plain = plainPasses(ctx.device);
   const heads = q + 2 * k;
   const invFreq = Float32Array.from({ length: d / 2 }, (_, i) => Math.fround(1e6 ** ((-2 * i) / d)));
   const positions = Int32Array.from({ length: tokens }, (_, t) => 4096 + t);
@@ -96,28 +70,24 @@ async function shapeKit(ctx, { tokens, q, k, d }) {
   const qkNorm = { input: t.qk, gamma: t.gamma, hidden: d, eps: 1e-6, inPlace: true };
   const copy = await raw.pipeline(copyWgsl(true), "out=a vec4");
   const uniforms = [raw.uniform(new Uint32Array([qk / 4, 0, 0, 0]))];
-  const rope = await raw.pipeline(rotaryWgsl(), "rope in place");
-  const pos = raw.buffer(tokens, new Float32Array(positions.buffer));
+  // The app's rotary pass: www/decoder's plain one (a thread a pair, WGSL's cos and sin), its
+  // tokens' positions consecutive from the first.
+  const pos = raw.buffer(4, new Float32Array(new Int32Array([positions[0], 0, 0, 0]).buffer));
   const freq = raw.buffer(d / 2, invFreq);
   const rotaries = [
     [t.q, q],
     [t.k, k],
-  ].map(([x, hs]) => {
-    const pairs = (tokens * hs * d) / 2;
-    const u = raw.uniform(new Uint32Array([pairs, d / 2, hs, 0]));
-    uniforms.push(u);
-    return [rope, raw.bind(rope, { pos, inv_freq: freq, x: x.buffer, p: u }), Math.ceil(pairs / 256)];
-  });
-  const plain = { hidden: d, eps: 1e-6, inPlace: true };
+  ].map(([x, hs]) => plain.bindRope({ qkv: x.buffer, invFreq: freq, pos, tokens, heads: hs, turned: hs, d }));
+  const alone = { hidden: d, eps: 1e-6, inPlace: true };
   const normArgs = [
-    { ...plain, input: t.q, gamma: t.gamma },
-    { ...plain, input: t.k, gamma: t.gamma },
+    { ...alone, input: t.q, gamma: t.gamma },
+    { ...alone, input: t.k, gamma: t.gamma },
   ];
   const rec = {
     copy: rawCalls(raw, copy, raw.bind(copy, { a: t.qk.buffer, out: t.out.buffer, p: uniforms[0] }), Math.ceil(qk / 4 / 256)),
     fused: packageCalls(norm, fused),
     qkNorm: packageCalls(norm, qkNorm),
-    unfused: unfusedCalls(norm, raw, normArgs, rotaries),
+    unfused: unfusedCalls(norm, normArgs, rotaries),
   };
   const free = () => {
     for (const x of Object.values(t)) x.free();
