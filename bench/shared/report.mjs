@@ -21,3 +21,8 @@ export function header(ctx, title) {
   log(`${p.runtime ?? `node ${p.node}; dawn.node from ${p.webgpuDir}; flags: ${p.dawnFlags.join(" ")}`}; timestamp-query: ${ctx.device.features.has("timestamp-query")}`);
   log(`date: ${new Date().toISOString()}`);
 }
+
+/** On an adapter that is no GPU, the line that says its figures make no roofline claims. */
+export function noRoofline(ctx) {
+  if (!ctx.kind.realGpu) log(`NO ROOFLINE CLAIMS: ${ctx.kind.isNull ? "Null backend" : "a CPU adapter"} (${ctx.kind.name}); µs only, and they are not GPU numbers.`);
+}

@@ -2,8 +2,8 @@
 import { clockCell } from "./clock.mjs";
 import { parseShapes } from "./options.mjs";
 import { addHalfWgsl, addRowsWgsl, addWgsl, copyWgsl, randomFloats } from "./raw.mjs";
-import { fmt, header, log, note, pct, table } from "./report.mjs";
-import { packageCalls, rawCalls, timePairs } from "./timing.mjs";
+import { fmt, header, log, noRoofline, note, pct, table } from "./report.mjs";
+import { callsAPass, packageCalls, rawCalls, timePairs } from "./timing.mjs";
 
 // Decode, prefill and QK-norm's shapes (65536 heads of 128, 131072 of 64: 8M elements each).
 const FAMILY_SHAPES = "1x896,1x4096,16x4096,2048x4096,8192x4096,65536x128,131072x64";
@@ -96,7 +96,7 @@ async function shapeKit(ctx, rows, hidden, only) {
     pairs.push(["rms/rows", "rows", "rms"]);
     for (const v of variants.filter((v) => v.key !== "rms")) pairs.push([`${v.key}/rms`, "rms", v.key]);
   }
-  if (rec.rope) pairs.push(["rope/noResidual", "noResidual", "rope"]);
+  if (rec.rope && rec.noResidual) pairs.push(["rope/noResidual", "noResidual", "rope"]);
   const free = () => {
     for (const x of Object.values(t)) x.free?.();
     for (const u of uniforms) u.destroy();
@@ -120,10 +120,7 @@ export async function sectionFamily(ctx, out, { opt, num }) {
   for (const [rows, hidden] of shapes) {
     const tag = `${rows}×${hidden}`;
     const kit = await shapeKit(ctx, rows, hidden, opt.variants?.split(","));
-    // Calls a pass: busy, enough to fill --pass-us; idle, --idle-pass-us (a few of a page's calls).
-    const cal = await timePairs(ctx, kit.rec.ab, kit.rec.ab, { n: Math.min(8, maxN), reps: 1, warmMs: 50 });
-    const perCall = Math.max(cal.base.us, 0.05);
-    const n = { busy: Math.max(1, Math.min(maxN, Math.round(passUs / perCall))), idle: Math.max(1, Math.min(maxN, Math.round(idlePassUs / perCall))) };
+    const n = await callsAPass(ctx, kit.rec.ab, { passUs, idlePassUs, maxN });
     const r = { tag, rows, hidden, n, busy: {}, idle: {} };
     for (const mode of MODES) {
       // The clock follows the load with a lag: the busy pairs' clock must have fallen before
@@ -155,7 +152,7 @@ function printFamily(ctx, results, { reps, idleMs, passUs, idlePassUs }) {
       ` GPU kept busy: ${reps.busy} pairs back to back after a warm-up, n for ~${passUs} µs of a+b. Driver-chosen clock: ${reps.idle} pairs, ${idleMs} ms idle before each, n for ~${idlePassUs} µs of a+b.` +
       " SM clock: nvidia-smi clocks.sm (and the throttle reasons) read as the pairs ran; min–max over the row.",
   );
-  if (!real) log(`NO ROOFLINE CLAIMS: ${ctx.kind.isNull ? "Null backend" : "a CPU adapter"} (${ctx.kind.name}); µs only, and they are not GPU numbers.`);
+  noRoofline(ctx);
   const variants = VARIANTS.map((v) => v.key).filter((k) => results.some((r) => r.busy[k]));
   const label = Object.fromEntries(VARIANTS.map((v) => [v.key, v.label]));
   const rel = (x) => (real && x ? pct(1 / x.ratio) : "—");

@@ -3,7 +3,7 @@ import { ChainBuffers, worstRelative } from "./chain-buffers.mjs";
 import { clockCell } from "./clock.mjs";
 import { DEFAULT_SHAPES, parseShapes } from "./options.mjs";
 import { packageKernel } from "./package-kernel.mjs";
-import { fmt, header, log, note, pct, table } from "./report.mjs";
+import { fmt, header, log, noRoofline, note, pct, table } from "./report.mjs";
 import { chainLength, onePass, spread, timePairs } from "./timing.mjs";
 
 export async function sectionKernel(ctx, out, { opt, num }) {
@@ -123,7 +123,7 @@ function printKernel(ctx, results, reps) {
       " % roofline = (bytes the variant must move / its time) ÷ (the baseline's bytes / its time): plain and bias+beta move 3 arrays (+ gamma, beta, bias), sum 4." +
       " SM clock: nvidia-smi clocks.sm (and the throttle reasons) read as the pairs ran; min–max over the row.",
   );
-  if (!real) log(`NO ROOFLINE CLAIMS: ${ctx.kind.isNull ? "Null backend" : "a CPU adapter"} (${ctx.kind.name}); µs only, and they are not GPU numbers.`);
+  noRoofline(ctx);
   table(
     ["shape", "SM clock", "a+b µs", "plain µs", "plain ÷ a+b", "plain % roofline", "bias+beta µs", "bias+beta ÷ a+b", "% roofline", "a±b µs", "sum µs", "sum ÷ a±b", "sum % of a±b", "n"],
     results.map((r) =>

@@ -5,8 +5,8 @@
 import { plainPasses } from "../../www/decoder/plain.js";
 import { clockCell } from "./clock.mjs";
 import { copyWgsl, randomFloats } from "./raw.mjs";
-import { fmt, header, log, note, pct, table } from "./report.mjs";
-import { encodeTimed, packageCalls, rawCalls, timePairs } from "./timing.mjs";
+import { fmt, header, log, noRoofline, note, pct, table } from "./report.mjs";
+import { callsAPass, encodeTimed, packageCalls, rawCalls, timePairs } from "./timing.mjs";
 
 // Tokens × (q heads + k heads) × head size: Llama-3-8B-like and Qwen3-like prefill, Gemma-like
 // heads of 256, and each at decode (one token). Each token also has k heads of v, passed.
@@ -115,9 +115,7 @@ export async function sectionRotary(ctx, out, { opt, num }) {
   const results = [];
   for (const shape of shapes) {
     const kit = await shapeKit(ctx, shape);
-    const cal = await timePairs(ctx, kit.rec.copy, kit.rec.copy, { n: Math.min(8, maxN), reps: 1, warmMs: 50 });
-    const perCall = Math.max(cal.base.us, 0.05);
-    const n = { busy: Math.max(1, Math.min(maxN, Math.round(passUs / perCall))), idle: Math.max(1, Math.min(maxN, Math.round(idlePassUs / perCall))) };
+    const n = await callsAPass(ctx, kit.rec.copy, { passUs, idlePassUs, maxN });
     const r = { ...shape, n, busy: {}, idle: {} };
     for (const mode of MODES) {
       if (mode.key === "idle") await new Promise((res) => setTimeout(res, num("settle-ms", 1000)));
@@ -141,7 +139,7 @@ function printRotary(ctx, results, { reps, idleMs, passUs, idlePassUs }) {
       " unfused: the package's QK-norm of a q tensor and a k tensor, then a rotary pass (NeoX, a thread a pair, WGSL's cos and sin) over each: four passes a step." +
       ` A pair = one command buffer, the baseline's n calls then the fused n; ratio = median over the pairs. Busy: ${reps.busy} pairs after a warm-up, n for ~${passUs} µs of out = a; driver's clock: ${reps.idle} pairs, ${idleMs} ms idle before each, n for ~${idlePassUs} µs.`,
   );
-  if (!real) log(`NO ROOFLINE CLAIMS: a CPU adapter (${ctx.kind.name}); µs only, and they are not GPU numbers.`);
+  noRoofline(ctx);
   const share = (x) => (real ? pct(1 / x.ratio) : "—");
   const times = (x) => (real ? `${fmt(x.ratio, 2)}×` : "—");
   for (const mode of MODES) {

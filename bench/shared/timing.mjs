@@ -170,3 +170,14 @@ export async function timePairs(ctx, base, kernel, { n, reps, idleMs = 0, warmMs
   }
   return { n, base: spread(b, n), kernel: spread(k, n), ratio: median(ratios), ratios, clocks };
 }
+
+/**
+ * Calls a pass for each way of running the GPU, from one timed pass of `rec` (a recorder):
+ * busy, enough to fill `passUs`; idle, `idlePassUs` (a few of a page's calls); 1 to `maxN`.
+ */
+export async function callsAPass(ctx, rec, { passUs, idlePassUs, maxN }) {
+  const cal = await timePairs(ctx, rec, rec, { n: Math.min(8, maxN), reps: 1, warmMs: 50 });
+  const perCall = Math.max(cal.base.us, 0.05);
+  const fill = (us) => Math.max(1, Math.min(maxN, Math.round(us / perCall)));
+  return { busy: fill(passUs), idle: fill(idlePassUs) };
+}
