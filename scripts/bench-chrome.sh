@@ -19,7 +19,7 @@
 #   bash scripts/bench-chrome.sh probe       # instead of run: the adapter each launch
 #                                            # configuration offers (bench/chrome/probe.html)
 #
-# SECTIONS: any of kernel family churn calls layers waits ort memory (default: all but memory, in that order). kernel and
+# SECTIONS: any of kernel family churn calls layers waits ort rotary decoder memory (default: the first seven, in that order). kernel and
 # family run one fresh browser per shape; the others one browser each. BENCH_CHROME_ARGS go to
 # every page (bench/dawn/bench.mjs's options and bench/chrome's), e.g.
 #   BENCH_CHROME_ARGS="--shapes 1x896,16x4096" bash scripts/bench-chrome.sh run
@@ -205,6 +205,7 @@ run() {
       layers) page layers layers "${rest[@]}" ;;
       waits) page waits waits "${rest[@]}" ;;
       memory) page memory memory "${rest[@]}" ;;
+      rotary | decoder) page "$s" "$s" "${rest[@]}" ;;
       *) say "unknown section $s"; STATUS=64 ;;
     esac
   done
