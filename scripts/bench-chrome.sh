@@ -205,7 +205,7 @@ run() {
       layers) page layers layers "${rest[@]}" ;;
       waits) page waits waits "${rest[@]}" ;;
       memory) page memory memory "${rest[@]}" ;;
-      rotary | decoder) page "$s" "$s" "${rest[@]}" ;;
+      rotary | decoder) page "$s" "$s" ${joined:+--shapes "$joined"} "${rest[@]}" ;;
       *) say "unknown section $s"; STATUS=64 ;;
     esac
   done
