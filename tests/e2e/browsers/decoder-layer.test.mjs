@@ -22,8 +22,7 @@ const { inPage } = pageSuite("rmsnorm-decoder-", { mounts: [["/decoder", join(RO
 // Within this of its row's largest value (docs/numerics.md, "A decoder stack").
 const TOL = 1e-5;
 // The plain passes turn by WGSL's built-in cos and sin, which WGSL specifies only to 2⁻¹¹
-// absolute (SwiftShader's are 1.9e-4 off at an angle of 9.3): a turned value may be off by
-// about twice that of its head's scale.
+// absolute: a turned value may be off by about twice that of its head's scale.
 const PLAIN_TOL = 1e-3;
 
 /**
