@@ -75,9 +75,9 @@ impl Frequencies {
         floats.iter().map(|f| f.to_bits()).collect()
     }
 
-    /// The inverse frequencies of a stage of `rotary_dim`; none where the app gives its own
-    /// cos and sin.
-    pub fn inv_freq(&self, rotary_dim: usize) -> Rc<[f32]> {
+    /// The inverse frequencies of a stage of `rotary_dim` (`words` and `cos_sin` read the
+    /// app's table before they ask).
+    fn inv_freq(&self, rotary_dim: usize) -> Rc<[f32]> {
         match self {
             Frequencies::Inverse(f) => f.clone(),
             Frequencies::Theta(theta) => inv_freq_of_theta(*theta, rotary_dim).into(),
